@@ -1,0 +1,94 @@
+"""Learning signals (outcome, review, feedback) and the tool-state change the learner emits."""
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+from uuid import UUID, uuid4
+
+from pydantic import Field, StringConstraints, model_validator
+
+from contracts.common import Identifier, Message, ToolRef
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ToolCall(ToolRef):
+    """One call the model made to a selected tool, and whether it worked."""
+
+    success: bool
+    latency_ms: float | None = Field(default=None, ge=0, le=3_600_000)
+    error: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    rating: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Optional quality rating of the result (an LLM judge or the runtime)."""
+
+
+class OutcomeEvent(Message):
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    selection_id: UUID
+    calls: list[ToolCall] = Field(default_factory=list, max_length=200)
+
+
+class Verdict(StrEnum):
+    PERFECT = "perfect"
+    RELATED = "related"
+    UNRELATED = "unrelated"
+    BROKEN = "broken"
+
+
+class ToolReview(ToolRef):
+    verdict: Verdict
+
+
+class ReviewEvent(Message):
+    """Millwright review of a selection; ``none_of_these`` marks every suggestion unrelated."""
+
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    selection_id: UUID
+    reviews: list[ToolReview] = Field(default_factory=list, max_length=200)
+    none_of_these: bool = False
+
+    @model_validator(mode="after")
+    def _something(self) -> "ReviewEvent":
+        if not self.reviews and not self.none_of_these:
+            raise ValueError("reviews: give at least one review or none_of_these")
+        return self
+
+
+class FeedbackEvent(ToolRef, Message):
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    tenant_id: Identifier = "default"
+    rating: float = Field(ge=0.0, le=1.0)
+    comment: Annotated[str, StringConstraints(max_length=2000)] = ""
+    author: Identifier | None = None
+
+
+class ToolState(StrEnum):
+    HEALTHY = "healthy"
+    WARNING = "warning"
+    DEGRADED = "degraded"
+    QUARANTINED = "quarantined"
+    PROBATION = "probation"
+
+
+class ToolStateChanged(ToolRef, Message):
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    state: ToolState
+    reason: str = ""
+
+
+class PosteriorUpdate(ToolRef):
+    context_key: str
+    alpha: float
+    beta: float
+
+
+class PosteriorsUpdated(Message):
+    """The learner's new Beta posteriors after a committed batch, so selectors need no database read."""
+
+    updates: list[PosteriorUpdate] = Field(max_length=100_000)

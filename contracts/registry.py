@@ -1,0 +1,112 @@
+"""Plugin sync: what a plugin declares about its tools, and what the indexer reports back."""
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID, uuid4
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from contracts.common import SHARED_TENANT, Identifier, Message, ShortText, ToolName
+
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+ExampleQuery = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
+LongText = Annotated[str, StringConstraints(max_length=8000)]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ToolSpec(BaseModel):
+    """One tool as its plugin declares it. Everything here is hashed to detect change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: ToolName
+    display_name: ShortText = ""
+    description: LongText
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    return_schema: dict[str, Any] | None = None
+    function_summary: Annotated[str, StringConstraints(max_length=1000)] = ""
+    tags: list[Tag] = Field(default_factory=list, max_length=32)
+    when_to_use: Annotated[str, StringConstraints(max_length=2000)] = ""
+    limitations: Annotated[str, StringConstraints(max_length=2000)] = ""
+    example_queries: list[ExampleQuery] = Field(default_factory=list, max_length=200)
+    usage_hint: Annotated[str, StringConstraints(max_length=2000)] = ""
+    related_tools: list[ToolName] = Field(default_factory=list, max_length=32)
+    category: Slug | None = None
+    server: ShortText = ""
+    execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
+    execution_config: dict[str, Any] = Field(default_factory=dict)
+    pinned: bool = False
+    pin_weight: int = Field(default=0, ge=0, le=1000)
+    schema_version: SemVer = "1.0.0"
+
+
+class CategorySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Slug
+    parent: Slug | None = None
+    description: Annotated[str, StringConstraints(max_length=1000)] = ""
+    workflow_hint: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class PageMappingSpec(BaseModel):
+    """Maps a page pattern (exact, ``prefix*``, ``*suffix`` or ``*contains*``) to a category."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    page_pattern: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    category: Slug
+    priority: int = Field(default=0, ge=-1000, le=1000)
+
+
+class PluginSync(Message):
+    """A plugin's whole declaration. Tools missing from it are soft-deleted."""
+
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    plugin_id: Slug
+    plugin_version: SemVer
+    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    credential: Annotated[str, StringConstraints(max_length=512)] | None = None
+    tools: list[ToolSpec] = Field(max_length=5000)
+    categories: list[CategorySpec] = Field(default_factory=list, max_length=1000)
+    page_mappings: list[PageMappingSpec] = Field(default_factory=list, max_length=5000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "PluginSync":
+        names = [t.name for t in self.tools]
+        if len(names) != len(set(names)):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"tools: duplicate tool names {dupes[:5]}")
+        known = {c.name for c in self.categories}
+        for i, tool in enumerate(self.tools):
+            if tool.category is not None and tool.category not in known:
+                raise ValueError(f"tools.{i}.category: unknown category {tool.category!r}")
+        for i, mapping in enumerate(self.page_mappings):
+            if mapping.category not in known:
+                raise ValueError(f"page_mappings.{i}.category: unknown category {mapping.category!r}")
+        return self
+
+
+class SyncReport(Message):
+    event_id: UUID
+    plugin_id: str
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    embedded: int = 0
+    flagged: int = 0
+    duration_ms: float = 0.0
+
+
+class RegistryChanged(Message):
+    """Published after a sync that changed anything; selectors reload their catalog on it."""
+
+    event_id: UUID = Field(default_factory=uuid4)
+    occurred_at: datetime = Field(default_factory=_now)
+    plugin_id: str
+    reason: str
+    changed: list[str] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""The three toolsel services; none imports another."""

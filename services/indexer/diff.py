@@ -1,0 +1,46 @@
+"""Differential sync: compare a plugin's declared tools with what the registry holds, by content hash."""
+
+from dataclasses import dataclass, field
+
+from contracts import ToolSpec
+from services.indexer.hashing import content_hash
+
+
+@dataclass(frozen=True)
+class StoredTool:
+    id: int
+    content_hash: str
+    deleted: bool
+    spec: dict[str, object]
+
+
+@dataclass
+class SyncPlan:
+    insert: list[tuple[ToolSpec, str]] = field(default_factory=list)
+    update: list[tuple[int, ToolSpec, str, list[str]]] = field(default_factory=list)
+    """(tool id, new spec, new hash, changed fields)."""
+    unchanged: list[int] = field(default_factory=list)
+    delete: list[int] = field(default_factory=list)
+
+
+def changed_fields(old: dict[str, object], new: dict[str, object]) -> list[str]:
+    """Top-level fields whose values differ, sorted."""
+    return sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
+
+
+def plan_sync(stored: dict[str, StoredTool], declared: list[ToolSpec]) -> SyncPlan:
+    """What to insert, update, skip and soft-delete. A soft-deleted tool declared again is revived."""
+    plan = SyncPlan()
+    for spec in declared:
+        digest = content_hash(spec)
+        current = stored.get(spec.name)
+        if current is None:
+            plan.insert.append((spec, digest))
+        elif current.content_hash == digest and not current.deleted:
+            plan.unchanged.append(current.id)
+        else:
+            fields = changed_fields(current.spec, spec.model_dump(mode="json"))
+            plan.update.append((current.id, spec, digest, fields or ["deleted_at"]))
+    names = {spec.name for spec in declared}
+    plan.delete = sorted(t.id for name, t in stored.items() if name not in names and not t.deleted)
+    return plan

@@ -1,0 +1,1 @@
+"""Learner: outcomes, reviews and feedback become posteriors and quality."""

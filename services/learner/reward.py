@@ -1,0 +1,40 @@
+"""The reward model, in one place: what an outcome means for each selected tool's Beta posterior.
+
+- called and worked: a success (alpha += 1);
+- called and failed: a failure (beta += 1);
+- selected but not called: an impression; beta += ``not_called_penalty`` (default 0: no update);
+- called but not among the selection's tools: ignored (the selection did not offer it).
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from contracts import SelectedTool, ToolCall
+
+
+@dataclass(frozen=True)
+class Reward:
+    tool_key: str
+    alpha: float
+    beta: float
+    success: int
+    failure: int
+    impression: int
+
+
+def rewards(
+    selected: Iterable[SelectedTool], calls: Iterable[ToolCall], not_called_penalty: float = 0.0
+) -> list[Reward]:
+    """One reward per selected tool, from the calls the model made (several calls to one tool add up)."""
+    outcome: dict[str, list[int]] = {}
+    for call in calls:
+        wins_losses = outcome.setdefault(call.key, [0, 0])
+        wins_losses[0 if call.success else 1] += 1
+    result = []
+    for tool in selected:
+        won, lost = outcome.get(tool.key, (0, 0))
+        if won or lost:
+            result.append(Reward(tool.key, float(won), float(lost), won, lost, 0))
+        else:
+            result.append(Reward(tool.key, 0.0, not_called_penalty, 0, 0, 1))
+    return result

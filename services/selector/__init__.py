@@ -1,0 +1,1 @@
+"""Selector: answers "which few tools for this query, page and tenant?" in milliseconds."""

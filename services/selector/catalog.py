@@ -1,0 +1,115 @@
+"""The selector's in-memory copy of the registry, as arrays, replaced whole when the registry changes."""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from toolsel.settings import Settings
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Live tools (active, not deleted) with their vectors and what scoring needs. Row i is one tool."""
+
+    keys: list[str]
+    plugin_ids: list[str]
+    names: list[str]
+    tenants: npt.NDArray[np.str_]
+    categories: list[str | None]
+    specs: list[dict[str, object]]
+    tags: list[frozenset[str]]
+    vectors: npt.NDArray[np.float32]
+    has_vector: npt.NDArray[np.bool_]
+    pinned: npt.NDArray[np.bool_]
+    pin_weight: npt.NDArray[np.int64]
+    quarantined: npt.NDArray[np.bool_]
+    rating: npt.NDArray[np.float64]
+    """Average quality rating of the tool's results (1.0 until someone rates it)."""
+    last_success: list[datetime | None]
+    schema_tokens: npt.NDArray[np.int64]
+    workflow_hints: dict[tuple[str, str], str] = field(default_factory=dict)
+    category_parents: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    page_mappings: list[tuple[str, str, str, int]] = field(default_factory=list)
+    """(plugin_id, page_pattern, category, priority)."""
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Tool key (``plugin/name``) -> row."""
+        return {key: i for i, key in enumerate(self.keys)}
+
+
+def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
+    """Estimated prompt tokens of the schema an agent would be sent for this tool."""
+    shown = {"name": spec.get("name"), "description": spec.get("description"), "parameters": spec.get("parameters")}
+    return max(1, round(len(json.dumps(shown)) * tokens_per_char))
+
+
+TOOLS_SQL = """
+SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
+       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at
+FROM tools t
+LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
+LEFT JOIN tool_quality tq ON tq.tool_id = t.id
+WHERE t.deleted_at IS NULL AND t.status = 'active'
+ORDER BY t.pin_weight DESC, t.plugin_id, t.name
+"""
+
+
+def average_rating(rating_sum: float | None, rating_count: int | None) -> float:
+    """Mean of the ratings given so far; 1.0 (no penalty) before the first."""
+    return (rating_sum or 0.0) / rating_count if rating_count else 1.0
+
+
+async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
+    """Read the live registry in three queries; the caller swaps the result in atomically."""
+    rows = await pool.fetch(TOOLS_SQL)
+    categories = await pool.fetch("SELECT plugin_id, name, parent, workflow_hint FROM tool_categories")
+    mappings = await pool.fetch(
+        "SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings ORDER BY priority DESC"
+    )
+    dim = settings.embedding_dim
+    vectors = np.zeros((len(rows), dim), dtype=np.float32)
+    has_vector = np.zeros(len(rows), dtype=bool)
+    specs = []
+    for i, r in enumerate(rows):
+        specs.append(json.loads(r["spec"]))
+        if r["embedding"] is not None:
+            vectors[i] = r["embedding"].to_numpy()
+            has_vector[i] = True
+    return Catalog(
+        keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
+        plugin_ids=[r["plugin_id"] for r in rows],
+        names=[r["name"] for r in rows],
+        tenants=np.array([r["tenant_id"] for r in rows], dtype=np.str_),
+        categories=[r["category"] for r in rows],
+        specs=specs,
+        tags=[frozenset(s.get("tags") or ()) for s in specs],
+        vectors=vectors,
+        has_vector=has_vector,
+        pinned=np.array([r["is_always_pinned"] for r in rows], dtype=bool),
+        pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
+        quarantined=np.array([r["quarantined"] for r in rows], dtype=bool),
+        rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
+        last_success=[r["last_success_at"] for r in rows],
+        schema_tokens=np.array([schema_tokens(s, settings.tokens_per_char) for s in specs], dtype=np.int64),
+        workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
+        category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
+        page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
+    )
+
+
+async def load_posteriors(pool: asyncpg.Pool) -> dict[tuple[str, str], tuple[float, float]]:
+    """(tool key, context key) -> (alpha, beta) for every tool with learnt statistics."""
+    rows = await pool.fetch(
+        "SELECT t.plugin_id || '/' || t.name AS key, s.context_key, s.alpha, s.beta"
+        " FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
+    )
+    return {(r["key"], r["context_key"]): (r["alpha"], r["beta"]) for r in rows}

@@ -1,0 +1,147 @@
+"""The selection stages as pure functions over arrays: each one testable alone, none doing I/O.
+
+A mask is a boolean array over catalog rows; scores are float arrays aligned with it.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from contracts import SHARED_TENANT
+
+Mask = npt.NDArray[np.bool_]
+Scores = npt.NDArray[np.float64]
+Rows = npt.NDArray[np.int64]
+
+
+def tenant_mask(tenants: npt.NDArray[np.str_], tenant_id: str) -> Mask:
+    """Tools of this tenant plus those shared with all; never another tenant's."""
+    result: Mask = (tenants == tenant_id) | (tenants == SHARED_TENANT)
+    return result
+
+
+def page_matches(pattern: str, page: str) -> bool:
+    """Seed 000's four modes: ``*contains*``, ``prefix*``, ``*suffix`` and exact."""
+    if len(pattern) >= 2 and pattern.startswith("*") and pattern.endswith("*"):
+        return pattern[1:-1] in page
+    if pattern.endswith("*"):
+        return page.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return page.endswith(pattern[1:])
+    return page == pattern
+
+
+def page_categories(
+    mappings: Iterable[tuple[str, str, str, int]], page: str, parents: dict[tuple[str, str], str | None]
+) -> set[tuple[str, str]]:
+    """(plugin, category) pairs mapped to this page, with every sub-category of each (categories nest)."""
+    if not page:
+        return set()
+    wanted = {(plugin, category) for plugin, pattern, category, _ in mappings if page_matches(pattern, page)}
+    return with_descendants(wanted, parents)
+
+
+def with_descendants(wanted: set[tuple[str, str]], parents: dict[tuple[str, str], str | None]) -> set[tuple[str, str]]:
+    """Close a set of categories under "is a sub-category of" (within each plugin)."""
+    result = set(wanted)
+    grew = True
+    while grew:
+        grew = False
+        for (plugin, name), parent in parents.items():
+            if parent is not None and (plugin, parent) in result and (plugin, name) not in result:
+                result.add((plugin, name))
+                grew = True
+    return result
+
+
+def category_mask(plugin_ids: Sequence[str], categories: Sequence[str | None], wanted: set[tuple[str, str]]) -> Mask:
+    return np.array([(p, c) in wanted for p, c in zip(plugin_ids, categories, strict=True)], dtype=bool)
+
+
+def narrow(mask: Mask, keep: Mask) -> tuple[Mask, bool]:
+    """Apply a filter unless it would leave nothing; says whether it was applied (graceful fallback)."""
+    narrowed: Mask = mask & keep
+    if narrowed.any():
+        return narrowed, True
+    return mask, False
+
+
+def cosine(vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> Scores:
+    """Cosine similarity of unit vectors: a dot product."""
+    result: Scores = (vectors @ query).astype(np.float64)
+    return result
+
+
+def top_n(scores: Scores, mask: Mask, n: int) -> Rows:
+    """Rows of the ``n`` best scores among the masked rows, best first (stable for ties)."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return rows.astype(np.int64)
+    order = np.argsort(-scores[rows], kind="stable")[:n]
+    result: Rows = rows[order].astype(np.int64)
+    return result
+
+
+def recency(last_success: Sequence[datetime | None], now: datetime, half_life_days: float) -> Scores:
+    """Exponential decay since the last successful call; 0 for a tool that never succeeded."""
+    out = np.zeros(len(last_success), dtype=np.float64)
+    for i, at in enumerate(last_success):
+        if at is not None:
+            days = max((now - at).total_seconds(), 0.0) / 86400.0
+            out[i] = 0.5 ** (days / half_life_days)
+    return out
+
+
+def posterior_mean(alpha: Scores, beta: Scores) -> Scores:
+    mean: Scores = alpha / (alpha + beta)
+    return mean
+
+
+def thompson(alpha: Scores, beta: Scores, rng: np.random.Generator | None) -> Scores:
+    """One draw from each Beta(alpha, beta); the posterior mean when randomness is off (rng None)."""
+    if rng is None:
+        return posterior_mean(alpha, beta)
+    sample: Scores = rng.beta(alpha, beta)
+    return sample
+
+
+@dataclass(frozen=True)
+class Weights:
+    similarity: float
+    quality: float
+    recency: float
+
+    def __post_init__(self) -> None:
+        if min(self.similarity, self.quality, self.recency) < 0:
+            raise ValueError("weights must be >= 0")
+
+
+def composite(similarity: Scores, rating: Scores, recency_: Scores, success: Scores, weights: Weights) -> Scores:
+    """Seed 004's weighted score; quality is success rate x average rating, the success rate coming from the
+    tool's Beta posterior for this context (its mean to exploit, a Thompson draw to explore)."""
+    result: Scores = weights.similarity * similarity + weights.quality * success * rating + weights.recency * recency_
+    return result
+
+
+def choose(candidates: Rows, exploit: Scores, explore: Scores, k: int, exploration_slots: int) -> tuple[Rows, Rows]:
+    """K minus the exploration slots by the expected score, then for each slot the best of the rest by the
+    sampled score: a new or uncertain tool gets tried without pushing a proven one out.
+
+    Returns (chosen rows in order, the rows that were exploration picks).
+    """
+    explore_n = min(exploration_slots, max(k - 1, 0))
+    ranked = candidates[np.argsort(-exploit[candidates], kind="stable")]
+    exploited = ranked[: k - explore_n]
+    rest = ranked[k - explore_n :]
+    picks = rest[np.argsort(-explore[rest], kind="stable")[:explore_n]]
+    return np.concatenate([exploited, picks]).astype(np.int64), picks.astype(np.int64)
+
+
+def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int64]) -> Rows:
+    """Always-pinned tools first by pin weight, then the chosen; pins may take the count past K."""
+    pins = pinned_rows[np.argsort(-pin_weight[pinned_rows], kind="stable")]
+    rest = chosen[~np.isin(chosen, pins)]
+    return np.concatenate([pins, rest]).astype(np.int64)

@@ -1,0 +1,62 @@
+"""Shared fixtures. Integration tests start one real stack per session: embedded NATS with JetStream, embedded
+PostgreSQL with pgvector, and the three services as child processes with the real embedding model."""
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from toolsel.client import ToolselClient
+from toolsel.db import create_pool
+from toolsel.settings import Settings
+from toolsel.stack import Endpoints, Stack
+
+PLUGIN_SECRETS = {"guarded": "s3cret"}
+"""Plugins that must prove themselves in the integration stack."""
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    home = Path(tempfile.mkdtemp(prefix="toolsel-test-"))
+    env = {
+        "TOOLSEL_PLUGIN_SECRETS": json.dumps(PLUGIN_SECRETS),
+        "TOOLSEL_MAX_DELIVER": "2",
+        "TOOLSEL_TOOL_LIST_CACHE_TTL_S": "3600",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    running = Stack(Settings(home=home, nats_url=None, database_url=None))
+    try:
+        asyncio.run(running.start())
+        yield running
+    finally:
+        running.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def endpoints(stack: Stack) -> Endpoints:
+    assert stack.endpoints is not None
+    return stack.endpoints
+
+
+@pytest.fixture
+async def client(endpoints: Endpoints) -> AsyncIterator[ToolselClient]:
+    async with ToolselClient(endpoints.nats_url) as connected:
+        yield connected
+
+
+@pytest.fixture(scope="session")
+async def pool(endpoints: Endpoints) -> AsyncIterator[asyncpg.Pool]:
+    connections = await create_pool(endpoints.database_url)
+    yield connections
+    await connections.close()

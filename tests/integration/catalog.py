@@ -1,0 +1,86 @@
+"""Small, real catalogs for the integration tests; each test gets its own plugin and tenant."""
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+from uuid import uuid4
+
+from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec
+from toolsel.client import ToolselClient
+
+T = TypeVar("T")
+
+TOOLS = {
+    "send_email": (
+        "Send an email message to one or more recipients.",
+        ["email my boss the quarterly report", "send a message to alice@example.com", "write an email to the team"],
+    ),
+    "get_weather": (
+        "Current weather and forecast for a city.",
+        ["what's the weather in Paris", "will it rain tomorrow in London", "temperature in Tokyo today"],
+    ),
+    "search_flights": (
+        "Search for flights between two airports on a date.",
+        ["find a flight from Berlin to Rome", "cheapest flights to New York next week", "book a plane ticket"],
+    ),
+    "translate_text": (
+        "Translate text between languages.",
+        ["translate this sentence into Spanish", "what is 'thank you' in Japanese", "translate to German"],
+    ),
+    "create_event": (
+        "Create a calendar event with a time and attendees.",
+        ["schedule a meeting tomorrow at 3pm", "add a dentist appointment to my calendar", "book a call with Bob"],
+    ),
+}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid4().hex[:8]}"
+
+
+def tool(name: str, **changes: object) -> ToolSpec:
+    description, examples = TOOLS[name]
+    spec = ToolSpec(
+        name=name,
+        description=description,
+        example_queries=examples,
+        category="general",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    )
+    return spec.model_copy(update=changes)
+
+
+def plugin_sync(plugin_id: str, tenant_id: str, tools: list[ToolSpec], **fields: object) -> PluginSync:
+    return PluginSync(
+        plugin_id=plugin_id,
+        plugin_version="1.0.0",
+        tenant_id=tenant_id,
+        tools=tools,
+        categories=[CategorySpec(name="general", workflow_hint="Pick one tool, then report the outcome.")],
+        page_mappings=[PageMappingSpec(page_pattern="/inbox*", category="general")],
+        **fields,
+    )
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 15.0) -> T:
+    """Poll until the probe returns something truthy (events are asynchronous), or return its last answer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await probe()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(0.05)
+
+
+async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:
+    """Sync, then wait until the selectors have reloaded (they do so on the registry-changed broadcast)."""
+    report = await client.sync(sync)
+    expected = {t.name for t in sync.tools}
+
+    async def visible() -> bool:
+        reply = await client.select(query="anything", tenant_id=sync.tenant_id, k=50, dry_run=True)
+        return {t.name for t in reply.tools if t.plugin_id == sync.plugin_id} == expected
+
+    assert await eventually(visible), "the selector did not pick up the sync"
+    return report

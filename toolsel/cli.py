@@ -1,0 +1,239 @@
+"""The ``toolsel`` command: run the stack or one service, and talk to a running stack."""
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from contracts import HealthReply, PluginSync, SelectRequest, subjects
+from toolsel.client import ToolselClient, ToolselError
+from toolsel.render import console, selection_table, status_table, sync_table
+from toolsel.settings import Settings, get_settings
+from toolsel.stack import Stack, configured_endpoints, health_all
+
+cli = typer.Typer(
+    help="toolsel: which few tools an LLM agent should see.", no_args_is_help=True, pretty_exceptions_enable=False
+)
+
+
+def _settings() -> Settings:
+    return get_settings()
+
+
+@asynccontextmanager
+async def _client() -> AsyncIterator[ToolselClient]:
+    endpoints = configured_endpoints(_settings())
+    if endpoints is None:
+        console.print("[red]No running toolsel:[/] start one with `toolsel up`, or set TOOLSEL_NATS_URL.")
+        raise typer.Exit(2)
+    async with ToolselClient(endpoints.nats_url) as client:
+        yield client
+
+
+def _run(main: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return asyncio.run(main())  # type: ignore[arg-type]
+    except ToolselError as error:
+        console.print(f"[red]{error}[/]")
+        raise typer.Exit(1) from error
+
+
+def _where(stack: Stack) -> Table:
+    assert stack.endpoints is not None
+    table = Table(title="toolsel is up", title_justify="left", show_header=False)
+    table.add_row("data directory", str(stack.settings.home))
+    table.add_row("NATS", stack.endpoints.nats_url + ("  (embedded)" if stack.nats else ""))
+    table.add_row("PostgreSQL", stack.endpoints.database_url + ("  (embedded)" if stack.postgres else ""))
+    table.add_row("logs", str(stack.settings.home / "logs"))
+    table.add_row("select subject", subjects.SELECT)
+    return table
+
+
+@cli.command()
+def up() -> None:
+    """Start NATS, PostgreSQL (embedded unless configured) and the three services; Ctrl-C stops all."""
+    stack = Stack(_settings())
+    stopping = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        with console.status("starting toolsel"):
+            asyncio.run(stack.start())
+        console.print(_where(stack))
+        console.print("Press Ctrl-C to stop.")
+        while not stopping:
+            dead = stack.dead_services()
+            if dead:
+                console.print(f"[red]service(s) exited: {', '.join(dead)}[/]; see {stack.settings.home / 'logs'}")
+                raise typer.Exit(1)
+            time.sleep(0.2)
+    finally:
+        stack.stop()
+        console.print("toolsel stopped.")
+
+
+@cli.command()
+def demo() -> None:
+    """Sync the demo catalog, select, report outcomes and show the ranking move (starts a stack if none)."""
+    from toolsel.demo_run import run_demo
+
+    settings = _settings()
+    endpoints = configured_endpoints(settings)
+    stack: Stack | None = None
+    try:
+        if endpoints is None:
+            stack = Stack(settings)
+            with console.status("starting an embedded toolsel for the demo"):
+                asyncio.run(stack.start())
+            console.print(_where(stack))
+            endpoints = stack.endpoints
+        assert endpoints is not None
+        url = endpoints.nats_url
+
+        async def main() -> None:
+            async with ToolselClient(url) as client:
+                await run_demo(client)
+
+        _run(main)
+    finally:
+        if stack is not None:
+            stack.stop()
+
+
+@cli.command()
+def select(
+    query: str,
+    page: Annotated[str, typer.Option(help="page the user is on")] = "",
+    tenant: Annotated[str, typer.Option(help="tenant / organisation id")] = "default",
+    tier: str = "free",
+    k: Annotated[int | None, typer.Option(help="tools to retrieve (pins may add more)")] = None,
+    explain: Annotated[bool, typer.Option(help="show every part of each score")] = False,
+    dry_run: Annotated[bool, typer.Option(help="do not record a selection event")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw reply")] = False,
+) -> None:
+    """Ask the selector which tools fit QUERY."""
+
+    async def main() -> None:
+        async with _client() as client:
+            reply = await client.select(
+                SelectRequest(query=query, page=page, tenant_id=tenant, tier=tier, k=k, dry_run=dry_run)
+            )
+        if as_json:
+            print(reply.model_dump_json(indent=2))
+        else:
+            console.print(selection_table(reply, query, explain=explain))
+            for category, hint in reply.workflow_hints.items():
+                console.print(f"[dim]{category}:[/] {hint}")
+
+    _run(main)
+
+
+@cli.command()
+def sync(file: Path) -> None:
+    """Sync a plugin declaration (a PluginSync JSON, or {"plugins": [...]}) and print the report."""
+    raw = json.loads(file.read_text())
+    syncs = [PluginSync.model_validate(p) for p in raw.get("plugins", [raw])]
+
+    async def main() -> None:
+        async with _client() as client:
+            console.print(sync_table([await client.sync(s) for s in syncs]))
+
+    _run(main)
+
+
+@cli.command()
+def status(service: Annotated[str | None, typer.Option(help="check one service only")] = None) -> None:
+    """Ask every service for its health; exit 0 only when all answer."""
+    services = (service,) if service else subjects.SERVICES
+
+    async def main() -> dict[str, HealthReply | str]:
+        async with _client() as client:
+            return await health_all(client, services)
+
+    replies = _run(main)
+    console.print(status_table(replies))
+    if not all(isinstance(r, HealthReply) for r in replies.values()):
+        raise typer.Exit(1)
+
+
+@cli.command()
+def migrate() -> None:
+    """Apply the database migrations and exit."""
+    from toolsel.db import migrate as apply
+
+    url = _settings().database_url
+    if not url:
+        console.print("[red]Set TOOLSEL_DATABASE_URL.[/]")
+        raise typer.Exit(2)
+    applied = asyncio.run(apply(url))
+    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+def _serve(module: str) -> None:
+    logging.basicConfig(level=_settings().log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    app = __import__(f"services.{module}.app", fromlist=["app"]).app
+    asyncio.run(app.run())
+
+
+@cli.command()
+def selector() -> None:
+    """Run a selector (more copies share the load through a queue group)."""
+    _serve("selector")
+
+
+@cli.command()
+def learner() -> None:
+    """Run a learner (more copies share the durable consumers)."""
+    _serve("learner")
+
+
+@cli.command()
+def indexer() -> None:
+    """Run an indexer."""
+    _serve("indexer")
+
+
+@cli.command()
+def asyncapi(
+    out: Annotated[Path, typer.Option(help="directory for the documents")] = Path("docs/asyncapi"),
+    check: Annotated[bool, typer.Option(help="fail if the committed documents are stale")] = False,
+) -> None:
+    """Write (or check) the AsyncAPI document of each service, generated from the apps."""
+    from toolsel.asyncapi import documents
+
+    stale = []
+    for name, text in documents().items():
+        path = out / f"{name}.json"
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path))
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if stale:
+        console.print(f"[red]stale AsyncAPI documents:[/] {', '.join(stale)}; run `toolsel asyncapi`")
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    cli(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

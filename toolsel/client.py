@@ -1,0 +1,84 @@
+"""A small async client for toolsel over NATS: what agents, plugins, the CLI and the tests call."""
+
+import json
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import nats
+from nats.aio.client import Client
+from pydantic import BaseModel
+
+from contracts import (
+    ErrorDetail,
+    ErrorReply,
+    HealthReply,
+    OutcomeEvent,
+    PluginSync,
+    ReviewEvent,
+    SelectReply,
+    SelectRequest,
+    SyncReport,
+    subjects,
+)
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class ToolselError(Exception):
+    """A typed error reply from a service."""
+
+    def __init__(self, detail: ErrorDetail):
+        where = f" ({detail.field})" if detail.field else ""
+        super().__init__(f"{detail.code.value}: {detail.message}{where}")
+        self.detail = detail
+
+
+class ToolselClient:
+    """``async with ToolselClient(url) as client: reply = await client.select(query="...")``."""
+
+    def __init__(self, url: str, *, timeout_s: float = 10.0):
+        self.url = url
+        self.timeout_s = timeout_s
+        self._nc: Client | None = None
+
+    async def __aenter__(self) -> Self:
+        self._nc = await nats.connect(self.url, name="toolsel-client", connect_timeout=2, max_reconnect_attempts=3)
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._nc is not None:
+            await self._nc.drain()
+
+    @property
+    def nc(self) -> Client:
+        if self._nc is None:
+            raise RuntimeError("use the client inside 'async with'")
+        return self._nc
+
+    async def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
+        """Send raw bytes; decode the reply as ``reply_type`` or raise the typed error it carries."""
+        msg = await self.nc.request(subject, payload, timeout=timeout_s or self.timeout_s)
+        body = json.loads(msg.data)
+        if isinstance(body, dict) and "error" in body:
+            raise ToolselError(ErrorReply.model_validate(body).error)
+        return reply_type.model_validate(body)
+
+    async def select(self, request: SelectRequest | None = None, **fields: Any) -> SelectReply:
+        request = request or SelectRequest(**fields)
+        return await self.request(subjects.SELECT, request.model_dump_json().encode(), SelectReply)
+
+    async def sync(self, sync: PluginSync) -> SyncReport:
+        return await self.request(subjects.SYNC, sync.model_dump_json().encode(), SyncReport, timeout_s=300)
+
+    async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)
+
+    async def report(self, events: Sequence[OutcomeEvent | ReviewEvent]) -> None:
+        """Publish outcomes or reviews durably (JetStream acks each)."""
+        js = self.nc.jetstream()
+        for event in events:
+            subject = subjects.OUTCOME_EVENTS if isinstance(event, OutcomeEvent) else subjects.REVIEW_EVENTS
+            await js.publish(subject, event.model_dump_json().encode(), headers={"Nats-Msg-Id": str(event.event_id)})

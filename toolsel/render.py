@@ -1,0 +1,67 @@
+"""Readable terminal output: rich tables for replies, reports and status."""
+
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from contracts import HealthReply, SelectReply, SyncReport
+
+console = Console()
+
+
+def selection_table(reply: SelectReply, title: str, explain: bool = False) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("tool")
+    table.add_column("score", justify="right")
+    if explain:
+        for column in ("similarity", "quality", "recency", "thompson", "alpha", "beta"):
+            table.add_column(column, justify="right")
+    table.add_column("note")
+    for i, tool in enumerate(reply.tools, 1):
+        note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
+        row = [str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}"]
+        if explain:
+            b = tool.breakdown
+            row += [
+                f"{b.similarity:.3f}",
+                f"{b.quality:.3f}",
+                f"{b.recency:.3f}",
+                f"{b.thompson:.3f}",
+                f"{b.alpha:g}",
+                f"{b.beta:g}",
+            ]
+        table.add_row(*row, note)
+    table.caption = (
+        f"{reply.latency_ms:.1f} ms in the selector · method {reply.method} · context "
+        f"{reply.context_key} · tokens {reply.tokens.selected} of {reply.tokens.catalog}"
+        + (f" · degraded: {', '.join(reply.degraded)}" if reply.degraded else "")
+    )
+    return table
+
+
+def sync_table(reports: Iterable[SyncReport]) -> Table:
+    table = Table(title="plugin sync", title_justify="left")
+    fields = ("inserted", "updated", "unchanged", "deleted", "embedded", "flagged")
+    table.add_column("plugin")
+    for name in fields:
+        table.add_column(name, justify="right")
+    table.add_column("ms", justify="right")
+    for r in reports:
+        table.add_row(r.plugin_id, *(str(getattr(r, name)) for name in fields), f"{r.duration_ms:.0f}")
+    return table
+
+
+def status_table(replies: dict[str, HealthReply | str]) -> Table:
+    table = Table(title="toolsel services", title_justify="left")
+    table.add_column("service")
+    table.add_column("status")
+    table.add_column("details")
+    for service, reply in replies.items():
+        if isinstance(reply, HealthReply):
+            details = ", ".join(f"{k}={v}" for k, v in reply.details.items())
+            table.add_row(service, f"[green]{reply.status}[/]", details)
+        else:
+            table.add_row(service, "[red]down[/]", reply)
+    return table
