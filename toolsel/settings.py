@@ -55,9 +55,14 @@ class Settings(BaseSettings):
     degrade_threshold: float = 0.3
     quarantine_after: int = 5
     learner_batch_size: int = 500
-    learner_batch_timeout_s: float = 0.05
-    max_deliver: int = 5
+    learner_batch_timeout_s: float = 0.02
+    """How long a learner waits after the first event of a batch for more to join it."""
+    learner_ack_wait_s: float = 10.0
+    """Redelivery time of an unacknowledged event (applying twice is harmless)."""
+    max_deliver: int = 20
     """Deliveries of one event before it goes to the dead-letter subject."""
+    orphan_timeout_s: float = 60.0
+    """How long an outcome waits for its selection event (they may arrive out of order) before dead-letter."""
 
     # caches (seed 000 section 4.3)
     policy_cache_ttl_s: float = 30.0

@@ -1,0 +1,81 @@
+"""Bad input gets a typed error reply at once; an event that cannot be applied is kept on the dead-letter stream."""
+
+import json
+from uuid import uuid4
+
+import nats
+import pytest
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from contracts import ErrorCode, OutcomeEvent, SelectReply, ToolCall, subjects
+from tests.integration.catalog import eventually
+from toolsel.client import ToolselClient, ToolselError
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x" * 2001}, "query"),
+        ({"query": "send mail", "k": 0}, "k"),
+        ({"query": "send mail", "k": 51}, "k"),
+        ({"query": "send mail", "colour": "red"}, "colour"),
+        ({"query": "send mail", "filters": {"min_score": 2}}, "filters.min_score"),
+        ({"query": "send mail", "tenant_id": "no spaces allowed"}, "tenant_id"),
+    ],
+)
+async def test_invalid_select_names_the_field(client: ToolselClient, payload: dict[str, object], field: str) -> None:
+    with pytest.raises(ToolselError) as error:
+        await client.request(subjects.SELECT, json.dumps(payload).encode(), SelectReply, timeout_s=2)
+    assert (error.value.detail.code, error.value.detail.field) == (ErrorCode.INVALID_REQUEST, field)
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b""])
+async def test_select_body_that_is_not_an_object(client: ToolselClient, body: bytes) -> None:
+    with pytest.raises(ToolselError) as error:
+        await client.request(subjects.SELECT, body, SelectReply, timeout_s=2)
+    assert error.value.detail.code == ErrorCode.INVALID_REQUEST
+
+
+async def _dead_letters(url: str, kind: str) -> list[tuple[bytes, str]]:
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        sub = await js.subscribe(
+            subjects.dead_letter(kind),
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL),
+            ordered_consumer=True,
+        )
+        found = []
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=0.3)
+            except nats.errors.TimeoutError:
+                return found
+            found.append((msg.data, (msg.headers or {}).get("toolsel-reason", "")))
+    finally:
+        await nc.close()
+
+
+async def test_malformed_outcome_goes_to_the_dead_letter_stream(client: ToolselClient) -> None:
+    marker = uuid4().hex
+    await client.nc.jetstream().publish(subjects.OUTCOME_EVENTS, json.dumps({"oops": marker}).encode())
+
+    async def kept() -> list[tuple[bytes, str]]:
+        return [d for d in await _dead_letters(client.url, "outcome") if marker.encode() in d[0]]
+
+    letters = await eventually(kept)
+    assert len(letters) == 1
+    assert letters[0][1].startswith("malformed")
+
+
+async def test_outcome_of_an_unknown_selection_is_dead_lettered_after_retries(client: ToolselClient) -> None:
+    event = OutcomeEvent(selection_id=uuid4(), calls=[ToolCall(plugin_id="p", name="t", success=True)])
+    await client.report([event])
+
+    async def kept() -> list[tuple[bytes, str]]:
+        return [d for d in await _dead_letters(client.url, "outcome") if str(event.event_id).encode() in d[0]]
+
+    letters = await eventually(kept, timeout_s=20)
+    assert len(letters) == 1
+    assert "unknown selection" in letters[0][1]
