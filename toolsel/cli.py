@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from contracts import HealthReply, PluginSync, SelectRequest, subjects
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.messaging import validation_reply
 from toolsel.render import console, selection_table, status_table, sync_table
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import Stack, configured_endpoints, health_all
@@ -46,6 +48,9 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
     except ToolselError as error:
         console.print(f"[red]{error}[/]")
         raise typer.Exit(1) from error
+    except ValidationError as error:
+        console.print(f"[red]{validation_reply(error).error.message} ({validation_reply(error).error.field})[/]")
+        raise typer.Exit(2) from error
 
 
 def _where(stack: Stack) -> Table:
