@@ -82,6 +82,12 @@ class ToolStateChanged(ToolRef, Message):
     reason: str = ""
 
 
+class QuarantineRelease(ToolRef, Message):
+    """An operator's request to put a quarantined tool back on probation; the reply is its ToolStateChanged."""
+
+    released_by: Identifier = "operator"
+
+
 class PosteriorUpdate(ToolRef):
     context_key: str
     alpha: float

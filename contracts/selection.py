@@ -1,7 +1,7 @@
 """Select request/reply and the selection event recorded after each reply."""
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -15,6 +15,7 @@ Page = Annotated[str, StringConstraints(max_length=256)]
 class SelectFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     plugins: list[Identifier] = Field(default_factory=list, max_length=50)
+    servers: list[Annotated[str, StringConstraints(max_length=256)]] = Field(default_factory=list, max_length=50)
     categories: list[Identifier] = Field(default_factory=list, max_length=50)
     tags: list[Annotated[str, StringConstraints(max_length=64)]] = Field(default_factory=list, max_length=50)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -37,14 +38,27 @@ class SelectRequest(Message):
     """Answer without recording a selection event (admin test-selection, evaluation)."""
     seed: int | None = Field(default=None, ge=0)
     """Seed the Thompson sample for a reproducible answer."""
+    retrieval: Literal["hybrid", "vector", "bm25"] = "hybrid"
+    """Which retrieval signals to use (evaluation compares them); hybrid fuses vectors and BM25."""
+    rerank: bool = True
+    """False: the retrieval order alone, without the composite score, exploration or pins."""
 
 
 class ScoreBreakdown(BaseModel):
     """Every part of a tool's score, so a caller can see why it was chosen."""
 
     similarity: float = 0.0
+    """Cosine of the query and the tool vector."""
+    bm25: float = 0.0
+    relevance: float = 0.0
+    """The fused retrieval score in [0, 1] that the composite weighs as similarity."""
     quality: float = 0.0
     recency: float = 0.0
+    popularity: float = 0.0
+    user_history: float = 0.0
+    performance: float = 0.0
+    fitness: float = 1.0
+    """Historical fitness from reviews of similar past queries; 1.0 is neutral."""
     thompson: float = 0.0
     """The Beta(alpha, beta) sample for this request's context key."""
     alpha: float = 1.0

@@ -17,6 +17,28 @@ SELECT: Final = f"{RPC_PREFIX}.select"
 SYNC: Final = f"{RPC_PREFIX}.sync"
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 
+# admin request/reply (indexer): restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions
+ADMIN_PREFIX: Final = f"{RPC_PREFIX}.admin"
+ADMIN_TOOLS_LIST: Final = f"{ADMIN_PREFIX}.tools.list"
+ADMIN_TOOLS_SHOW: Final = f"{ADMIN_PREFIX}.tools.show"
+ADMIN_TOOLS_VERSIONS: Final = f"{ADMIN_PREFIX}.tools.versions"
+ADMIN_TOOLS_ROLLBACK: Final = f"{ADMIN_PREFIX}.tools.rollback"
+ADMIN_TOOLS_APPROVE: Final = f"{ADMIN_PREFIX}.tools.approve"
+ADMIN_EMBEDDINGS_RECOMPUTE: Final = f"{ADMIN_PREFIX}.embeddings.recompute"
+ADMIN_DRIFT: Final = f"{ADMIN_PREFIX}.drift"
+ADMIN_SUBJECTS: Final = (
+    ADMIN_TOOLS_LIST,
+    ADMIN_TOOLS_SHOW,
+    ADMIN_TOOLS_VERSIONS,
+    ADMIN_TOOLS_ROLLBACK,
+    ADMIN_TOOLS_APPROVE,
+    ADMIN_EMBEDDINGS_RECOMPUTE,
+    ADMIN_DRIFT,
+)
+
+# admin request/reply (learner)
+ADMIN_QUARANTINE_RELEASE: Final = f"{ADMIN_PREFIX}.quarantine.release"
+
 # events (JetStream, stream EVENTS_STREAM)
 SELECTION_EVENTS: Final = f"{EVENTS_PREFIX}.selection"
 OUTCOME_EVENTS: Final = f"{EVENTS_PREFIX}.outcome"
@@ -58,4 +80,4 @@ def dead_letter(kind: str) -> str:
 
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
-    return (SELECT, SYNC, *(health(s) for s in SERVICES))
+    return (SELECT, SYNC, *ADMIN_SUBJECTS, ADMIN_QUARANTINE_RELEASE, *(health(s) for s in SERVICES))

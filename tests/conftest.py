@@ -22,6 +22,11 @@ PLUGIN_SECRETS = {"guarded": "s3cret"}
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
+    yield from running_stack()
+
+
+def running_stack() -> Iterator[Stack]:
+    """A whole stack in a fresh home, stopped when the generator closes."""
     home = Path(tempfile.mkdtemp(prefix="toolsel-test-"))
     env = {
         "TOOLSEL_PLUGIN_SECRETS": json.dumps(PLUGIN_SECRETS),

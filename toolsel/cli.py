@@ -7,16 +7,27 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
-from contracts import HealthReply, PluginSync, SelectRequest, subjects
+from contracts import (
+    DriftReport,
+    HealthReply,
+    PluginSync,
+    RecomputeReport,
+    RollbackReport,
+    SelectRequest,
+    ToolDetail,
+    ToolSummary,
+    ToolVersions,
+    subjects,
+)
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.messaging import validation_reply
 from toolsel.render import console, selection_table, status_table, sync_table
@@ -187,6 +198,150 @@ def migrate() -> None:
         raise typer.Exit(2)
     applied = asyncio.run(apply(url))
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+tools_cli = typer.Typer(
+    help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True
+)
+cli.add_typer(tools_cli, name="tools")
+AsJson = Annotated[bool, typer.Option("--json", help="print the raw reply")]
+
+
+def _admin(call: Callable[[ToolselClient], Awaitable[BaseModel]], as_json: bool, show: Callable[[Any], None]) -> None:
+    """Send one admin request and print its reply, raw or as ``show`` renders it."""
+
+    async def main() -> BaseModel:
+        async with _client() as client:
+            return await call(client)
+
+    reply = _run(main)
+    if as_json:
+        print(reply.model_dump_json(indent=2))
+    else:
+        show(reply)
+
+
+def _tools_table(title: str, tools: Iterable[ToolSummary]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("tool", "tenant", "status", "schema", "embedding", "embedded at", "review", "deleted"):
+        table.add_column(column)
+    for t in tools:
+        review = "flagged" if t.review_flag else "approved" if t.approved else ""
+        embedded = f"{t.last_embedded_at:%Y-%m-%d %H:%M}" if t.last_embedded_at else "-"
+        table.add_row(
+            f"{t.plugin_id}/{t.name}",
+            t.tenant_id,
+            t.status,
+            t.schema_version,
+            t.embedding_status,
+            embedded,
+            review,
+            "yes" if t.deleted_at else "",
+        )
+    return table
+
+
+@tools_cli.command("list")
+def tools_list(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    status: Annotated[str | None, typer.Option(help="draft, active, deprecated or retired")] = None,
+    flagged: Annotated[bool | None, typer.Option("--flagged/--not-flagged", help="by review flag")] = None,
+    deleted: Annotated[bool, typer.Option(help="include soft-deleted tools")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """List tools in the registry."""
+    query = {"plugin_id": plugin, "status": status, "flagged": flagged, "include_deleted": deleted}
+    _admin(
+        lambda c: c.list_tools(**query),
+        as_json,
+        lambda r: console.print(_tools_table(f"{len(r.tools)} tools", r.tools)),
+    )
+
+
+@tools_cli.command("show")
+def tools_show(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """Show one tool: its record and its declared spec."""
+
+    def show(detail: ToolDetail) -> None:
+        console.print(_tools_table(f"{plugin}/{name} · {detail.versions} versions", [detail.tool]))
+        console.print_json(json.dumps(detail.spec))
+
+    _admin(lambda c: c.show_tool(plugin, name), as_json, show)
+
+
+@tools_cli.command("versions")
+def tools_versions(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """A tool's version history with what each version changed."""
+
+    def show(history: ToolVersions) -> None:
+        table = Table(title=f"{plugin}/{name}", title_justify="left")
+        for column in ("version", "at", "reason", "field", "before", "after"):
+            table.add_column(column)
+        for v in history.versions:
+            for i, (field, change) in enumerate(v.diff.items()):
+                head = (f"v{v.version}", f"{v.created_at:%Y-%m-%d %H:%M:%S}", v.reason) if i == 0 else ("", "", "")
+                table.add_row(*head, field, _short(change.before), _short(change.after))
+        console.print(table)
+
+    _admin(lambda c: c.tool_versions(plugin, name), as_json, show)
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = "" if value is None else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@tools_cli.command("rollback")
+def tools_rollback(plugin: str, name: str, version: int, as_json: AsJson = False) -> None:
+    """Restore a tool to VERSION (recorded as a new version) and re-embed it."""
+
+    def show(report: RollbackReport) -> None:
+        changed = ", ".join(report.changed_fields) or "nothing (already at that version)"
+        console.print(
+            f"{plugin}/{name}: restored v{report.restored_version} as v{report.new_version}; changed {changed}"
+        )
+
+    _admin(lambda c: c.rollback_tool(plugin, name, version), as_json, show)
+
+
+@tools_cli.command("approve")
+def tools_approve(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """Approve a tool: clear its review flag and make it selectable again."""
+    _admin(lambda c: c.approve_tool(plugin, name), as_json, lambda d: console.print(_tools_table("approved", [d.tool])))
+
+
+@tools_cli.command("recompute")
+def tools_recompute(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    force: Annotated[bool, typer.Option(help="re-embed every live tool, not only the drifted ones")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Recompute embeddings of missing, stale and drifted tools."""
+
+    def show(report: RecomputeReport) -> None:
+        console.print(f"to embed: {report.marked}, embedded: {report.embedded} in {report.duration_ms:.0f} ms")
+
+    _admin(lambda c: c.recompute_embeddings(plugin, force=force), as_json, show)
+
+
+@tools_cli.command("drift")
+def tools_drift(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    days: Annotated[float | None, typer.Option(help="age counted as drift (default TOOLSEL_DRIFT_DAYS)")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Tools whose embedding is missing, stale or older than the drift age."""
+
+    def show(report: DriftReport) -> None:
+        table = Table(title=f"embedding drift (older than {report.days:g} days)", title_justify="left")
+        for column in ("tool", "reason", "status", "days since embedded"):
+            table.add_column(column)
+        for t in report.tools:
+            age = "-" if t.days_since_embed is None else f"{t.days_since_embed:.1f}"
+            table.add_row(f"{t.plugin_id}/{t.name}", t.reason, t.embedding_status, age)
+        console.print(table)
+
+    _admin(lambda c: c.drift(plugin, days), as_json, show)
 
 
 def _serve(module: str) -> None:

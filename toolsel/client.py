@@ -10,15 +10,27 @@ from nats.aio.client import Client
 from pydantic import BaseModel
 
 from contracts import (
+    DriftReport,
+    DriftRequest,
     ErrorDetail,
     ErrorReply,
     HealthReply,
     OutcomeEvent,
     PluginSync,
+    RecomputeReport,
+    RecomputeRequest,
     ReviewEvent,
+    RollbackReport,
+    RollbackRequest,
     SelectReply,
     SelectRequest,
     SyncReport,
+    ToolDetail,
+    ToolKey,
+    ToolList,
+    ToolQuery,
+    ToolVersions,
+    payload_signature,
     subjects,
 )
 
@@ -70,8 +82,39 @@ class ToolselClient:
         request = request or SelectRequest(**fields)
         return await self.request(subjects.SELECT, request.model_dump_json().encode(), SelectReply)
 
-    async def sync(self, sync: PluginSync) -> SyncReport:
-        return await self.request(subjects.SYNC, sync.model_dump_json().encode(), SyncReport, timeout_s=300)
+    async def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
+        """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature."""
+        payload = sync.model_dump(mode="json")
+        if signing_key is not None:
+            payload["credential"] = payload_signature(payload, signing_key)
+        return await self.request(subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=300)
+
+    async def admin(self, subject: str, request: BaseModel, reply_type: type[R]) -> R:
+        """One admin request (``contracts.subjects.ADMIN_*``)."""
+        return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
+
+    async def list_tools(self, **filters: Any) -> ToolList:
+        return await self.admin(subjects.ADMIN_TOOLS_LIST, ToolQuery(**filters), ToolList)
+
+    async def show_tool(self, plugin_id: str, name: str) -> ToolDetail:
+        return await self.admin(subjects.ADMIN_TOOLS_SHOW, ToolKey(plugin_id=plugin_id, name=name), ToolDetail)
+
+    async def tool_versions(self, plugin_id: str, name: str) -> ToolVersions:
+        return await self.admin(subjects.ADMIN_TOOLS_VERSIONS, ToolKey(plugin_id=plugin_id, name=name), ToolVersions)
+
+    async def approve_tool(self, plugin_id: str, name: str) -> ToolDetail:
+        return await self.admin(subjects.ADMIN_TOOLS_APPROVE, ToolKey(plugin_id=plugin_id, name=name), ToolDetail)
+
+    async def rollback_tool(self, plugin_id: str, name: str, version: int) -> RollbackReport:
+        request = RollbackRequest(plugin_id=plugin_id, name=name, version=version)
+        return await self.admin(subjects.ADMIN_TOOLS_ROLLBACK, request, RollbackReport)
+
+    async def recompute_embeddings(self, plugin_id: str | None = None, *, force: bool = False) -> RecomputeReport:
+        request = RecomputeRequest(plugin_id=plugin_id, force=force)
+        return await self.admin(subjects.ADMIN_EMBEDDINGS_RECOMPUTE, request, RecomputeReport)
+
+    async def drift(self, plugin_id: str | None = None, days: float | None = None) -> DriftReport:
+        return await self.admin(subjects.ADMIN_DRIFT, DriftRequest(plugin_id=plugin_id, days=days), DriftReport)
 
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
         return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)

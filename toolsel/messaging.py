@@ -77,7 +77,7 @@ def _rpc_errors() -> ExceptionMiddleware:
 
     @handlers.add_handler(Exception, publish=True)
     def _internal(exc: Exception) -> ErrorReply:
-        log.exception("request failed")
+        log.error("request failed", exc_info=exc)
         return ErrorReply(error=ErrorDetail(code=ErrorCode.INTERNAL, message=type(exc).__name__))
 
     return handlers

@@ -16,7 +16,7 @@ def selection_table(reply: SelectReply, title: str, explain: bool = False) -> Ta
     table.add_column("tool")
     table.add_column("score", justify="right")
     if explain:
-        for column in ("similarity", "quality", "recency", "thompson", "alpha", "beta"):
+        for column in ("similarity", "bm25", "relevance", "quality", "fitness", "thompson", "alpha", "beta"):
             table.add_column(column, justify="right")
     table.add_column("note")
     for i, tool in enumerate(reply.tools, 1):
@@ -26,8 +26,10 @@ def selection_table(reply: SelectReply, title: str, explain: bool = False) -> Ta
             b = tool.breakdown
             row += [
                 f"{b.similarity:.3f}",
+                f"{b.bm25:.2f}",
+                f"{b.relevance:.3f}",
                 f"{b.quality:.3f}",
-                f"{b.recency:.3f}",
+                f"{b.fitness:.2f}",
                 f"{b.thompson:.3f}",
                 f"{b.alpha:g}",
                 f"{b.beta:g}",

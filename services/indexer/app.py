@@ -1,16 +1,37 @@
 """The indexer app: plugin syncs by request/reply or as durable JetStream events."""
 
 import asyncio
+import json
 import logging
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
 from faststream import FastStream
 from faststream.nats import NatsMessage, PullSub
+from faststream.nats.annotations import NatsMessage as RequestMessage
 from faststream.specification import AsyncAPI
 from pydantic import ValidationError
 
-from contracts import PluginSync, RegistryChanged, SyncReport, subjects
+from contracts import (
+    DriftReport,
+    DriftRequest,
+    PluginSync,
+    RecomputeReport,
+    RecomputeRequest,
+    RegistryChanged,
+    RollbackReport,
+    RollbackRequest,
+    SyncReport,
+    ToolDetail,
+    ToolKey,
+    ToolList,
+    ToolQuery,
+    ToolVersions,
+    subjects,
+)
+from services.indexer import admin
 from services.indexer.auth import authorise
 from services.indexer.registry import apply_sync, embed_pending
 from toolsel import __version__
@@ -56,12 +77,29 @@ def _embedder() -> Embedder:
     return embedder
 
 
-async def run_sync(sync: PluginSync) -> SyncReport:
-    """Authorise, write, embed, and tell the selectors when anything changed."""
-    authorise(sync, settings.plugin_secrets)
-    report = await apply_sync(_pool(), sync)
+async def _embed() -> int:
+    """One embedding pass at a time: syncs, rollbacks and recomputes all end with one."""
     async with state["embed_lock"]:
-        embedded = await embed_pending(_pool(), _embedder())
+        embedded: int = await embed_pending(_pool(), _embedder())
+    return embedded
+
+
+async def run_sync(sync: PluginSync, payload: Mapping[str, Any]) -> SyncReport:
+    """Authorise (against the payload as received, which is what a plugin signs), write, embed, and tell the
+    selectors when anything changed. A refusal is logged and writes nothing."""
+    try:
+        authorise(
+            sync,
+            settings.plugin_secrets,
+            payload=payload,
+            signed_plugins=settings.signed_plugins,
+            require_credentials=settings.require_plugin_credentials,
+        )
+    except RequestError as refused:
+        log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)
+        raise
+    report = await apply_sync(_pool(), sync, flagged_selectable=settings.flagged_tools_selectable)
+    embedded = await _embed()
     report = report.model_copy(update={"embedded": embedded})
     state["syncs"] += 1
     if report.inserted or report.updated or report.deleted or embedded:
@@ -76,8 +114,8 @@ async def run_sync(sync: PluginSync) -> SyncReport:
     title="sync",
     description="Sync a plugin's declaration and reply with the report (or a typed error).",
 )
-async def sync_request(sync: PluginSync) -> SyncReport:
-    return await run_sync(sync)
+async def sync_request(sync: PluginSync, msg: RequestMessage) -> SyncReport:
+    return await run_sync(sync, json.loads(msg.body))
 
 
 @broker.subscriber(
@@ -90,7 +128,7 @@ async def sync_request(sync: PluginSync) -> SyncReport:
 )
 async def sync_event(msg: NatsMessage) -> None:
     try:
-        report = await run_sync(PluginSync.model_validate_json(msg.body))
+        report = await run_sync(PluginSync.model_validate_json(msg.body), json.loads(msg.body))
     except ValidationError as invalid:
         await dead_letter(broker, "sync", msg.body, validation_reply(invalid).error.message)
         return
@@ -98,6 +136,68 @@ async def sync_event(msg: NatsMessage) -> None:
         await dead_letter(broker, "sync", msg.body, refused.detail.message)
         return
     await sync_reports.publish(report)
+
+
+def _admin(subject: str, description: str) -> Any:
+    return rpc.subscriber(
+        subject,
+        queue=subjects.INDEXER_QUEUE,
+        title=subject.removeprefix(f"{subjects.RPC_PREFIX}."),
+        description=description,
+    )
+
+
+@_admin(subjects.ADMIN_TOOLS_LIST, "List tools, filtered by plugin, status and review flag.")
+async def tools_list(request: ToolQuery) -> ToolList:
+    return await admin.list_tools(_pool(), request)
+
+
+@_admin(subjects.ADMIN_TOOLS_SHOW, "One tool's record and declared spec (not_found for an unknown tool).")
+async def tools_show(request: ToolKey) -> ToolDetail:
+    return await admin.show_tool(_pool(), request)
+
+
+@_admin(subjects.ADMIN_TOOLS_VERSIONS, "A tool's version history, each entry with its diff from the one before.")
+async def tools_versions(request: ToolKey) -> ToolVersions:
+    return await admin.tool_versions(_pool(), request)
+
+
+@_admin(subjects.ADMIN_TOOLS_APPROVE, "Approve a tool: clears its review flag and brings a held-back tool back.")
+async def tools_approve(request: ToolKey) -> ToolDetail:
+    detail = await admin.approve(_pool(), request)
+    await registry_changed.publish(
+        RegistryChanged(plugin_id=request.plugin_id, reason="approved", changed=[request.name])
+    )
+    return detail
+
+
+@_admin(subjects.ADMIN_TOOLS_ROLLBACK, "Restore a tool to a version (a new version entry), re-embed, notify selectors.")
+async def tools_rollback(request: RollbackRequest) -> RollbackReport:
+    report = await admin.rollback(_pool(), request)
+    if not report.changed_fields:
+        return report
+    embedded = await _embed()
+    await registry_changed.publish(
+        RegistryChanged(plugin_id=request.plugin_id, reason=f"rollback to v{request.version}", changed=[request.name])
+    )
+    tool = (await admin.show_tool(_pool(), ToolKey(plugin_id=request.plugin_id, name=request.name))).tool
+    log.info("rollback %s/%s to v%d as v%d", request.plugin_id, request.name, request.version, report.new_version)
+    return report.model_copy(update={"embedded": embedded, "tool": tool})
+
+
+@_admin(subjects.ADMIN_EMBEDDINGS_RECOMPUTE, "Re-embed missing, stale and drifted tools (all in scope with force).")
+async def embeddings_recompute(request: RecomputeRequest) -> RecomputeReport:
+    started = time.perf_counter()
+    marked = await admin.mark_for_recompute(_pool(), request, settings.drift_days)
+    embedded = await _embed()
+    if embedded:
+        await registry_changed.publish(RegistryChanged(plugin_id=request.plugin_id or "*", reason="recompute"))
+    return RecomputeReport(marked=marked, embedded=embedded, duration_ms=(time.perf_counter() - started) * 1000)
+
+
+@_admin(subjects.ADMIN_DRIFT, "Tools whose vector is missing, stale or older than drift_days.")
+async def drift(request: DriftRequest) -> DriftReport:
+    return await admin.drift_report(_pool(), request, settings.drift_days)
 
 
 add_health(rpc, "indexer", lambda: {"syncs": state["syncs"]})

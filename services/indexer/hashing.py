@@ -1,15 +1,9 @@
 """Content hashes over a canonical JSON of a tool: equal content, equal hash, whatever the key order."""
 
 import hashlib
-import json
-from typing import Any
 
 from contracts import ToolSpec
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, unicode kept as is: one text per value."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+from contracts.registry import canonical_json
 
 
 def sha256_hex(text: str) -> str:

@@ -2,26 +2,20 @@
 
 import json
 import time
-from typing import Any
 
 import asyncpg
 
 from contracts import PluginSync, SyncReport, ToolSpec
 from services.indexer.diff import StoredTool, SyncPlan, plan_sync
 from services.indexer.hashing import embedding_hash
+from services.indexer.review import needs_review, status_after_update
 from services.indexer.tool2vec import tool_vectors
 from toolsel.embedder import Embedder
 
 
-def _major(version: str) -> str:
-    return version.split(".", 1)[0]
-
-
-def needs_review(old: dict[str, Any], new: ToolSpec, approved: bool) -> bool:
-    """A major schema-version change, or a new description on an approved tool, needs a person's look."""
-    if _major(str(old.get("schema_version", "1.0.0"))) != _major(new.schema_version):
-        return True
-    return approved and old.get("description") != new.description
+async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
+    """Serialise the writes to one plugin's tools (syncs, rollbacks, approvals) until the transaction ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", plugin_id)
 
 
 async def _stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
@@ -32,21 +26,23 @@ async def _stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, S
     return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], json.loads(r["spec"])) for r in rows}
 
 
-async def _snapshot(conn: asyncpg.Connection, tool_id: int, fields: list[str], digest: str, reason: str) -> None:
-    await conn.execute(
+async def snapshot_version(conn: asyncpg.Connection, tool_id: int, fields: list[str], digest: str, reason: str) -> int:
+    """Append the row as it now stands to its history; returns the new version number."""
+    version: int = await conn.fetchval(
         """INSERT INTO tool_versions (tool_id, version, snapshot, changed_fields, content_hash, reason)
            SELECT t.id, COALESCE((SELECT max(version) FROM tool_versions WHERE tool_id = t.id), 0) + 1,
                   to_jsonb(t) - 'embedding', $2, $3, $4
-           FROM tools t WHERE t.id = $1""",
+           FROM tools t WHERE t.id = $1 RETURNING version""",
         tool_id,
         fields,
         digest,
         reason,
     )
+    return version
 
 
 async def _write_tools(
-    conn: asyncpg.Connection, sync: PluginSync, plan: SyncPlan, stored: dict[str, StoredTool]
+    conn: asyncpg.Connection, sync: PluginSync, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
 ) -> int:
     """Insert, update and soft-delete per the plan; returns how many updates were flagged for review."""
     reason = f"sync {sync.plugin_id} {sync.plugin_version}"
@@ -67,24 +63,26 @@ async def _write_tools(
             digest,
             embedding_hash(spec),
         )
-        await _snapshot(conn, tool_id, ["created"], digest, reason)
+        await snapshot_version(conn, tool_id, ["created"], digest, reason)
     flagged = 0
-    approved = {
-        r["id"]: r["approved"]
+    current = {
+        r["id"]: (r["approved"], r["status"])
         for r in await conn.fetch(
-            "SELECT id, approved FROM tools WHERE id = ANY($1::bigint[])", [u[0] for u in plan.update]
+            "SELECT id, approved, status FROM tools WHERE id = ANY($1::bigint[])", [u[0] for u in plan.update]
         )
     }
     old_specs = {t.id: t.spec for t in stored.values()}
     for tool_id, spec, digest, fields in plan.update:
-        review = needs_review(old_specs[tool_id], spec, approved[tool_id])
+        approved, status = current[tool_id]
+        review = needs_review(old_specs[tool_id], spec, approved)
         flagged += review
         await conn.execute(
             """UPDATE tools SET spec = $2, tenant_id = $3, plugin_version = $4, category = $5,
                       is_always_pinned = $6, pin_weight = $7, schema_version = $8, content_hash = $9,
                       embedding_status = CASE WHEN embed_hash IS DISTINCT FROM $10 THEN 'stale'
                                               ELSE embedding_status END,
-                      embed_hash = $10, review_flag = review_flag OR $11, deleted_at = NULL, updated_at = now()
+                      embed_hash = $10, review_flag = review_flag OR $11, status = $12, deleted_at = NULL,
+                      updated_at = now()
                WHERE id = $1""",
             tool_id,
             spec.model_dump_json(),
@@ -97,8 +95,9 @@ async def _write_tools(
             digest,
             embedding_hash(spec),
             review,
+            status_after_update(status, review, flagged_selectable),
         )
-        await _snapshot(conn, tool_id, fields, digest, reason)
+        await snapshot_version(conn, tool_id, fields, digest, reason)
     if plan.delete:
         await conn.execute(
             "UPDATE tools SET deleted_at = now(), updated_at = now() WHERE id = ANY($1::bigint[])", plan.delete
@@ -127,14 +126,14 @@ async def _write_categories_and_pages(conn: asyncpg.Connection, sync: PluginSync
     )
 
 
-async def apply_sync(pool: asyncpg.Pool, sync: PluginSync) -> SyncReport:
+async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
     """Write the declaration in one transaction, serialised per plugin. Embedding is a separate pass."""
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", sync.plugin_id)
+        await lock_plugin(conn, sync.plugin_id)
         stored = await _stored_tools(conn, sync.plugin_id)
         plan = plan_sync(stored, sync.tools)
-        flagged = await _write_tools(conn, sync, plan, stored)
+        flagged = await _write_tools(conn, sync, plan, stored, flagged_selectable)
         await _write_categories_and_pages(conn, sync)
     return SyncReport(
         event_id=sync.event_id,

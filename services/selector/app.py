@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -9,6 +10,7 @@ from faststream import FastStream
 from faststream.specification import AsyncAPI
 
 from contracts import (
+    OutcomeEvent,
     PosteriorsUpdated,
     RegistryChanged,
     SelectionEvent,
@@ -17,10 +19,10 @@ from contracts import (
     ToolStateChanged,
     subjects,
 )
-from services.selector.catalog import load_catalog, load_posteriors
+from services.selector.catalog import load_catalog, load_posteriors, load_review_index, load_rules
 from services.selector.service import Selector
 from toolsel import __version__
-from toolsel.embedder import load_embedder
+from toolsel.embedder import Embedder, load_embedder
 from toolsel.messaging import add_health, ensure_streams, events_stream, make_broker, rpc_router
 from toolsel.settings import get_settings
 
@@ -71,20 +73,48 @@ async def select(request: SelectRequest) -> SelectReply:
     return reply
 
 
-async def reload_catalog() -> None:
-    """Swap in a fresh copy of the registry (a reference swap: requests in flight keep the old one)."""
-    pool: asyncpg.Pool = state["pool"]
-    _selector().catalog = await load_catalog(pool, settings)
+async def _refresh(source: str, load: Callable[[asyncpg.Pool], Awaitable[None]]) -> None:
+    """Reload one piece of state; on failure keep serving the copy in memory and say so in replies."""
+    selector = _selector()
+    try:
+        await load(state["pool"])
+    except Exception:
+        log.exception("reloading %s failed; serving the copy in memory", source)
+        selector.degraded_sources.add(f"{source}.stale")
+    else:
+        selector.degraded_sources.discard(f"{source}.stale")
+
+
+async def _load_registry(pool: asyncpg.Pool) -> None:
+    """A reference swap: requests in flight keep the copy they started with."""
+    selector = _selector()
+    selector.catalog = await load_catalog(pool, settings)
+    selector.rules = await load_rules(pool)
+
+
+async def _load_rules(pool: asyncpg.Pool) -> None:
+    _selector().rules = await load_rules(pool)
+
+
+async def _load_posteriors(pool: asyncpg.Pool) -> None:
+    _selector().posteriors = await load_posteriors(pool)
+
+
+async def _load_reviews(pool: asyncpg.Pool) -> None:
+    version = tuple(await pool.fetchrow("SELECT count(*), coalesce(max(id), 0) FROM review_index"))
+    if version != state.get("reviews_version"):
+        _selector().reviews = await load_review_index(pool, settings.embedding_dim)
+        state["reviews_version"] = version
 
 
 @broker.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
 async def on_registry_changed(event: RegistryChanged) -> None:
-    await reload_catalog()
+    await _refresh("registry", _load_registry)
 
 
 @broker.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
 async def on_tool_state(event: ToolStateChanged) -> None:
-    await reload_catalog()
+    await _refresh("registry", _load_registry)
 
 
 @broker.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
@@ -94,15 +124,21 @@ async def on_posteriors(event: PosteriorsUpdated) -> None:
         posteriors[(u.key, u.context_key)] = (u.alpha, u.beta)
 
 
-async def _refresh_periodically() -> None:
-    """The safety net for a missed broadcast: reload on the tool-list TTL."""
+@broker.subscriber(subjects.SELECTION_EVENTS, title="selections-seen", description="For each user's history.")
+async def on_selection_seen(event: SelectionEvent) -> None:
+    _selector().history.record_selection(event)
+
+
+@broker.subscriber(subjects.OUTCOME_EVENTS, title="outcomes-seen", description="For each user's history.")
+async def on_outcome_seen(event: OutcomeEvent) -> None:
+    _selector().history.record_outcome(event)
+
+
+async def _every(seconds: float, source: str, load: Callable[[asyncpg.Pool], Awaitable[None]]) -> None:
+    """The safety net for a missed broadcast: reload on the cache TTL."""
     while True:
-        await asyncio.sleep(settings.tool_list_cache_ttl_s)
-        try:
-            await reload_catalog()
-            _selector().posteriors = await load_posteriors(state["pool"])
-        except Exception:
-            log.exception("periodic reload failed; serving the copy in memory")
+        await asyncio.sleep(seconds)
+        await _refresh(source, load)
 
 
 add_health(rpc, "selector", lambda: {"tools": len(_selector().catalog), "selections": state["selections"]})
@@ -118,21 +154,34 @@ async def _start() -> None:
     await ensure_streams(broker_url)
     pool = await create_pool(settings.database_url)
     state["pool"] = pool
-    embedder = await asyncio.to_thread(
-        load_embedder,
-        settings.model_dir,
-        settings.home,
-        threads=settings.embedding_threads,
-        batch_size=settings.embedding_batch_size,
-        cache_size=settings.query_cache_size,
-    )
-    embedder.embed_query("warm up")
-    state["selector"] = Selector(settings, await load_catalog(pool, settings), embedder, await load_posteriors(pool))
-    state["refresher"] = asyncio.get_running_loop().create_task(_refresh_periodically())
+    embedder: Embedder | None = None
+    try:
+        embedder = await asyncio.to_thread(
+            load_embedder,
+            settings.model_dir,
+            settings.home,
+            threads=settings.embedding_threads,
+            batch_size=settings.embedding_batch_size,
+            cache_size=settings.query_cache_size,
+        )
+        embedder.embed_query("warm up")
+    except Exception:
+        log.exception("the embedding model did not load; answering with BM25 alone")
+    state["selector"] = Selector(settings, await load_catalog(pool, settings), embedder)
+    for source, load in (("registry", _load_registry), ("posteriors", _load_posteriors), ("reviews", _load_reviews)):
+        await _refresh(source, load)
+    loop = asyncio.get_running_loop()
+    state["refreshers"] = [
+        loop.create_task(_every(settings.tool_list_cache_ttl_s, "registry", _load_registry)),
+        loop.create_task(_every(settings.policy_cache_ttl_s, "rules", _load_rules)),
+        loop.create_task(_every(settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
+        loop.create_task(_every(settings.review_index_refresh_s, "reviews", _load_reviews)),
+    ]
 
 
 @app.on_shutdown
 async def _stop() -> None:
-    state["refresher"].cancel()
+    for task in state["refreshers"]:
+        task.cancel()
     await asyncio.gather(*state["pending"], return_exceptions=True)
     await state["pool"].close()

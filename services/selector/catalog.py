@@ -9,6 +9,8 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from services.selector.policy import Rule
+from services.selector.retrieval import LexicalIndex, lexical_text
 from toolsel.settings import Settings
 
 
@@ -32,6 +34,11 @@ class Catalog:
     """Average quality rating of the tool's results (1.0 until someone rates it)."""
     last_success: list[datetime | None]
     schema_tokens: npt.NDArray[np.int64]
+    popularity: npt.NDArray[np.float64]
+    """Usage percentile among live tools (seed 001)."""
+    performance: npt.NDArray[np.float64]
+    """Mean of a latency score and the success share of calls; 0.5 before the first call."""
+    lexical: LexicalIndex
     workflow_hints: dict[tuple[str, str], str] = field(default_factory=dict)
     category_parents: dict[tuple[str, str], str | None] = field(default_factory=dict)
     page_mappings: list[tuple[str, str, str, int]] = field(default_factory=list)
@@ -39,6 +46,11 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @cached_property
+    def category_keys(self) -> list[str | None]:
+        """``plugin/category`` of each row, as visibility rules name categories."""
+        return [f"{p}/{c}" if c else None for p, c in zip(self.plugin_ids, self.categories, strict=True)]
 
     @cached_property
     def rows(self) -> dict[str, int]:
@@ -54,7 +66,8 @@ def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
 
 TOOLS_SQL = """
 SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at
+       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at,
+       tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
 FROM tools t
 LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
 LEFT JOIN tool_quality tq ON tq.tool_id = t.id
@@ -68,8 +81,33 @@ def average_rating(rating_sum: float | None, rating_count: int | None) -> float:
     return (rating_sum or 0.0) / rating_count if rating_count else 1.0
 
 
+def popularity(calls: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Percentile of each tool's call count (0 for an unused tool, 1 for the most used)."""
+    out = np.zeros(calls.shape, dtype=np.float64)
+    used = calls > 0
+    if used.any():
+        order = calls[used].argsort(kind="stable").argsort(kind="stable")
+        out[used] = (order + 1) / used.sum()
+    return out
+
+
+def performance(
+    calls: int | None,
+    failures: int | None,
+    latency_sum_ms: float | None,
+    latency_count: int | None,
+    reference_ms: float,
+) -> float:
+    """Seed 001's performance: the mean of a latency score and reliability; neutral 0.5 without data."""
+    if not calls:
+        return 0.5
+    reliability = 1.0 - (failures or 0) / calls
+    latency = reference_ms / (reference_ms + (latency_sum_ms or 0.0) / latency_count) if latency_count else 0.5
+    return (latency + reliability) / 2
+
+
 async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
-    """Read the live registry in three queries; the caller swaps the result in atomically."""
+    """Read the live registry in three queries and index it; the caller swaps the result in atomically."""
     rows = await pool.fetch(TOOLS_SQL)
     categories = await pool.fetch("SELECT plugin_id, name, parent, workflow_hint FROM tool_categories")
     mappings = await pool.fetch(
@@ -100,6 +138,17 @@ async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
         rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
         last_success=[r["last_success_at"] for r in rows],
         schema_tokens=np.array([schema_tokens(s, settings.tokens_per_char) for s in specs], dtype=np.int64),
+        popularity=popularity(np.array([r["calls"] or 0 for r in rows], dtype=np.float64)),
+        performance=np.array(
+            [
+                performance(
+                    r["calls"], r["failures"], r["latency_sum_ms"], r["latency_count"], settings.latency_reference_ms
+                )
+                for r in rows
+            ],
+            dtype=np.float64,
+        ),
+        lexical=LexicalIndex([lexical_text(s) for s in specs], k1=settings.bm25_k1, b=settings.bm25_b),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
@@ -113,3 +162,43 @@ async def load_posteriors(pool: asyncpg.Pool) -> dict[tuple[str, str], tuple[flo
         " FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
     )
     return {(r["key"], r["context_key"]): (r["alpha"], r["beta"]) for r in rows}
+
+
+async def load_rules(pool: asyncpg.Pool) -> list[Rule]:
+    """Active visibility rules, highest priority first."""
+    rows = await pool.fetch(
+        "SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority"
+        " FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id"
+    )
+    return [
+        Rule(
+            r["tenant_id"],
+            r["rule_type"],
+            r["effect"],
+            r["target_kind"],
+            r["target"],
+            json.loads(r["conditions"]),
+            r["priority"],
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class ReviewIndex:
+    """The review index (seed 002): query centroids, the tool each was reviewed for, its aggregate fitness."""
+
+    keys: list[str]
+    centroids: npt.NDArray[np.float32]
+    fitness: npt.NDArray[np.float64]
+
+
+async def load_review_index(pool: asyncpg.Pool, dim: int) -> ReviewIndex:
+    rows = await pool.fetch(
+        "SELECT t.plugin_id || '/' || t.name AS key, r.centroid, r.fitness"
+        " FROM review_index r JOIN tools t ON t.id = r.tool_id WHERE t.deleted_at IS NULL"
+    )
+    centroids = np.zeros((len(rows), dim), dtype=np.float32)
+    for i, r in enumerate(rows):
+        centroids[i] = r["centroid"].to_numpy()
+    return ReviewIndex([r["key"] for r in rows], centroids, np.array([r["fitness"] for r in rows], dtype=np.float64))

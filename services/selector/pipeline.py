@@ -132,7 +132,7 @@ def choose(candidates: Rows, exploit: Scores, explore: Scores, k: int, explorati
 
     Returns (chosen rows in order, the rows that were exploration picks).
     """
-    explore_n = min(exploration_slots, max(k - 1, 0))
+    explore_n = max(0, min(exploration_slots, k - 1))
     ranked = candidates[np.argsort(-exploit[candidates], kind="stable")]
     exploited = ranked[: k - explore_n]
     rest = ranked[k - explore_n :]
@@ -145,3 +145,32 @@ def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int6
     pins = pinned_rows[np.argsort(-pin_weight[pinned_rows], kind="stable")]
     rest = chosen[~np.isin(chosen, pins)]
     return np.concatenate([pins, rest]).astype(np.int64)
+
+
+def historical_fitness(
+    centroids: npt.NDArray[np.float32],
+    entry_rows: Rows,
+    entry_fitness: Scores,
+    query: npt.NDArray[np.float32],
+    rows: int,
+    neighbours: int,
+    min_similarity: float,
+) -> Scores:
+    """Seed 002's historical recommendation: fitness of each tool for the nearest past queries, weighted by
+    their similarity to this one; 1.0 (neutral) for a tool with no near review. ``entry_rows`` maps index
+    entries to catalog rows (-1 when the tool is not in this catalog copy)."""
+    out = np.ones(rows, dtype=np.float64)
+    if centroids.shape[0] == 0:
+        return out
+    similarity = centroids @ query
+    near = np.argsort(-similarity, kind="stable")[:neighbours]
+    near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0)]
+    if near.size == 0:
+        return out
+    weights = np.zeros(rows, dtype=np.float64)
+    sums = np.zeros(rows, dtype=np.float64)
+    np.add.at(weights, entry_rows[near], similarity[near])
+    np.add.at(sums, entry_rows[near], similarity[near] * entry_fitness[near])
+    seen = weights > 0
+    out[seen] = sums[seen] / weights[seen]
+    return out

@@ -79,7 +79,9 @@ async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:
     expected = {t.name for t in sync.tools}
 
     async def visible() -> bool:
-        reply = await client.select(query="anything", tenant_id=sync.tenant_id, k=50, dry_run=True)
+        reply = await client.select(
+            query="anything", tenant_id=sync.tenant_id, k=50, dry_run=True, filters={"plugins": [sync.plugin_id]}
+        )
         return {t.name for t in reply.tools if t.plugin_id == sync.plugin_id} == expected
 
     assert await eventually(visible), "the selector did not pick up the sync"

@@ -20,7 +20,7 @@ async def test_sync_then_select_finds_the_right_tool(client: ToolselClient) -> N
     assert reply.tools[0].name == "send_email"
     assert reply.tools[0].breakdown.similarity > reply.tools[1].breakdown.similarity
     assert reply.tools[0].parameters["required"] == ["query"]
-    assert reply.candidate_counts["candidates"] == 5
+    assert reply.candidate_counts["visible"] == 5
     assert reply.tokens.selected < reply.tokens.catalog
 
 

@@ -1,0 +1,51 @@
+"""Each user's own record with each tool (seed 001's user-history factor), kept in memory from the event
+stream every selector sees, so no request reads the database for it."""
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from uuid import UUID
+
+import numpy as np
+
+from contracts import OutcomeEvent, SelectionEvent
+from services.selector.pipeline import Scores
+
+
+class UserHistory:
+    """user -> tool key -> [successes, calls]; the oldest users and selections are forgotten first."""
+
+    def __init__(self, max_users: int = 10_000, max_selections: int = 100_000) -> None:
+        self._users: OrderedDict[str, dict[str, list[int]]] = OrderedDict()
+        self._selections: OrderedDict[UUID, str] = OrderedDict()
+        self._max_users = max_users
+        self._max_selections = max_selections
+
+    def record_selection(self, event: SelectionEvent) -> None:
+        if event.user_id is None:
+            return
+        self._selections[event.selection_id] = event.user_id
+        if len(self._selections) > self._max_selections:
+            self._selections.popitem(last=False)
+
+    def record_outcome(self, event: OutcomeEvent) -> None:
+        user = self._selections.pop(event.selection_id, None)
+        if user is None:
+            return
+        tools = self._users.setdefault(user, {})
+        self._users.move_to_end(user)
+        for call in event.calls:
+            counts = tools.setdefault(call.key, [0, 0])
+            counts[0] += int(call.success)
+            counts[1] += 1
+        if len(self._users) > self._max_users:
+            self._users.popitem(last=False)
+
+    def scores(self, user: str | None, rows: Mapping[str, int], size: int) -> Scores:
+        """The user's success rate with each catalog row's tool, 0 where they never called it."""
+        out = np.zeros(size, dtype=np.float64)
+        tools = self._users.get(user) if user is not None else None
+        for key, (successes, calls) in (tools or {}).items():
+            row = rows.get(key)
+            if row is not None and calls:
+                out[row] = successes / calls
+        return out

@@ -1,0 +1,107 @@
+"""Visibility rules (seed 000, 5.1): who may see which tool or category.
+
+A rule matches a request when all its conditions hold (composite rules are several conditions, ANDed). For
+each tool the matching rules that target it (by tool or by its category) are taken in priority order; the
+highest priority decides and, at equal priority, deny wins. A tool no rule targets stays visible, so an empty
+rule table shows everything.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from services.selector.pipeline import Mask, page_matches
+
+RULE_TYPES = ("org", "user", "page", "role", "tier", "composite")
+OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
+
+
+@dataclass(frozen=True)
+class Rule:
+    tenant_id: str  # "*": every tenant
+    rule_type: str
+    effect: str  # allow | deny
+    target_kind: str  # tool (plugin/name) | category (plugin/category)
+    target: str
+    conditions: Mapping[str, Any]
+    priority: int
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Who is asking, as the rules see it."""
+
+    org: str
+    user: str | None
+    page: str
+    role: str | None
+    tier: str
+
+
+def _compare(actual: str | None, spec: Any, key: str, tiers: Sequence[str]) -> bool:
+    if actual is None:
+        return False
+    if isinstance(spec, str):
+        return page_matches(spec, actual) if key == "page" else actual == spec
+    if isinstance(spec, list):
+        return actual in spec
+    if not isinstance(spec, dict):
+        return False
+    rank = {tier: i for i, tier in enumerate(tiers)}
+    for op, value in spec.items():
+        if op == "eq" and actual != value:
+            return False
+        if op == "ne" and actual == value:
+            return False
+        if op == "in" and actual not in value:
+            return False
+        if op in ("gt", "gte", "lt", "lte"):
+            if key != "tier" or actual not in rank or value not in rank:
+                return False
+            a, b = rank[actual], rank[value]
+            held = {"gt": a > b, "gte": a >= b, "lt": a < b, "lte": a <= b}[op]
+            if not held:
+                return False
+    return True
+
+
+def rule_matches(rule: Rule, who: Subject, tiers: Sequence[str]) -> bool:
+    """All conditions hold (an empty condition set matches everyone)."""
+    values = {"org": who.org, "user": who.user, "page": who.page, "role": who.role, "tier": who.tier}
+    return all(key in values and _compare(values[key], spec, key, tiers) for key, spec in rule.conditions.items())
+
+
+def visible_mask(
+    rules: Sequence[Rule],
+    who: Subject,
+    tool_keys: Sequence[str],
+    category_keys: Sequence[str | None],
+    tiers: Sequence[str],
+) -> Mask:
+    """Which catalog rows this subject may see."""
+    if not rules:
+        return np.ones(len(tool_keys), dtype=bool)
+    decided: dict[int, tuple[int, bool]] = {}  # row -> (priority, allowed)
+    rows_by_tool = {key: i for i, key in enumerate(tool_keys)}
+    rows_by_category: dict[str, list[int]] = {}
+    for i, category in enumerate(category_keys):
+        if category is not None:
+            rows_by_category.setdefault(category, []).append(i)
+    for rule in rules:
+        if rule.tenant_id not in ("*", who.org) or not rule_matches(rule, who, tiers):
+            continue
+        if rule.target_kind == "tool":
+            targets = [rows_by_tool[rule.target]] if rule.target in rows_by_tool else []
+        else:
+            targets = rows_by_category.get(rule.target, [])
+        allow = rule.effect == "allow"
+        for row in targets:
+            current = decided.get(row)
+            if current is None or rule.priority > current[0] or (rule.priority == current[0] and not allow):
+                decided[row] = (rule.priority, allow)
+    mask = np.ones(len(tool_keys), dtype=bool)
+    for row, (_, allowed) in decided.items():
+        mask[row] = allowed
+    return mask

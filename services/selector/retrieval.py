@@ -1,0 +1,134 @@
+"""Retrieval signals over the catalog rows: BM25 (bm25s), reciprocal rank fusion, query decomposition."""
+
+import re
+from collections.abc import Mapping, Sequence
+
+import bm25s
+import numpy as np
+
+from services.selector.pipeline import Mask, Rows, Scores
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SEPARATORS = re.compile(r"[_\-./]+")
+
+
+def lexical_text(spec: Mapping[str, object]) -> str:
+    """What BM25 matches a query against: name (camelCase and snake_case split), description, summaries,
+    example queries, tags and parameter names and descriptions."""
+    name = str(spec.get("name") or "")
+    parts = [_SEPARATORS.sub(" ", _CAMEL.sub(r"\1 \2", name)), name]
+    for key in ("display_name", "description", "function_summary", "when_to_use", "usage_hint"):
+        parts.append(str(spec.get(key) or ""))
+    for key in ("example_queries", "tags"):
+        value = spec.get(key)
+        if isinstance(value, list):
+            parts.extend(str(v) for v in value)
+    parameters = spec.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if isinstance(properties, dict):
+        for param, schema in properties.items():
+            parts.append(_SEPARATORS.sub(" ", _CAMEL.sub(r"\1 \2", str(param))))
+            if isinstance(schema, dict) and schema.get("description"):
+                parts.append(str(schema["description"]))
+    return "\n".join(p for p in parts if p)
+
+
+def _tokens(texts: list[str]) -> list[list[str]]:
+    tokenized: list[list[str]] = bm25s.tokenize(
+        [_SEPARATORS.sub(" ", _CAMEL.sub(r"\1 \2", t)) for t in texts],
+        stopwords="en",
+        return_ids=False,
+        show_progress=False,
+    )
+    return tokenized
+
+
+class LexicalIndex:
+    """BM25 over every catalog row, built once per catalog copy; scores every row for a query."""
+
+    def __init__(self, texts: Sequence[str], *, k1: float, b: float) -> None:
+        self.size = len(texts)
+        self._bm25: bm25s.BM25 | None = None
+        ids, vocab = _ids_and_vocab(_tokens(list(texts)))
+        if vocab:
+            self._bm25 = bm25s.BM25(k1=k1, b=b)
+            self._bm25.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+
+    def scores(self, query: str) -> Scores:
+        if self._bm25 is None:
+            return np.zeros(self.size, dtype=np.float64)
+        tokens = _tokens([query])[0]
+        vocab = self._bm25.vocab_dict
+        known = [t for t in tokens if t in vocab]
+        if not known:
+            return np.zeros(self.size, dtype=np.float64)
+        result: Scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
+        return result
+
+
+def _ids_and_vocab(docs: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(token, len(vocab)) for token in doc] for doc in docs]
+    return ids, vocab
+
+
+def ranks(scores: Scores, mask: Mask) -> Scores:
+    """1-based rank of each masked row by score (ties by row order); infinity outside the mask or at zero."""
+    out = np.full(scores.shape, np.inf)
+    rows = np.flatnonzero(mask & (scores > 0))
+    order = rows[np.argsort(-scores[rows], kind="stable")]
+    out[order] = np.arange(1, order.size + 1)
+    return out
+
+
+def reciprocal_rank_fusion(rank_lists: Sequence[Scores], weights: Sequence[float], k: float) -> Scores:
+    """Sum of w / (k + rank) over the lists, scaled so a row ranked first in every list scores 1."""
+    total = sum(weights)
+    if total <= 0:
+        raise ValueError("fusion weights must sum to more than 0")
+    fused = sum(w / (k + r) for w, r in zip(weights, rank_lists, strict=True))
+    result: Scores = np.asarray(fused, dtype=np.float64) * (k + 1) / total
+    return result
+
+
+def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
+    """Seed 003's gate: the best masked BM25 score over a scale, capped at 1 (tokens matched well)."""
+    masked = scores[mask]
+    return float(min(masked.max() / scale, 1.0)) if masked.size else 0.0
+
+
+_SPLIT = re.compile(r"\s*(?:;|,\s*(?:and\s+)?(?:then\s+)?|\band then\b|\bthen\b|\band\b)\s*", re.IGNORECASE)
+
+
+def decompose(query: str, min_words: int = 2, max_parts: int = 4) -> list[str]:
+    """Split a compound request ("download X, transcode it and email it") into its atomic needs (seed 002).
+
+    Parts shorter than ``min_words`` words are glued back (so "salt and pepper" stays whole); a query that
+    does not split into at least two real parts is returned as is.
+    """
+    pieces = [p for p in _SPLIT.split(query.strip()) if p]
+    parts: list[str] = []
+    for piece in pieces:
+        if parts and len(piece.split()) < min_words:
+            parts[-1] = f"{parts[-1]} and {piece}"
+        elif not parts or len(parts[-1].split()) >= min_words:
+            parts.append(piece)
+        else:
+            parts[-1] = f"{parts[-1]} and {piece}"
+    if len(parts) < 2:
+        return [query]
+    return parts[:max_parts]
+
+
+def round_robin(rankings: Sequence[Rows], limit: int) -> Rows:
+    """Merge per-sub-query rankings, taking one from each in turn: every need gets its quota of the slots."""
+    chosen: list[int] = []
+    seen: set[int] = set()
+    depth = 0
+    while len(chosen) < limit and any(depth < r.size for r in rankings):
+        for ranking in rankings:
+            if depth < ranking.size and int(ranking[depth]) not in seen and len(chosen) < limit:
+                chosen.append(int(ranking[depth]))
+                seen.add(int(ranking[depth]))
+        depth += 1
+    return np.array(chosen, dtype=np.int64)

@@ -1,0 +1,93 @@
+"""Subject spaces: requests never land in a stream, broadcasts neither, and no name is used twice."""
+
+import pytest
+
+from contracts import subjects
+
+STREAM_PATTERNS = (*subjects.EVENTS_STREAM_SUBJECTS, *subjects.DLQ_STREAM_SUBJECTS)
+NOTIFY_SUBJECTS = (subjects.REGISTRY_CHANGED, subjects.TOOL_STATE_CHANGED, subjects.POSTERIORS_UPDATED)
+EVENT_SUBJECTS = (
+    subjects.SELECTION_EVENTS,
+    subjects.OUTCOME_EVENTS,
+    subjects.REVIEW_EVENTS,
+    subjects.FEEDBACK_EVENTS,
+    subjects.SYNC_EVENTS,
+    subjects.SYNC_REPORTS,
+)
+
+
+def matches(pattern: str, subject: str) -> bool:
+    """NATS wildcard semantics: '*' is exactly one token, a final '>' one or more."""
+    pat, sub = pattern.split("."), subject.split(".")
+    for i, token in enumerate(pat):
+        if token == ">":
+            return len(sub) > i
+        if i >= len(sub) or (token != "*" and token != sub[i]):
+            return False
+    return len(pat) == len(sub)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject", "expected"),
+    [
+        ("a.>", "a.b", True),
+        ("a.>", "a.b.c", True),
+        ("a.>", "a", False),
+        ("a.*", "a.b", True),
+        ("a.*", "a.b.c", False),
+        ("a.*.c", "a.b.c", True),
+        ("a.b", "a.b", True),
+        ("a.b", "a.bc", False),
+        ("a.b", "a.b.c", False),
+    ],
+)
+def test_matcher(pattern: str, subject: str, expected: bool) -> None:
+    assert matches(pattern, subject) is expected
+
+
+def test_request_subjects_cover_select_sync_and_every_health() -> None:
+    requests = subjects.request_subjects()
+    assert subjects.SELECT in requests
+    assert subjects.SYNC in requests
+    for service in ("selector", "learner", "indexer"):
+        assert f"toolsel.rpc.health.{service}" in requests
+
+
+@pytest.mark.parametrize("subject", subjects.request_subjects())
+@pytest.mark.parametrize("pattern", STREAM_PATTERNS)
+def test_no_request_subject_falls_in_a_stream(pattern: str, subject: str) -> None:
+    assert not matches(pattern, subject)
+
+
+@pytest.mark.parametrize("subject", NOTIFY_SUBJECTS)
+@pytest.mark.parametrize("pattern", STREAM_PATTERNS)
+def test_notify_subjects_are_outside_the_streams(pattern: str, subject: str) -> None:
+    assert not matches(pattern, subject)
+
+
+@pytest.mark.parametrize("subject", EVENT_SUBJECTS)
+def test_event_subjects_are_captured_by_the_events_stream(subject: str) -> None:
+    assert any(matches(p, subject) for p in subjects.EVENTS_STREAM_SUBJECTS)
+    assert not any(matches(p, subject) for p in subjects.DLQ_STREAM_SUBJECTS)
+
+
+def test_dead_letters_go_to_the_dlq_stream_only() -> None:
+    subject = subjects.dead_letter("outcome")
+    assert subject == "toolsel.dlq.outcome"
+    assert any(matches(p, subject) for p in subjects.DLQ_STREAM_SUBJECTS)
+    assert not any(matches(p, subject) for p in subjects.EVENTS_STREAM_SUBJECTS)
+
+
+def test_every_subject_constant_is_unique() -> None:
+    constants = {n: v for n, v in vars(subjects).items() if n.isupper() and isinstance(v, str)}
+    assert {"SELECT", "SYNC", "REGISTRY_CHANGED", "EVENTS_STREAM", "DLQ_STREAM"} <= constants.keys()
+    values = list(constants.values())
+    assert len(set(values)) == len(values)
+
+
+def test_request_subjects_are_unique_and_health_subjects_clash_with_no_constant() -> None:
+    requests = subjects.request_subjects()
+    assert len(set(requests)) == len(requests)
+    constants = {v for n, v in vars(subjects).items() if n.isupper() and isinstance(v, str)}
+    health = [subjects.health(s) for s in subjects.SERVICES]
+    assert not constants & set(health)

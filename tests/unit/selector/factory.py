@@ -1,0 +1,79 @@
+"""An in-memory catalog built from plain tool descriptions, for testing the selector without servers."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from services.selector.catalog import Catalog
+from services.selector.retrieval import LexicalIndex, lexical_text
+
+DIM = 384
+
+
+@dataclass
+class T:
+    """One tool: ``axis`` is the direction of its (unit) vector, so tests choose similarities exactly."""
+
+    name: str
+    text: str
+    axis: int
+    plugin: str = "p"
+    tenant: str = "*"
+    category: str | None = None
+    pinned: bool = False
+    pin_weight: int = 0
+    quarantined: bool = False
+    tags: list[str] = field(default_factory=list)
+
+
+def catalog(
+    tools: list[T],
+    mappings: list[tuple[str, str, str, int]] | None = None,
+    parents: dict[tuple[str, str], str | None] | None = None,
+) -> Catalog:
+    specs: list[dict[str, object]] = [
+        {"name": t.name, "description": t.text, "tags": t.tags, "parameters": {"type": "object"}} for t in tools
+    ]
+    vectors = np.zeros((len(tools), DIM), dtype=np.float32)
+    for i, t in enumerate(tools):
+        vectors[i, t.axis] = 1.0
+    n = len(tools)
+    return Catalog(
+        keys=[f"{t.plugin}/{t.name}" for t in tools],
+        plugin_ids=[t.plugin for t in tools],
+        names=[t.name for t in tools],
+        tenants=np.array([t.tenant for t in tools], dtype=np.str_),
+        categories=[t.category for t in tools],
+        specs=specs,
+        tags=[frozenset(t.tags) for t in tools],
+        vectors=vectors,
+        has_vector=np.ones(n, dtype=bool),
+        pinned=np.array([t.pinned for t in tools], dtype=bool),
+        pin_weight=np.array([t.pin_weight for t in tools], dtype=np.int64),
+        quarantined=np.array([t.quarantined for t in tools], dtype=bool),
+        rating=np.ones(n),
+        last_success=[None] * n,
+        schema_tokens=np.full(n, 10, dtype=np.int64),
+        popularity=np.zeros(n),
+        performance=np.full(n, 0.5),
+        lexical=LexicalIndex([lexical_text(s) for s in specs], k1=0.9, b=0.4),
+        page_mappings=mappings or [],
+        category_parents=parents or {},
+    )
+
+
+class AxisEmbedder:
+    """Embeds a query to the unit vector of the first axis whose keyword it contains (exact similarities)."""
+
+    dim = DIM
+
+    def __init__(self, keywords: dict[str, int]) -> None:
+        self.keywords = keywords
+
+    def embed_query(self, text: str) -> np.ndarray:  # type: ignore[type-arg]
+        vector = np.zeros(DIM, dtype=np.float32)
+        for word, axis in self.keywords.items():
+            if word in text:
+                vector[axis] = 1.0
+        norm = np.linalg.norm(vector)
+        return vector / norm if norm else vector

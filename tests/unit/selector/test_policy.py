@@ -1,0 +1,73 @@
+"""Visibility rules: the six rule types, tier comparisons, priority order and deny winning ties."""
+
+import pytest
+
+from services.selector.policy import Rule, Subject, rule_matches, visible_mask
+
+TIERS = ["free", "pro", "teams", "enterprise"]
+KEYS = ["p/a", "p/b", "q/c"]
+CATEGORIES = ["p/x", "p/y", None]
+WHO = Subject(org="acme", user="u1", page="/admin/users", role="admin", tier="pro")
+
+
+def rule(
+    effect: str, target: str, priority: int = 0, kind: str = "tool", tenant: str = "*", **conditions: object
+) -> Rule:
+    return Rule(tenant, "composite", effect, kind, target, conditions, priority)
+
+
+@pytest.mark.parametrize(
+    ("conditions", "matches"),
+    [
+        ({}, True),
+        ({"org": "acme"}, True),
+        ({"org": "globex"}, False),
+        ({"user": "u1"}, True),
+        ({"user": ["u2", "u3"]}, False),
+        ({"page": "/admin*"}, True),
+        ({"page": "*users"}, True),
+        ({"page": "*dmin/us*"}, True),
+        ({"page": "/billing"}, False),
+        ({"role": {"in": ["admin", "owner"]}}, True),
+        ({"role": {"ne": "admin"}}, False),
+        ({"tier": {"gte": "pro"}}, True),
+        ({"tier": {"gte": "teams"}}, False),
+        ({"tier": {"lt": "teams"}}, True),
+        ({"tier": {"gt": "pro"}}, False),
+        ({"tier": {"gte": "unknown-tier"}}, False),
+        ({"org": "acme", "tier": {"gte": "teams"}}, False),  # composite: AND
+        ({"org": "acme", "role": "admin"}, True),
+        ({"colour": "red"}, False),  # an unknown condition never matches
+    ],
+)
+def test_rule_conditions(conditions: dict[str, object], matches: bool) -> None:
+    assert rule_matches(rule("allow", "p/a", **conditions), WHO, TIERS) is matches
+
+
+def test_no_rules_show_everything() -> None:
+    assert visible_mask([], WHO, KEYS, CATEGORIES, TIERS).tolist() == [True, True, True]
+
+
+def test_deny_by_category_hides_its_tools_only() -> None:
+    mask = visible_mask([rule("deny", "p/x", kind="category")], WHO, KEYS, CATEGORIES, TIERS)
+    assert mask.tolist() == [False, True, True]
+
+
+def test_higher_priority_allow_overrides_a_lower_deny() -> None:
+    rules = [rule("deny", "p/a", priority=0), rule("allow", "p/a", priority=5, org="acme")]
+    assert visible_mask(rules, WHO, KEYS, CATEGORIES, TIERS).tolist()[0] is True
+
+
+def test_deny_wins_at_equal_priority_in_either_order() -> None:
+    for rules in ([rule("allow", "p/a", 3), rule("deny", "p/a", 3)], [rule("deny", "p/a", 3), rule("allow", "p/a", 3)]):
+        assert visible_mask(rules, WHO, KEYS, CATEGORIES, TIERS).tolist()[0] is False
+
+
+def test_rules_of_another_tenant_do_not_apply() -> None:
+    mask = visible_mask([rule("deny", "p/a", tenant="globex")], WHO, KEYS, CATEGORIES, TIERS)
+    assert mask.tolist()[0] is True
+
+
+def test_a_rule_that_does_not_match_the_subject_changes_nothing() -> None:
+    mask = visible_mask([rule("deny", "p/b", tier={"gte": "enterprise"})], WHO, KEYS, CATEGORIES, TIERS)
+    assert mask.tolist() == [True, True, True]

@@ -1,0 +1,84 @@
+"""BM25 over tool text, reciprocal rank fusion, the confidence gate and query decomposition."""
+
+import numpy as np
+import pytest
+
+from services.selector.retrieval import (
+    LexicalIndex,
+    bm25_confidence,
+    decompose,
+    lexical_text,
+    ranks,
+    reciprocal_rank_fusion,
+    round_robin,
+)
+
+
+def test_lexical_text_splits_names_and_includes_examples_tags_and_parameters() -> None:
+    text = lexical_text(
+        {
+            "name": "sendEmail_v2",
+            "description": "Sends mail.",
+            "example_queries": ["mail my boss"],
+            "tags": ["smtp"],
+            "parameters": {"properties": {"recipientAddress": {"description": "who gets it"}}},
+        }
+    )
+    for part in ("send Email v2", "Sends mail.", "mail my boss", "smtp", "recipient Address", "who gets it"):
+        assert part in text
+
+
+def test_bm25_scores_the_matching_document_only() -> None:
+    index = LexicalIndex(["sendEmail send an email", "get_weather forecast", "search flights"], k1=0.9, b=0.4)
+    scores = index.scores("what's the weather forecast")
+    assert scores[1] > 0
+    assert scores[0] == scores[2] == 0
+    assert index.scores("zzzz unknown").tolist() == [0, 0, 0]
+    assert LexicalIndex([], k1=0.9, b=0.4).scores("email").size == 0
+
+
+def test_ranks_are_one_based_within_the_mask_and_infinite_elsewhere() -> None:
+    scores = np.array([0.2, 0.9, 0.0, 0.5])
+    mask = np.array([True, True, True, False])
+    assert ranks(scores, mask).tolist() == [2.0, 1.0, np.inf, np.inf]
+
+
+def test_reciprocal_rank_fusion_by_hand() -> None:
+    vector = np.array([1.0, 2.0, np.inf])
+    lexical = np.array([2.0, 1.0, 1.0])
+    fused = reciprocal_rank_fusion([vector, lexical], [1.0, 1.0], k=60)
+    # (1/61 + 1/62) * 61 / 2 for the first two rows; (0 + 1/61) * 61 / 2 for the third
+    assert fused[0] == pytest.approx((1 / 61 + 1 / 62) * 61 / 2)
+    assert fused[1] == pytest.approx(fused[0])
+    assert fused[2] == pytest.approx(0.5)
+    top = reciprocal_rank_fusion([np.array([1.0]), np.array([1.0])], [0.3, 0.7], k=60)
+    assert top[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="weights"):
+        reciprocal_rank_fusion([vector], [0.0], k=60)
+
+
+def test_bm25_confidence_gate() -> None:
+    scores = np.array([12.0, 3.0])
+    assert bm25_confidence(scores, np.array([True, True]), scale=10) == 1.0
+    assert bm25_confidence(scores, np.array([False, True]), scale=10) == pytest.approx(0.3)
+    assert bm25_confidence(scores, np.array([False, False]), scale=10) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        ("download the video, transcode it and email it", ["download the video", "transcode it", "email it"]),
+        ("find flights to Rome then book a hotel", ["find flights to Rome", "book a hotel"]),
+        ("check the weather; call a taxi", ["check the weather", "call a taxi"]),
+        ("buy salt and pepper", ["buy salt and pepper"]),
+        ("send an email", ["send an email"]),
+    ],
+)
+def test_decompose(query: str, parts: list[str]) -> None:
+    assert decompose(query) == parts
+
+
+def test_round_robin_gives_each_ranking_its_turn_without_repeats() -> None:
+    merged = round_robin([np.array([1, 2, 3]), np.array([2, 4]), np.array([5])], limit=5)
+    assert merged.tolist() == [1, 2, 5, 4, 3]
+    assert round_robin([np.array([1, 2, 3])], limit=2).tolist() == [1, 2]

@@ -1,0 +1,46 @@
+"""Tool2Vec's pure part: the normalised mean of unit vectors."""
+
+import math
+
+import numpy as np
+import pytest
+
+from toolsel.embedder import _normalise, mean_of_normalised
+
+
+def test_normalise_rows_to_unit_length() -> None:
+    rows = np.array([[3, 4], [0, -2]], dtype=np.float32)
+    result = _normalise(rows)
+    assert result.dtype == np.float32
+    np.testing.assert_allclose(result, [[0.6, 0.8], [0.0, -1.0]], rtol=1e-6)
+
+
+def test_normalise_leaves_a_zero_row_zero() -> None:
+    result = _normalise(np.zeros((1, 3), dtype=np.float32))
+    assert result.tolist() == [[0.0, 0.0, 0.0]]
+
+
+def test_mean_of_normalised_hand_computed() -> None:
+    # mean of (1, 0) and (0.6, 0.8) is (0.8, 0.4); its length is sqrt(0.8), so the unit vector is (2, 1) / sqrt(5)
+    rows = np.array([[1, 0], [0.6, 0.8]], dtype=np.float32)
+    result = mean_of_normalised([rows])
+    assert result.shape == (2,)
+    assert result.tolist() == pytest.approx([2 / math.sqrt(5), 1 / math.sqrt(5)], abs=1e-6)
+
+
+def test_mean_of_normalised_stacks_several_blocks() -> None:
+    blocks = [np.array([[1, 0]], dtype=np.float32), np.array([[0, 1]], dtype=np.float32)]
+    assert mean_of_normalised(blocks).tolist() == pytest.approx([math.sqrt(0.5), math.sqrt(0.5)], abs=1e-6)
+
+
+def test_mean_of_normalised_is_a_unit_vector() -> None:
+    rows = _normalise(np.random.default_rng(3).normal(size=(5, 384)).astype(np.float32))
+    result = mean_of_normalised([rows])
+    assert result.dtype == np.float32
+    assert float(np.linalg.norm(result)) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_mean_of_one_vector_is_that_vector() -> None:
+    assert mean_of_normalised([np.array([[0.0, 0.6, 0.8]], dtype=np.float32)]).tolist() == pytest.approx(
+        [0.0, 0.6, 0.8], abs=1e-6
+    )
