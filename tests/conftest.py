@@ -30,7 +30,7 @@ def running_stack() -> Iterator[Stack]:
     home = Path(tempfile.mkdtemp(prefix="toolsel-test-"))
     env = {
         "TOOLSEL_PLUGIN_SECRETS": json.dumps(PLUGIN_SECRETS),
-        "TOOLSEL_ORPHAN_TIMEOUT_S": "3",
+        "TOOLSEL_ORPHAN_TIMEOUT_S": "8",
         "TOOLSEL_TOOL_LIST_CACHE_TTL_S": "3600",
     }
     saved = {k: os.environ.get(k) for k in env}

@@ -76,6 +76,6 @@ async def test_outcome_of_an_unknown_selection_is_dead_lettered_after_retries(cl
     async def kept() -> list[tuple[bytes, str]]:
         return [d for d in await _dead_letters(client.url, "outcome") if str(event.event_id).encode() in d[0]]
 
-    letters = await eventually(kept, timeout_s=20)
+    letters = await eventually(kept, timeout_s=40)
     assert len(letters) == 1
     assert "unknown selection" in letters[0][1]
