@@ -97,25 +97,24 @@ def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
     return float(min(masked.max() / scale, 1.0)) if masked.size else 0.0
 
 
-_SPLIT = re.compile(r"\s*(?:;|,\s*(?:and\s+)?(?:then\s+)?|\band then\b|\bthen\b|\band\b)\s*", re.IGNORECASE)
+_SEQUENCE = re.compile(r"\s*(?:;|,?\s*\band then\b|,?\s*\bthen\b)\s*", re.IGNORECASE)
+_LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
 
 
-def decompose(query: str, min_words: int = 2, max_parts: int = 4) -> list[str]:
-    """Split a compound request ("download X, transcode it and email it") into its atomic needs (seed 002).
-
-    Parts shorter than ``min_words`` words are glued back (so "salt and pepper" stays whole); a query that
-    does not split into at least two real parts is returned as is.
-    """
-    pieces = [p for p in _SPLIT.split(query.strip()) if p]
+def decompose(query: str, min_words: int = 2, max_words: int = 6, max_parts: int = 4) -> list[str]:
+    """Split a compound request into its atomic needs (seed 002): always at sequence markers ("then", ";"),
+    and at commas and "and" only in a list of three or more short clauses of ``min_words``..``max_words``
+    words ("download X, transcode it and email it"), so "salt and pepper", "a durable and waterproof
+    tracker" or a long sentence stays whole."""
     parts: list[str] = []
-    for piece in pieces:
-        if parts and len(piece.split()) < min_words:
-            parts[-1] = f"{parts[-1]} and {piece}"
-        elif not parts or len(parts[-1].split()) >= min_words:
-            parts.append(piece)
+    for step in (p for p in _SEQUENCE.split(query.strip()) if p):
+        pieces = [p for p in _LIST.split(step) if p]
+        short = all(min_words <= len(p.split()) <= max_words for p in pieces)
+        if len(pieces) >= 3 and short and len(step.split()) <= 3 * max_words:
+            parts.extend(pieces)
         else:
-            parts[-1] = f"{parts[-1]} and {piece}"
-    if len(parts) < 2:
+            parts.append(step)
+    if len(parts) < 2 or any(len(p.split()) < min_words for p in parts):
         return [query]
     return parts[:max_parts]
 
