@@ -1,0 +1,32 @@
+"""Visibility rules stored in PostgreSQL reach the selector and hide tools for the subjects they match."""
+
+import json
+
+import asyncpg
+
+from contracts import RegistryChanged, subjects
+from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient
+
+
+async def test_a_tier_rule_hides_a_category_below_teams(client: ToolselClient, pool: asyncpg.Pool) -> None:
+    tenant, plugin = unique("tenant"), unique("rules")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
+    await pool.execute(
+        "INSERT INTO tool_visibility_rules (tenant_id, rule_type, effect, target_kind, target, conditions, priority)"
+        " VALUES ($1, 'tier', 'deny', 'tool', $2, $3, 10)",
+        tenant,
+        f"{plugin}/send_email",
+        json.dumps({"tier": {"lt": "teams"}}),
+    )
+    await client.nc.publish(
+        subjects.REGISTRY_CHANGED, RegistryChanged(plugin_id=plugin, reason="rule").model_dump_json().encode()
+    )
+
+    async def hidden() -> bool:
+        reply = await client.select(query="email my boss", tenant_id=tenant, tier="free", k=5, dry_run=True)
+        return "send_email" not in [t.name for t in reply.tools]
+
+    assert await eventually(hidden)
+    teams = await client.select(query="email my boss", tenant_id=tenant, tier="teams", k=5, dry_run=True)
+    assert teams.tools[0].name == "send_email"
