@@ -3,7 +3,15 @@
 This package imports nothing from the services; agents, plugins and the services all depend on it.
 """
 
-from contracts.common import SCHEMA_VERSION, SHARED_TENANT, ErrorCode, ErrorDetail, ErrorReply, ToolRef
+from contracts.common import (
+    SCHEMA_VERSION,
+    SHARED_TENANT,
+    AdminRequest,
+    ErrorCode,
+    ErrorDetail,
+    ErrorReply,
+    ToolRef,
+)
 from contracts.events import (
     FeedbackEvent,
     OutcomeEvent,
@@ -57,6 +65,7 @@ from contracts.selection import (
 __all__ = [
     "SCHEMA_VERSION",
     "SHARED_TENANT",
+    "AdminRequest",
     "CategorySpec",
     "DriftEntry",
     "DriftReport",

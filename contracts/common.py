@@ -3,7 +3,7 @@
 from enum import StrEnum
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 SCHEMA_VERSION: Final = 1
 SHARED_TENANT: Final = "*"
@@ -20,6 +20,12 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     schema_version: Literal[1] = SCHEMA_VERSION
+
+
+class AdminRequest(Message):
+    """Base of every admin request: it carries the operator's credential (``TOOLSEL_ADMIN_TOKEN``)."""
+
+    admin_token: str | None = Field(default=None, max_length=512, repr=False)
 
 
 class ToolRef(BaseModel):

@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, Identifier, Message, ShortText, ToolName
+from contracts.common import SHARED_TENANT, AdminRequest, Identifier, Message, ShortText, ToolName
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -133,14 +133,14 @@ ToolStatus = Literal["draft", "active", "deprecated", "retired"]
 EmbeddingStatus = Literal["pending", "current", "stale"]
 
 
-class ToolKey(Message):
+class ToolKey(AdminRequest):
     """One tool, by its plugin and name."""
 
     plugin_id: Slug
     name: ToolName
 
 
-class ToolQuery(Message):
+class ToolQuery(AdminRequest):
     """Filters of the admin tool list."""
 
     plugin_id: Slug | None = None
@@ -201,7 +201,7 @@ class ToolVersions(Message):
     versions: list[ToolVersion]
 
 
-class RollbackRequest(Message):
+class RollbackRequest(AdminRequest):
     plugin_id: Slug
     name: ToolName
     version: int = Field(ge=1)
@@ -217,7 +217,7 @@ class RollbackReport(Message):
     embedded: int = 0
 
 
-class RecomputeRequest(Message):
+class RecomputeRequest(AdminRequest):
     plugin_id: Slug | None = None
     force: bool = False
     """Re-embed every live tool in scope, not only the missing, stale and drifted ones."""
@@ -229,7 +229,7 @@ class RecomputeReport(Message):
     duration_ms: float
 
 
-class DriftRequest(Message):
+class DriftRequest(AdminRequest):
     plugin_id: Slug | None = None
     days: float | None = Field(default=None, gt=0)
     """Embedding age counted as drift; the indexer's ``drift_days`` when unset."""

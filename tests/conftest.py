@@ -32,6 +32,7 @@ def running_stack() -> Iterator[Stack]:
         "TOOLSEL_PLUGIN_SECRETS": json.dumps(PLUGIN_SECRETS),
         "TOOLSEL_ORPHAN_TIMEOUT_S": "8",
         "TOOLSEL_TOOL_LIST_CACHE_TTL_S": "3600",
+        "TOOLSEL_ADMIN_TOKEN": "test-admin-token",
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

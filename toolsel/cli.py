@@ -344,6 +344,44 @@ def tools_drift(
     _admin(lambda c: c.drift(plugin, days), as_json, show)
 
 
+@cli.command("eval")
+def eval_(
+    path: Annotated[Path, typer.Argument(help="a folder with tools.jsonl and queries.jsonl")],
+    train_fraction: Annotated[float, typer.Option(help="queries moved into example queries (Tool2Vec)")] = 0.0,
+    seed: Annotated[int, typer.Option(help="seed of the split, the sample and the selections")] = 0,
+    max_queries: Annotated[int, typer.Option(help="seeded sample of the evaluation queries (0: all)")] = 2000,
+    online: Annotated[
+        bool, typer.Option(help="measure learning from a simulated agent's outcomes and reviews")
+    ] = False,
+    events: Annotated[int, typer.Option(help="online: queries streamed (select, outcome, review)")] = 2000,
+    every: Annotated[int, typer.Option(help="online: measure after this many events")] = 250,
+    holdout: Annotated[int, typer.Option(help="online: held-out queries measured, never streamed")] = 200,
+    json_file: Annotated[Path | None, typer.Option("--json", help="write every number and the settings")] = None,
+    out: Annotated[Path, typer.Option(help="online: directory for the curve's CSV and PNG")] = Path("eval-out"),
+) -> None:
+    """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""
+    from toolsel.evaluation import report
+    from toolsel.evaluation.online import Point
+    from toolsel.evaluation.run import Options, run_offline, run_online
+
+    options = Options(path, train_fraction, seed, max_queries, online, events, every, holdout, out=out)
+    if not (path / "tools.jsonl").is_file() or not (path / "queries.jsonl").is_file():
+        console.print(f"[red]{path} needs tools.jsonl and queries.jsonl[/]")
+        raise typer.Exit(2)
+    result = _run(lambda: run_online(options) if online else run_offline(options))
+    if online:
+        curve = [Point(**p) for p in result["curve"]]
+        console.print(report.curve_table(curve))
+        report.write_curve_csv(out / f"{result['set']}-curve.csv", curve)
+        report.write_curve_png(out / f"{result['set']}-curve.png", curve, f"{result['set']}: learning online")
+        console.print(f"curve written to {out}/{result['set']}-curve.csv and .png")
+    else:
+        for table in report.offline_tables(result):
+            console.print(table)
+    if json_file is not None:
+        report.write_json(json_file, result)
+
+
 def _serve(module: str) -> None:
     logging.basicConfig(level=_settings().log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -358,9 +396,59 @@ def selector() -> None:
 
 
 @cli.command()
-def learner() -> None:
+def learner(
+    rebuild: Annotated[
+        bool, typer.Option(help="recompute posteriors and quality from the stored event history, then exit")
+    ] = False,
+) -> None:
     """Run a learner (more copies share the durable consumers)."""
-    _serve("learner")
+    if not rebuild:
+        _serve("learner")
+        return
+    from services.learner.rebuild import rebuild as replay
+
+    settings = _settings()
+    done = _with_database(
+        lambda pool: replay(pool, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty)
+    )
+    console.print(
+        f"rebuilt {done.posteriors} posteriors and the quality of {done.tools} tools"
+        f" from {done.outcomes} outcomes and {done.feedback} feedback ratings"
+    )
+
+
+@cli.command()
+def compact(
+    clusters: Annotated[
+        int | None, typer.Option(help="index entries per tool (default TOOLSEL_REVIEW_CLUSTERS)")
+    ] = None,
+) -> None:
+    """Rebuild the review index from the review log (k-means per tool) and report how much it shrank."""
+    from services.learner.reviews import compact_review_index
+
+    k = clusters or _settings().review_clusters
+    done = _with_database(lambda pool: compact_review_index(pool, k))
+    console.print(f"review index: {done.before} -> {done.after} entries ({done.tools} tools, at most {k} each)")
+
+
+def _with_database(job: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run one job against the configured (or running stack's) PostgreSQL."""
+    from toolsel.db import create_pool
+
+    settings = _settings()
+    url = settings.database_url or getattr(configured_endpoints(settings), "database_url", None)
+    if not url:
+        console.print("[red]No database:[/] start toolsel with `toolsel up`, or set TOOLSEL_DATABASE_URL.")
+        raise typer.Exit(2)
+
+    async def main() -> Any:
+        pool = await create_pool(url)
+        try:
+            return await job(pool)
+        finally:
+            await pool.close()
+
+    return _run(main)
 
 
 @cli.command()
@@ -392,7 +480,10 @@ def asyncapi(
 
 
 def main() -> None:
-    cli(sys.argv[1:])
+    import toolsel.cli_ops  # noqa: F401  (adds the operator commands; they use the helpers above)
+    from toolsel.cli import cli as app  # under `python -m toolsel.cli` this module is __main__, not toolsel.cli
+
+    app(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A small async client for toolsel over NATS: what agents, plugins, the CLI and the tests call."""
 
 import json
+import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -10,10 +11,12 @@ from nats.aio.client import Client
 from pydantic import BaseModel
 
 from contracts import (
+    AdminRequest,
     DriftReport,
     DriftRequest,
     ErrorDetail,
     ErrorReply,
+    FeedbackEvent,
     HealthReply,
     OutcomeEvent,
     PluginSync,
@@ -35,6 +38,11 @@ from contracts import (
 )
 
 R = TypeVar("R", bound=BaseModel)
+EVENT_SUBJECTS: dict[type[BaseModel], str] = {
+    OutcomeEvent: subjects.OUTCOME_EVENTS,
+    ReviewEvent: subjects.REVIEW_EVENTS,
+    FeedbackEvent: subjects.FEEDBACK_EVENTS,
+}
 
 
 class ToolselError(Exception):
@@ -47,11 +55,14 @@ class ToolselError(Exception):
 
 
 class ToolselClient:
-    """``async with ToolselClient(url) as client: reply = await client.select(query="...")``."""
+    """``async with ToolselClient(url) as client: reply = await client.select(query="...")``.
 
-    def __init__(self, url: str, *, timeout_s: float = 10.0):
+    Admin requests carry ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
+
+    def __init__(self, url: str, *, timeout_s: float = 10.0, admin_token: str | None = None):
         self.url = url
         self.timeout_s = timeout_s
+        self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self._nc: Client | None = None
 
     async def __aenter__(self) -> Self:
@@ -89,8 +100,10 @@ class ToolselClient:
             payload["credential"] = payload_signature(payload, signing_key)
         return await self.request(subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=300)
 
-    async def admin(self, subject: str, request: BaseModel, reply_type: type[R]) -> R:
-        """One admin request (``contracts.subjects.ADMIN_*``)."""
+    async def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
+        """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one."""
+        if request.admin_token is None and self.admin_token:
+            request = request.model_copy(update={"admin_token": self.admin_token})
         return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
 
     async def list_tools(self, **filters: Any) -> ToolList:
@@ -119,9 +132,9 @@ class ToolselClient:
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
         return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)
 
-    async def report(self, events: Sequence[OutcomeEvent | ReviewEvent]) -> None:
-        """Publish outcomes or reviews durably (JetStream acks each)."""
+    async def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
+        """Publish outcomes, reviews or people's feedback durably (JetStream acks each)."""
         js = self.nc.jetstream()
         for event in events:
-            subject = subjects.OUTCOME_EVENTS if isinstance(event, OutcomeEvent) else subjects.REVIEW_EVENTS
+            subject = EVENT_SUBJECTS[type(event)]
             await js.publish(subject, event.model_dump_json().encode(), headers={"Nats-Msg-Id": str(event.event_id)})

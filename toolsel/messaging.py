@@ -1,5 +1,6 @@
 """NATS plumbing every service shares: the broker, the streams, typed error replies, health."""
 
+import hmac
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,15 @@ class RequestError(Exception):
     def __init__(self, code: ErrorCode, message: str, field: str | None = None):
         super().__init__(message)
         self.detail = ErrorDetail(code=code, message=message, field=field)
+
+
+def check_admin(given: str | None, expected: str | None) -> None:
+    """Refuse (``unauthorized``, field ``admin_token``) unless the request carries the configured admin token;
+    with no token configured the admin API is off."""
+    if not expected:
+        raise RequestError(ErrorCode.UNAUTHORIZED, "admin API disabled: set TOOLSEL_ADMIN_TOKEN", "admin_token")
+    if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise RequestError(ErrorCode.UNAUTHORIZED, "missing or wrong admin token", "admin_token")
 
 
 def validation_reply(exc: ValidationError) -> ErrorReply:

@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     """Added to beta for a selected tool the model did not call (0: an impression, no update)."""
     degrade_threshold: float = 0.3
     quarantine_after: int = 5
-    quality_window: int = 10
+    quality_window: int = 20
     """Span, in calls, of the rolling quality score (an exponential moving average: weight 2/(window+1))."""
     probation_calls: int = 20
     """Calls a released tool must make without its rolling quality falling below the threshold."""
@@ -121,6 +121,9 @@ class Settings(BaseSettings):
     """Refuse syncs of plugins with no secret configured (production); off, such plugins sync freely."""
     flagged_tools_selectable: bool = False
     """When off, a tool flagged for review is set to ``draft`` (not selectable) until an operator approves it."""
+
+    admin_token: str | None = None
+    """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 
     request_timeout_s: float = 10.0
 

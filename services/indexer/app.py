@@ -1,10 +1,11 @@
 """The indexer app: plugin syncs by request/reply or as durable JetStream events."""
 
 import asyncio
+import functools
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import asyncpg
@@ -15,6 +16,7 @@ from faststream.specification import AsyncAPI
 from pydantic import ValidationError
 
 from contracts import (
+    AdminRequest,
     DriftReport,
     DriftRequest,
     PluginSync,
@@ -31,14 +33,45 @@ from contracts import (
     ToolVersions,
     subjects,
 )
-from services.indexer import admin
+from contracts.admin import (
+    AccuracyTrend,
+    AnalyticsQuery,
+    CategoryQuery,
+    CategoryTree,
+    FeedbackList,
+    FeedbackQuery,
+    Heatmap,
+    PageCategories,
+    PageMapping,
+    PageMappingList,
+    PageMappingQuery,
+    PageMappingWrite,
+    PageQuery,
+    QualityList,
+    QualityQuery,
+    QuarantineList,
+    QuarantineQuery,
+    RuleCreate,
+    RuleKey,
+    RuleList,
+    RuleQuery,
+    RuleUpdate,
+    SelectionMetrics,
+    ToolRegister,
+    ToolUpdate,
+    ToolWriteReport,
+    VisibilityRule,
+)
+from services.indexer import admin, admin_learning, admin_registry, analytics
 from services.indexer.auth import authorise
 from services.indexer.registry import apply_sync, embed_pending
 from toolsel import __version__
+from toolsel.analytics import replies
 from toolsel.embedder import Embedder, load_embedder
 from toolsel.messaging import (
     RequestError,
     add_health,
+    check_admin,
     dead_letter,
     ensure_streams,
     events_stream,
@@ -138,13 +171,23 @@ async def sync_event(msg: NatsMessage) -> None:
     await sync_reports.publish(report)
 
 
-def _admin(subject: str, description: str) -> Any:
-    return rpc.subscriber(
-        subject,
-        queue=subjects.INDEXER_QUEUE,
-        title=subject.removeprefix(f"{subjects.RPC_PREFIX}."),
-        description=description,
-    )
+def _admin(subject: str, description: str) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
+    """Register an admin handler (its request parameter is named ``request``) behind the admin-token check."""
+
+    def register(handler: Callable[..., Awaitable[Any]]) -> Any:
+        @functools.wraps(handler)
+        async def checked(request: AdminRequest, **kwargs: Any) -> Any:
+            check_admin(request.admin_token, settings.admin_token)
+            return await handler(request, **kwargs)
+
+        return rpc.subscriber(
+            subject,
+            queue=subjects.INDEXER_QUEUE,
+            title=subject.removeprefix(f"{subjects.RPC_PREFIX}."),
+            description=description,
+        )(checked)
+
+    return register
 
 
 @_admin(subjects.ADMIN_TOOLS_LIST, "List tools, filtered by plugin, status and review flag.")
@@ -198,6 +241,122 @@ async def embeddings_recompute(request: RecomputeRequest) -> RecomputeReport:
 @_admin(subjects.ADMIN_DRIFT, "Tools whose vector is missing, stale or older than drift_days.")
 async def drift(request: DriftRequest) -> DriftReport:
     return await admin.drift_report(_pool(), request, settings.drift_days)
+
+
+async def _changed(plugin_id: str, reason: str, changed: list[str] | None = None) -> None:
+    await registry_changed.publish(RegistryChanged(plugin_id=plugin_id, reason=reason, changed=changed or []))
+
+
+async def _tool_written(report: ToolWriteReport, reason: str) -> ToolWriteReport:
+    """After an operator's tool write, as after a sync: embed what changed and tell the selectors."""
+    embedded = await _embed()
+    await _changed(report.tool.plugin_id, reason, [report.tool.name])
+    tool = (await admin.show_tool(_pool(), ToolKey(plugin_id=report.tool.plugin_id, name=report.tool.name))).tool
+    return report.model_copy(update={"embedded": embedded, "tool": tool})
+
+
+@_admin(subjects.ADMIN_TOOLS_REGISTER, "Register a tool as a sync would (hash, version, embedding); conflict if live.")
+async def tools_register(request: ToolRegister) -> ToolWriteReport:
+    report = await admin_registry.register_tool(_pool(), request, settings.flagged_tools_selectable)
+    return await _tool_written(report, "admin register")
+
+
+@_admin(subjects.ADMIN_TOOLS_UPDATE, "Change fields of a tool's spec: a new version, re-embedded when needed.")
+async def tools_update(request: ToolUpdate) -> ToolWriteReport:
+    report = await admin_registry.update_tool(_pool(), request, settings.flagged_tools_selectable)
+    return await _tool_written(report, "admin update") if report.changed_fields else report
+
+
+@_admin(subjects.ADMIN_TOOLS_DELETE, "Soft-delete a tool (a plugin's next sync that declares it revives it).")
+async def tools_delete(request: ToolKey) -> ToolWriteReport:
+    report = await admin_registry.delete_tool(_pool(), request)
+    await _changed(request.plugin_id, "admin delete", [request.name])
+    return report
+
+
+@_admin(subjects.ADMIN_CATEGORIES_LIST, "Categories as a tree (sub-categories under their parents).")
+async def categories_list(request: CategoryQuery) -> CategoryTree:
+    return await admin_registry.list_categories(_pool(), request)
+
+
+@_admin(subjects.ADMIN_CATEGORIES_FOR_PAGE, "The categories a page brings in: mapped ones, then their sub-categories.")
+async def categories_for_page(request: PageQuery) -> PageCategories:
+    return await admin_registry.page_categories(_pool(), request)
+
+
+@_admin(subjects.ADMIN_PAGE_MAPPINGS_LIST, "Page-to-category mappings, highest priority first.")
+async def page_mappings_list(request: PageMappingQuery) -> PageMappingList:
+    return await admin_registry.list_page_mappings(_pool(), request)
+
+
+@_admin(subjects.ADMIN_PAGE_MAPPINGS_CREATE, "Map a page pattern to a category of a plugin.")
+async def page_mappings_create(request: PageMappingWrite) -> PageMapping:
+    mapping = await admin_registry.create_page_mapping(_pool(), request)
+    await _changed(request.plugin_id, "page mapping created")
+    return mapping
+
+
+@_admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, "Delete a page mapping (not_found when there is none).")
+async def page_mappings_delete(request: PageMappingWrite) -> PageMapping:
+    mapping = await admin_registry.delete_page_mapping(_pool(), request)
+    await _changed(request.plugin_id, "page mapping deleted")
+    return mapping
+
+
+@_admin(subjects.ADMIN_RULES_LIST, "Visibility rules, highest priority first (active ones unless asked).")
+async def rules_list(request: RuleQuery) -> RuleList:
+    return await admin_registry.list_rules(_pool(), request)
+
+
+@_admin(subjects.ADMIN_RULES_CREATE, "Create a visibility rule.")
+async def rules_create(request: RuleCreate) -> VisibilityRule:
+    rule = await admin_registry.create_rule(_pool(), request.rule)
+    await _changed("*", "visibility rule created")
+    return rule
+
+
+@_admin(subjects.ADMIN_RULES_UPDATE, "Replace a visibility rule's fields.")
+async def rules_update(request: RuleUpdate) -> VisibilityRule:
+    rule = await admin_registry.update_rule(_pool(), request.id, request.rule)
+    await _changed("*", "visibility rule updated")
+    return rule
+
+
+@_admin(subjects.ADMIN_RULES_DELETE, "Delete a visibility rule.")
+async def rules_delete(request: RuleKey) -> VisibilityRule:
+    rule = await admin_registry.delete_rule(_pool(), request.id)
+    await _changed("*", "visibility rule deleted")
+    return rule
+
+
+@_admin(subjects.ADMIN_QUARANTINE_LIST, "Quarantined tools (and released ones when asked); the learner releases.")
+async def quarantine_list(request: QuarantineQuery) -> QuarantineList:
+    return await admin_learning.quarantine(_pool(), request)
+
+
+@_admin(subjects.ADMIN_FEEDBACK_LIST, "A tool's most recent feedback from people.")
+async def feedback_list(request: FeedbackQuery) -> FeedbackList:
+    return await admin_learning.feedback(_pool(), request)
+
+
+@_admin(subjects.ADMIN_QUALITY, "One tool's quality metrics, or every tool that is not healthy.")
+async def quality(request: QualityQuery) -> QualityList:
+    return await admin_learning.quality(_pool(), request)
+
+
+@_admin(subjects.ADMIN_ANALYTICS_METRICS, "Selection metrics over a window of the event history.")
+async def analytics_metrics(request: AnalyticsQuery) -> SelectionMetrics:
+    return await analytics.answer(_pool(), request, replies.metrics_reply)
+
+
+@_admin(subjects.ADMIN_ANALYTICS_HEATMAP, "Tool x page selection counts over a window.")
+async def analytics_heatmap(request: AnalyticsQuery) -> Heatmap:
+    return await analytics.answer(_pool(), request, replies.heatmap_reply)
+
+
+@_admin(subjects.ADMIN_ANALYTICS_ACCURACY, "Daily retrieval accuracy: outcomes whose called tools were selected.")
+async def analytics_accuracy(request: AnalyticsQuery) -> AccuracyTrend:
+    return await analytics.answer(_pool(), request, replies.accuracy_reply)
 
 
 add_health(rpc, "indexer", lambda: {"syncs": state["syncs"]})

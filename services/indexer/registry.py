@@ -2,6 +2,7 @@
 
 import json
 import time
+from dataclasses import dataclass
 
 import asyncpg
 
@@ -18,7 +19,17 @@ async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", plugin_id)
 
 
-async def _stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
+@dataclass(frozen=True)
+class Origin:
+    """Who writes tools and in whose name: a plugin's sync or an operator's request."""
+
+    plugin_id: str
+    tenant_id: str
+    plugin_version: str
+    reason: str
+
+
+async def stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
     rows = await conn.fetch(
         "SELECT id, name, content_hash, deleted_at IS NOT NULL AS deleted, spec FROM tools WHERE plugin_id = $1",
         plugin_id,
@@ -41,20 +52,21 @@ async def snapshot_version(conn: asyncpg.Connection, tool_id: int, fields: list[
     return version
 
 
-async def _write_tools(
-    conn: asyncpg.Connection, sync: PluginSync, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
+async def write_plan(
+    conn: asyncpg.Connection, origin: Origin, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
 ) -> int:
-    """Insert, update and soft-delete per the plan; returns how many updates were flagged for review."""
-    reason = f"sync {sync.plugin_id} {sync.plugin_version}"
+    """Insert, update (each with a version snapshot) and soft-delete per the plan; returns how many updates were
+    flagged for review."""
+    reason = origin.reason
     for spec, digest in plan.insert:
         tool_id = await conn.fetchval(
             """INSERT INTO tools (plugin_id, name, tenant_id, plugin_version, spec, category, is_always_pinned,
                                   pin_weight, schema_version, content_hash, embed_hash, embedding_status)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending') RETURNING id""",
-            sync.plugin_id,
+            origin.plugin_id,
             spec.name,
-            sync.tenant_id,
-            sync.plugin_version,
+            origin.tenant_id,
+            origin.plugin_version,
             spec.model_dump_json(),
             spec.category,
             spec.pinned,
@@ -86,8 +98,8 @@ async def _write_tools(
                WHERE id = $1""",
             tool_id,
             spec.model_dump_json(),
-            sync.tenant_id,
-            sync.plugin_version,
+            origin.tenant_id,
+            origin.plugin_version,
             spec.category,
             spec.pinned,
             spec.pin_weight,
@@ -131,9 +143,12 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await lock_plugin(conn, sync.plugin_id)
-        stored = await _stored_tools(conn, sync.plugin_id)
+        stored = await stored_tools(conn, sync.plugin_id)
         plan = plan_sync(stored, sync.tools)
-        flagged = await _write_tools(conn, sync, plan, stored, flagged_selectable)
+        origin = Origin(
+            sync.plugin_id, sync.tenant_id, sync.plugin_version, f"sync {sync.plugin_id} {sync.plugin_version}"
+        )
+        flagged = await write_plan(conn, origin, plan, stored, flagged_selectable)
         await _write_categories_and_pages(conn, sync)
     return SyncReport(
         event_id=sync.event_id,

@@ -1,11 +1,15 @@
-"""The learner app: durable, batched JetStream consumers of selection and outcome events."""
+"""The learner app: durable, batched JetStream consumers of selection, outcome, review and feedback events."""
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 from faststream import FastStream
 from faststream.middlewares import AckPolicy
 from faststream.nats.annotations import NatsMessage
@@ -14,11 +18,34 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from pydantic import BaseModel, ValidationError
 
-from contracts import OutcomeEvent, PosteriorsUpdated, SelectionEvent, subjects
+from contracts import (
+    FeedbackEvent,
+    OutcomeEvent,
+    PosteriorsUpdated,
+    QuarantineRelease,
+    ReviewEvent,
+    SelectionEvent,
+    ToolStateChanged,
+    subjects,
+)
 from services.learner.batcher import Batcher
+from services.learner.degradation import Policy
+from services.learner.feedback import apply_feedback
+from services.learner.fitness import Multipliers
+from services.learner.quarantine import ReleaseRefused, release_due, release_tool
+from services.learner.reviews import apply_reviews
 from services.learner.store import apply_outcomes, store_selections
 from toolsel import __version__
-from toolsel.messaging import add_health, dead_letter, ensure_streams, events_stream, make_broker, rpc_router
+from toolsel.embedder import Embedder, load_embedder
+from toolsel.messaging import (
+    RequestError,
+    add_health,
+    dead_letter,
+    ensure_streams,
+    events_stream,
+    make_broker,
+    rpc_router,
+)
 from toolsel.settings import get_settings
 
 log = logging.getLogger("toolsel.learner")
@@ -30,12 +57,34 @@ asyncapi = AsyncAPI(
     broker,
     title="toolsel learner",
     version=__version__,
-    description="Outcomes become Beta posteriors and quality; every event applied once.",
+    description=(
+        "Outcomes, reviews and feedback become Beta posteriors, quality, tool health and the review index;"
+        " every event applied once."
+    ),
 )
 app = FastStream(broker, specification=asyncapi)
 EVENTS = events_stream()
 posteriors = broker.publisher(subjects.POSTERIORS_UPDATED, title="posteriors-updated", schema=PosteriorsUpdated)
-state: dict[str, Any] = {"applied": 0, "duplicates": 0, "dead_letters": 0}
+tool_states = broker.publisher(
+    subjects.TOOL_STATE_CHANGED,
+    title="tool-state",
+    schema=ToolStateChanged,
+    description="A tool's health changed (warning, degraded, quarantined, probation, healthy): selectors reload.",
+)
+policy = Policy(
+    settings.degrade_threshold, settings.quarantine_after, settings.quality_window, settings.probation_calls
+)
+multipliers = Multipliers(
+    settings.fitness_perfect, settings.fitness_related, settings.fitness_unrelated, settings.fitness_broken
+)
+state: dict[str, Any] = {
+    "applied": 0,
+    "duplicates": 0,
+    "dead_letters": 0,
+    "reviews": 0,
+    "feedback": 0,
+    "transitions": 0,
+}
 Verdict = Literal["applied", "unknown"]
 E = TypeVar("E", bound=BaseModel)
 
@@ -65,13 +114,59 @@ async def _apply_selections(events: Sequence[SelectionEvent]) -> list[Verdict]:
 
 async def _apply_outcomes(events: Sequence[OutcomeEvent]) -> list[Verdict]:
     result = await apply_outcomes(
-        _pool(), events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty
+        _pool(), events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty, policy
     )
     state["applied"] += len(result.applied)
     state["duplicates"] += len(result.duplicates)
     if result.posteriors:
         await posteriors.publish(PosteriorsUpdated(updates=result.posteriors))
+    await _announce(result.transitions)
     unknown = set(result.unknown_selection)
+    return ["unknown" if e.event_id in unknown else "applied" for e in events]
+
+
+async def _announce(changes: Sequence[ToolStateChanged]) -> None:
+    """Tell the selectors (they reload and drop a quarantined tool at once) and the logs."""
+    for change in changes:
+        log.warning("tool %s is %s: %s", change.key, change.state.value, change.reason)
+        await tool_states.publish(change)
+    state["transitions"] += len(changes)
+
+
+async def _embedder() -> Embedder:
+    """Loaded on the first review (outcomes and feedback need no model), once."""
+    async with state.setdefault("embedder_lock", asyncio.Lock()):
+        if "embedder" not in state:
+            state["embedder"] = await asyncio.to_thread(
+                load_embedder,
+                settings.model_dir,
+                settings.home,
+                threads=settings.embedding_threads,
+                batch_size=settings.embedding_batch_size,
+                cache_size=settings.query_cache_size,
+            )
+    embedder: Embedder = state["embedder"]
+    return embedder
+
+
+async def _embed(queries: Sequence[str]) -> npt.NDArray[np.float32]:
+    embedder = await _embedder()
+    return await asyncio.to_thread(lambda: np.vstack([embedder.embed_query(q) for q in queries]))
+
+
+async def _apply_reviews(events: Sequence[ReviewEvent]) -> list[Verdict]:
+    result = await apply_reviews(_pool(), events, _embed, multipliers, settings.review_merge_similarity)
+    state["reviews"] += len(result.applied)
+    state["duplicates"] += len(result.duplicates)
+    unknown = set(result.unknown_selection)
+    return ["unknown" if e.event_id in unknown else "applied" for e in events]
+
+
+async def _apply_feedback(events: Sequence[FeedbackEvent]) -> list[Verdict]:
+    result = await apply_feedback(_pool(), events)
+    state["feedback"] += len(result.applied)
+    state["duplicates"] += len(result.duplicates)
+    unknown = set(result.unknown_tool)
     return ["unknown" if e.event_id in unknown else "applied" for e in events]
 
 
@@ -81,6 +176,15 @@ def _batcher(apply: Callable[[Sequence[E]], Awaitable[list[Verdict]]]) -> Batche
 
 selection_batches = _batcher(_apply_selections)
 outcome_batches = _batcher(_apply_outcomes)
+review_batches = _batcher(_apply_reviews)
+feedback_batches = _batcher(_apply_feedback)
+
+
+def _unknown(event: BaseModel) -> str:
+    """What an event refers to that is not stored (yet): its selection, or for feedback its tool."""
+    if isinstance(event, FeedbackEvent):
+        return f"unknown tool {event.key}"
+    return f"unknown selection {getattr(event, 'selection_id', '')}"
 
 
 async def _consume(kind: str, msg: Msg, model: type[E], batches: Batcher[E, Verdict]) -> None:
@@ -99,7 +203,7 @@ async def _consume(kind: str, msg: Msg, model: type[E], batches: Batcher[E, Verd
         await msg.nak(delay=1.0)
         return
     if verdict == "unknown":
-        await _retry_or_dead_letter(kind, msg, f"unknown selection {getattr(event, 'selection_id', '')}")
+        await _retry_or_dead_letter(kind, msg, _unknown(event))
     else:
         await msg.ack()
 
@@ -129,6 +233,37 @@ async def on_outcome(msg: NatsMessage) -> None:
     await _consume("outcome", msg.raw_message, OutcomeEvent, outcome_batches)
 
 
+@_consumer(subjects.REVIEW_EVENTS, "review")
+async def on_review(msg: NatsMessage) -> None:
+    await _consume("review", msg.raw_message, ReviewEvent, review_batches)
+
+
+@_consumer(subjects.FEEDBACK_EVENTS, "feedback")
+async def on_feedback(msg: NatsMessage) -> None:
+    await _consume("feedback", msg.raw_message, FeedbackEvent, feedback_batches)
+
+
+@rpc.subscriber(subjects.ADMIN_QUARANTINE_RELEASE, queue="toolsel-learner-admin", title="quarantine-release")
+async def on_release(request: QuarantineRelease) -> ToolStateChanged:
+    """An operator puts a quarantined tool on probation; the selectors take it back at once."""
+    try:
+        change = await release_tool(_pool(), request.plugin_id, request.name, request.released_by)
+    except ReleaseRefused as refused:
+        raise RequestError(refused.code, str(refused), "name") from refused
+    await _announce([change])
+    return change
+
+
+async def _release_when_due() -> None:
+    """Quarantine is not forever: after ``quarantine_release_after_s`` a tool goes on probation."""
+    while True:
+        await asyncio.sleep(settings.quarantine_check_interval_s)
+        try:
+            await _announce(await release_due(_pool(), settings.quarantine_release_after_s))
+        except Exception:
+            log.exception("timed quarantine release failed; trying again later")
+
+
 add_health(rpc, "learner", lambda: {k: v for k, v in state.items() if isinstance(v, int)})
 broker.include_router(rpc)
 
@@ -141,8 +276,15 @@ async def _start() -> None:
         raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
     await ensure_streams(broker_url)
     state["pool"] = await create_pool(settings.database_url)
+    if settings.quarantine_release_after_s > 0:
+        state["release_timer"] = asyncio.get_running_loop().create_task(_release_when_due())
 
 
 @app.on_shutdown
 async def _stop() -> None:
+    timer: asyncio.Task[None] | None = state.get("release_timer")
+    if timer is not None:
+        timer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await timer
     await _pool().close()

@@ -23,7 +23,7 @@ FRESH_SCORE = 1.0
 class Policy:
     threshold: float = 0.3
     quarantine_after: int = 5
-    window: int = 10
+    window: int = 20
     probation_calls: int = 20
 
     @property
@@ -51,7 +51,7 @@ def observe(health: Health, quality: float, at: datetime, policy: Policy) -> tup
     """The tool's health after one more call of the given quality, and the transition it caused, if any."""
     score = health.score + policy.weight * (quality - health.score)
     below = score < policy.threshold
-    now = replace(health, score=score)
+    now = Health(health.state, score, health.degraded_since, health.consecutive_degraded, health.probation_calls)
     why = f"rolling quality {score:.2f} below {policy.threshold:g}"
     match health.state:
         case ToolState.QUARANTINED:
@@ -65,9 +65,9 @@ def observe(health: Health, quality: float, at: datetime, policy: Policy) -> tup
                     ToolState.HEALTHY, f"probation passed after {calls} calls"
                 )
             return replace(now, probation_calls=calls), None
+        case ToolState.HEALTHY if not below:
+            return now, None
         case _ if not below:
-            if health.state == ToolState.HEALTHY:
-                return now, None
             healthy = replace(now, state=ToolState.HEALTHY, degraded_since=None, consecutive_degraded=0)
             return healthy, Transition(ToolState.HEALTHY, f"recovered: rolling quality {score:.2f}")
         case ToolState.HEALTHY:

@@ -21,6 +21,11 @@ INDEX_LOCK = 7_433_002
 """Advisory lock class of one tool's review-index entries (key: the tool id)."""
 
 
+def vector_text(vector: npt.NDArray[np.float32]) -> str:
+    """pgvector's text form: arrays of vectors have no binary codec, so a batch sends them as text."""
+    return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
+
+
 @dataclass
 class ReviewResult:
     applied: list[UUID] = field(default_factory=list)
@@ -85,11 +90,13 @@ async def apply_reviews(
             return result
         await conn.execute(
             """INSERT INTO review_log (event_id, tool_id, query_embedding, verdict, fitness)
-               SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::vector[], $4::text[], $5::float8[])
+               SELECT u.event_id, u.tool_id, u.query::vector, u.verdict, u.fitness
+               FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::float8[])
+                    AS u(event_id, tool_id, query, verdict, fitness)
                ON CONFLICT (event_id, tool_id) DO NOTHING""",
             [e for e, _, _, _, _ in logged],
             [ids[k] for _, k, _, _, _ in logged],
-            [vectors[q] for _, _, _, _, q in logged],
+            [vector_text(vectors[q]) for _, _, _, _, q in logged],
             [v for _, _, v, _, _ in logged],
             [f for _, _, _, f, _ in logged],
         )
@@ -117,11 +124,13 @@ async def _index_entries(conn: asyncpg.Connection, tools: Sequence[int]) -> dict
 async def _replace_entries(conn: asyncpg.Connection, entries: dict[int, list[Entry]]) -> None:
     """Swap these tools' index entries for the given ones."""
     await conn.execute("DELETE FROM review_index WHERE tool_id = ANY($1::bigint[])", list(entries))
-    rows = [(tool_id, e.centroid, e.fitness, e.reviews) for tool_id, es in entries.items() for e in es]
+    rows = [(tool_id, vector_text(e.centroid), e.fitness, e.reviews) for tool_id, es in entries.items() for e in es]
     if rows:
         await conn.execute(
             """INSERT INTO review_index (tool_id, centroid, fitness, reviews)
-               SELECT * FROM unnest($1::bigint[], $2::vector[], $3::float8[], $4::int[])""",
+               SELECT u.tool_id, u.centroid::vector, u.fitness, u.reviews
+               FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::int[])
+                    AS u(tool_id, centroid, fitness, reviews)""",
             *map(list, zip(*rows, strict=True)),
         )
 

@@ -7,13 +7,12 @@
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from contracts import SelectedTool, ToolCall
 
 
-@dataclass(frozen=True)
-class Reward:
+class Reward(NamedTuple):
     tool_key: str
     alpha: float
     beta: float
@@ -26,15 +25,20 @@ def rewards(
     selected: Iterable[SelectedTool], calls: Iterable[ToolCall], not_called_penalty: float = 0.0
 ) -> list[Reward]:
     """One reward per selected tool, from the calls the model made (several calls to one tool add up)."""
+    return rewards_by_key([tool.key for tool in selected], calls, not_called_penalty)
+
+
+def rewards_by_key(shown: Iterable[str], calls: Iterable[ToolCall], not_called_penalty: float = 0.0) -> list[Reward]:
+    """The same, for the ``plugin/name`` keys of the selected tools (the learner's hot path has only those)."""
     outcome: dict[str, list[int]] = {}
     for call in calls:
         wins_losses = outcome.setdefault(call.key, [0, 0])
         wins_losses[0 if call.success else 1] += 1
     result = []
-    for tool in selected:
-        won, lost = outcome.get(tool.key, (0, 0))
+    for key in shown:
+        won, lost = outcome.get(key, (0, 0))
         if won or lost:
-            result.append(Reward(tool.key, float(won), float(lost), won, lost, 0))
+            result.append(Reward(key, float(won), float(lost), won, lost, 0))
         else:
-            result.append(Reward(tool.key, 0.0, not_called_penalty, 0, 0, 1))
+            result.append(Reward(key, 0.0, not_called_penalty, 0, 0, 1))
     return result

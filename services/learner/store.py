@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import asyncpg
+from pydantic import TypeAdapter
 
-from contracts import OutcomeEvent, PosteriorUpdate, SelectedTool, SelectionEvent, ToolState, ToolStateChanged
+from contracts import OutcomeEvent, PosteriorUpdate, SelectionEvent, ToolCall, ToolState, ToolStateChanged
 from services.learner.degradation import FRESH_SCORE, Health, Policy, observe
 from services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
 from services.learner.quarantine import record_quarantines
-from services.learner.reward import rewards
+from services.learner.reward import rewards_by_key
 
 
 async def store_selections(pool: asyncpg.Pool, events: Sequence[SelectionEvent]) -> int:
@@ -88,6 +89,16 @@ class _Calls:
     last_success_at: object = None
 
 
+SELECTION_KEYS = """
+SELECT selection_id, context_key,
+       ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys
+FROM selection_events"""
+"""A stored selection's context and its tools' ``plugin/name`` keys, unpacked by the database."""
+
+CALL_LIST = TypeAdapter(list[ToolCall])
+POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
+"""One validation of the whole list (in pydantic's core) instead of a model per row: this is the hot path."""
+
 UPSERT_POSTERIORS = """
 INSERT INTO tool_bandit_stats AS s (tool_id, context_key, alpha, beta, selections, successes, failures)
 SELECT u.tool_id, u.ctx, $8 + u.da, $9 + u.db, u.n, u.ok, u.ko
@@ -134,14 +145,14 @@ def posterior_deltas(
     deltas: dict[tuple[str, str], _Delta] = defaultdict(_Delta)
     for event in events:
         row = selections[event.selection_id]
-        shown = [SelectedTool.model_construct(**t) for t in json.loads(row["tools"])]
-        for r in rewards(shown, event.calls, not_called_penalty):
-            d = deltas[(r.tool_key, row["context_key"])]
-            d.alpha += r.alpha
-            d.beta += r.beta
+        context = row["context_key"]
+        for key, alpha, beta, success, failure, _ in rewards_by_key(row["keys"], event.calls, not_called_penalty):
+            d = deltas[(key, context)]
+            d.alpha += alpha
+            d.beta += beta
             d.selections += 1
-            d.successes += r.success
-            d.failures += r.failure
+            d.successes += success
+            d.failures += failure
     return deltas
 
 
@@ -205,16 +216,18 @@ async def add_counters(
     posteriors = []
     if rows:
         updated = await conn.fetch(UPSERT_POSTERIORS, *map(list, zip(*rows, strict=True)), prior_alpha, prior_beta)
-        posteriors = [
-            PosteriorUpdate(
-                plugin_id=names[u["tool_id"]].split("/", 1)[0],
-                name=names[u["tool_id"]].split("/", 1)[1],
-                context_key=u["context_key"],
-                alpha=u["alpha"],
-                beta=u["beta"],
-            )
-            for u in updated
-        ]
+        posteriors = POSTERIOR_LIST.validate_python(
+            [
+                {
+                    "plugin_id": names[u["tool_id"]].split("/", 1)[0],
+                    "name": names[u["tool_id"]].split("/", 1)[1],
+                    "context_key": u["context_key"],
+                    "alpha": u["alpha"],
+                    "beta": u["beta"],
+                }
+                for u in updated
+            ]
+        )
     counters = call_counters(events, ids)
     quality = [
         (
@@ -316,7 +329,7 @@ async def apply_outcomes(
         selections = {
             r["selection_id"]: r
             for r in await conn.fetch(
-                "SELECT selection_id, context_key, tools FROM selection_events WHERE selection_id = ANY($1::uuid[])",
+                SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])",
                 [e.selection_id for e in unique],
             )
         }
@@ -331,7 +344,7 @@ async def apply_outcomes(
                 [e.event_id for e in known],
                 [e.selection_id for e in known],
                 [e.occurred_at for e in known],
-                [json.dumps([c.model_dump(mode="json", exclude_none=True) for c in e.calls]) for e in known],
+                [CALL_LIST.dump_json(e.calls, exclude_none=True).decode() for e in known],
             )
         }
         fresh = [e for e in known if e.event_id in inserted]

@@ -124,12 +124,17 @@ async def on_posteriors(event: PosteriorsUpdated) -> None:
         posteriors[(u.key, u.context_key)] = (u.alpha, u.beta)
 
 
-@broker.subscriber(subjects.SELECTION_EVENTS, title="selections-seen", description="For each user's history.")
+# Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.
+@broker.subscriber(
+    subjects.SELECTION_EVENTS, no_reply=True, title="selections-seen", description="For each user's history."
+)
 async def on_selection_seen(event: SelectionEvent) -> None:
     _selector().history.record_selection(event)
 
 
-@broker.subscriber(subjects.OUTCOME_EVENTS, title="outcomes-seen", description="For each user's history.")
+@broker.subscriber(
+    subjects.OUTCOME_EVENTS, no_reply=True, title="outcomes-seen", description="For each user's history."
+)
 async def on_outcome_seen(event: OutcomeEvent) -> None:
     _selector().history.record_outcome(event)
 

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contracts import SHARED_TENANT
+from toolsel.pages import page_matches, with_descendants
 
 Mask = npt.NDArray[np.bool_]
 Scores = npt.NDArray[np.float64]
@@ -23,17 +24,6 @@ def tenant_mask(tenants: npt.NDArray[np.str_], tenant_id: str) -> Mask:
     return result
 
 
-def page_matches(pattern: str, page: str) -> bool:
-    """Seed 000's four modes: ``*contains*``, ``prefix*``, ``*suffix`` and exact."""
-    if len(pattern) >= 2 and pattern.startswith("*") and pattern.endswith("*"):
-        return pattern[1:-1] in page
-    if pattern.endswith("*"):
-        return page.startswith(pattern[:-1])
-    if pattern.startswith("*"):
-        return page.endswith(pattern[1:])
-    return page == pattern
-
-
 def page_categories(
     mappings: Iterable[tuple[str, str, str, int]], page: str, parents: dict[tuple[str, str], str | None]
 ) -> set[tuple[str, str]]:
@@ -42,19 +32,6 @@ def page_categories(
         return set()
     wanted = {(plugin, category) for plugin, pattern, category, _ in mappings if page_matches(pattern, page)}
     return with_descendants(wanted, parents)
-
-
-def with_descendants(wanted: set[tuple[str, str]], parents: dict[tuple[str, str], str | None]) -> set[tuple[str, str]]:
-    """Close a set of categories under "is a sub-category of" (within each plugin)."""
-    result = set(wanted)
-    grew = True
-    while grew:
-        grew = False
-        for (plugin, name), parent in parents.items():
-            if parent is not None and (plugin, parent) in result and (plugin, name) not in result:
-                result.add((plugin, name))
-                grew = True
-    return result
 
 
 def category_mask(plugin_ids: Sequence[str], categories: Sequence[str | None], wanted: set[tuple[str, str]]) -> Mask:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from services.selector.pipeline import Mask, page_matches
+from services.selector.pipeline import Mask
+from toolsel.pages import page_matches
 
 RULE_TYPES = ("org", "user", "page", "role", "tier", "composite")
 OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte")

@@ -1,6 +1,9 @@
 """Small, real catalogs for the integration tests; each test gets its own plugin and tenant."""
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -8,6 +11,7 @@ from uuid import uuid4
 
 from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec
 from toolsel.client import ToolselClient
+from toolsel.stack import Endpoints
 
 T = TypeVar("T")
 
@@ -86,3 +90,17 @@ async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:
 
     assert await eventually(visible), "the selector did not pick up the sync"
     return report
+
+
+def run_cli(endpoints: Endpoints, *args: str, admin_token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``toolsel ARGS`` against the test stack (with the environment's admin token unless one is given)."""
+    env = {
+        **os.environ,
+        "TOOLSEL_NATS_URL": endpoints.nats_url,
+        "TOOLSEL_DATABASE_URL": endpoints.database_url,
+        "COLUMNS": "200",
+        **({"TOOLSEL_ADMIN_TOKEN": admin_token} if admin_token else {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "toolsel.cli", *args], env=env, capture_output=True, text=True, timeout=120
+    )

@@ -28,11 +28,11 @@ async def test_outcomes_move_the_posteriors_and_the_next_order(client: ToolselCl
     tenant, plugin = unique("tenant"), unique("travel")
     await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
     query = "book a trip to Rome"
-    before = await client.select(query=query, tenant_id=tenant, k=4, dry_run=True, seed=3)
+    before = await client.select(query=query, tenant_id=tenant, k=5, dry_run=True, seed=3)
     first, second = before.tools[0], before.tools[1]
 
     for _ in range(12):
-        reply = await client.select(query=query, tenant_id=tenant, k=4, seed=3)
+        reply = await client.select(query=query, tenant_id=tenant, k=5, seed=3)
         shown = {t.key for t in reply.tools}
         assert {first.key, second.key} <= shown
         await client.report(
@@ -48,7 +48,7 @@ async def test_outcomes_move_the_posteriors_and_the_next_order(client: ToolselCl
         )
 
     async def learnt() -> SelectReply | None:
-        now = await client.select(query=query, tenant_id=tenant, k=4, dry_run=True, seed=3)
+        now = await client.select(query=query, tenant_id=tenant, k=5, dry_run=True, seed=3)
         done = now.tools[0].key == second.key and now.tools[0].breakdown.alpha == 13.0
         return now if done else None
 

@@ -1,0 +1,114 @@
+"""Learner throughput: outcome events applied per second by ``apply_outcomes`` against PostgreSQL.
+
+    python scripts/bench_learner.py [--events 100000] [--batch 1000]
+
+Uses TOOLSEL_DATABASE_URL, or starts an embedded PostgreSQL in a temporary directory. Registers 200 tools and
+2,000 stored selections of 7 tools in 9 page contexts, then applies outcomes (one or two calls each, with
+latency, some with a rating and a failure) in batches, each batch one transaction as the learner runs it:
+deduplication, posteriors, quality counters, the degradation state machine.
+"""
+
+import argparse
+import asyncio
+import gc
+import random
+import tempfile
+import time
+from pathlib import Path
+from uuid import uuid4
+
+from contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
+from services.learner.store import apply_outcomes, store_selections
+from toolsel.db import create_pool
+from toolsel.embedded import EmbeddedPostgres
+from toolsel.settings import get_settings
+
+PLUGIN = "bench"
+
+
+def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEvent]:
+    return [
+        SelectionEvent(
+            selection_id=uuid4(),
+            tenant_id="bench",
+            query=f"query {i}",
+            tier="free",
+            context_key=f"free:/page{i % 9}:general",
+            method="vector",
+            tools=[
+                SelectedTool(plugin_id=PLUGIN, name=f"tool{t}", rank=r, score=0.5)
+                for r, t in enumerate(rng.sample(range(tools), 7))
+            ],
+            candidate_count=30,
+            latency_ms=5.0,
+            tokens_selected=700,
+            tokens_catalog=20_000,
+        )
+        for i in range(count)
+    ]
+
+
+def _outcomes(rng: random.Random, selections: list[SelectionEvent], count: int) -> list[OutcomeEvent]:
+    events = []
+    for _ in range(count):
+        selection = rng.choice(selections)
+        first, second = selection.tools[0], selection.tools[1]
+        calls = [ToolCall(plugin_id=PLUGIN, name=first.name, success=rng.random() < 0.8, latency_ms=rng.random() * 900)]
+        if rng.random() < 0.5:
+            calls.append(ToolCall(plugin_id=PLUGIN, name=second.name, success=True, latency_ms=50, rating=0.9))
+        events.append(OutcomeEvent(selection_id=selection.selection_id, calls=calls))
+    return events
+
+
+async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
+    settings = get_settings()
+    pool = await create_pool(dsn)
+    try:
+        await pool.execute(
+            "INSERT INTO tools (plugin_id, name, spec, content_hash) SELECT $1, 'tool' || i, '{}', repeat('0', 64)"
+            " FROM generate_series(0, 199) i ON CONFLICT (plugin_id, name) DO NOTHING",
+            PLUGIN,
+        )
+        rng = random.Random(7)
+        selections = _selections(rng, 2000, 200)
+        await store_selections(pool, selections)
+        outcomes = _outcomes(rng, selections, events)
+        batches = [outcomes[i : i + batch] for i in range(0, len(outcomes), batch)]
+        gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
+
+        async def worker(mine: list[list[OutcomeEvent]]) -> None:
+            for events in mine:
+                await apply_outcomes(
+                    pool, events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty
+                )
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(batches[w::concurrency]) for w in range(concurrency)))
+        elapsed = time.perf_counter() - started
+        calls = sum(len(e.calls) for e in outcomes)
+        print(f"{events} outcome events ({calls} calls), batches of {batch}, {concurrency} at a time: {elapsed:.2f} s")
+        print(f"throughput: {events / elapsed:,.0f} events/s")
+    finally:
+        await pool.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=1, help="batches in flight at once, as a learner runs them")
+    args = parser.parse_args()
+    dsn = get_settings().database_url
+    if dsn:
+        asyncio.run(_measure(dsn, args.events, args.batch, args.concurrency))
+        return
+    with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
+        postgres = EmbeddedPostgres(Path(home) / "pg")
+        try:
+            asyncio.run(_measure(postgres.start(), args.events, args.batch, args.concurrency))
+        finally:
+            postgres.stop()
+
+
+if __name__ == "__main__":
+    main()

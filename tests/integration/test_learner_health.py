@@ -1,0 +1,81 @@
+"""Through NATS with the real services: a broken tool is quarantined, dropped, and released by an operator."""
+
+from uuid import UUID
+
+import asyncpg
+import pytest
+
+from contracts import ErrorCode, OutcomeEvent, QuarantineRelease, ToolCall, ToolState, ToolStateChanged, subjects
+from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient, ToolselError
+
+FAILURES_TO_QUARANTINE = 18
+"""With the default window (20 calls), threshold (0.3) and quarantine_after (5): 13 failures warn, the 14th
+degrades, the 18th is the fifth consecutive degraded call."""
+
+
+async def stored(pool: asyncpg.Pool, selection_id: UUID) -> bool:
+    return bool(await pool.fetchval("SELECT count(*) FROM selection_events WHERE selection_id = $1", selection_id))
+
+
+async def release(client: ToolselClient, plugin: str, name: str) -> ToolStateChanged:
+    request = QuarantineRelease(plugin_id=plugin, name=name, released_by="ops")
+    return await client.request(subjects.ADMIN_QUARANTINE_RELEASE, request.model_dump_json().encode(), ToolStateChanged)
+
+
+async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselClient, pool: asyncpg.Pool) -> None:
+    tenant, plugin = unique("tenant"), unique("flaky")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather"), tool("send_email")]))
+    reply = await client.select(query="weather in Oslo", tenant_id=tenant, k=2)
+    assert await eventually(lambda: stored(pool, reply.selection_id))
+    changes = await client.nc.subscribe(subjects.TOOL_STATE_CHANGED)
+
+    for _ in range(FAILURES_TO_QUARANTINE):
+        call = ToolCall(plugin_id=plugin, name="get_weather", success=False, latency_ms=30, error="HTTP 500")
+        await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
+
+    seen: list[ToolState] = []
+    while ToolState.QUARANTINED not in seen:
+        change = ToolStateChanged.model_validate_json((await changes.next_msg(timeout=15)).data)
+        if change.plugin_id == plugin:
+            seen.append(change.state)
+    await changes.unsubscribe()
+    assert seen == [ToolState.WARNING, ToolState.DEGRADED, ToolState.QUARANTINED]
+
+    async def selected() -> set[str]:
+        now = await client.select(query="weather in Oslo", tenant_id=tenant, k=5, dry_run=True)
+        return {t.name for t in now.tools}
+
+    async def dropped() -> bool:
+        return "get_weather" not in await selected()
+
+    async def back() -> bool:
+        return "get_weather" in await selected()
+
+    assert await eventually(dropped), "the quarantined tool is still selected"
+    row = await pool.fetchrow(
+        "SELECT q.reason, q.released_at, h.state, h.degraded_since, h.failures FROM tool_quarantine q"
+        " JOIN tool_quality h USING (tool_id) JOIN tools t ON t.id = q.tool_id WHERE t.plugin_id = $1",
+        plugin,
+    )
+    assert "5 consecutive degraded calls" in row["reason"]
+    assert row["released_at"] is None
+    assert (row["state"], row["failures"]) == ("quarantined", FAILURES_TO_QUARANTINE)
+    assert row["degraded_since"] is not None
+
+    with pytest.raises(ToolselError) as not_quarantined:
+        await release(client, plugin, "send_email")
+    assert not_quarantined.value.detail.code == ErrorCode.CONFLICT
+    with pytest.raises(ToolselError) as unknown:
+        await release(client, plugin, "no_such_tool")
+    assert unknown.value.detail.code == ErrorCode.NOT_FOUND
+
+    released = await release(client, plugin, "get_weather")
+    assert (released.state, released.reason) == (ToolState.PROBATION, "released by ops")
+    assert await eventually(back), "the released tool did not come back"
+    assert (
+        await pool.fetchval(
+            "SELECT h.state FROM tool_quality h JOIN tools t ON t.id = h.tool_id WHERE t.plugin_id = $1", plugin
+        )
+        == "probation"
+    )

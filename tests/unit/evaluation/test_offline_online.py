@@ -1,0 +1,81 @@
+"""The pure parts of the offline and online evaluations: modes, scoring, the agent's reports, the stream."""
+
+from uuid import uuid4
+
+from contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
+from toolsel.evaluation.dataset import Query
+from toolsel.evaluation.offline import plan_modes, score
+from toolsel.evaluation.online import agent_events, holdout_split, stream
+from toolsel.evaluation.ranking import Catalog
+
+
+def test_modes_with_and_without_a_train_split() -> None:
+    assert [m.name for m in plan_modes(False)] == ["bm25", "vector (description)", "hybrid", "full pipeline"]
+    modes = {m.name: m for m in plan_modes(True)}
+    assert modes["tool2vec"].catalog == "examples"
+    assert modes["tool2vec"].retrieval == "vector"
+    assert modes["hybrid"].catalog == "examples"
+    assert not modes["hybrid"].rerank
+    assert modes["full pipeline"].rerank
+    assert modes["bm25"].catalog == modes["vector (description)"].catalog == "text"
+
+
+def test_score_overall_and_per_subset() -> None:
+    queries = [
+        Query("1", "x", frozenset({"a"}), {"type": "single"}),
+        Query("2", "y", frozenset({"b"}), {"type": "single"}),
+        Query("3", "z", frozenset({"a", "b"}), {"type": "multi"}),
+    ]
+    result = score([["a", "b"], ["a", "b"], ["b", "c"]], queries, ["type"])
+    assert result["n"] == 3
+    assert result["overall"]["R@1"] == (1 + 0 + 0.5) / 3
+    assert result["subsets"]["type=single"]["n"] == 2
+    assert result["subsets"]["type=single"]["MRR"] == (1 + 0.5) / 2
+    assert result["subsets"]["type=multi"]["Complete@5"] == 0.0
+
+
+def reply(*names: str) -> SelectReply:
+    tools = [
+        ScoredTool(plugin_id="p-0", name=n, description="", parameters={}, score=0.5, breakdown=ScoreBreakdown())
+        for n in names
+    ]
+    return SelectReply(
+        selection_id=uuid4(),
+        tools=tools,
+        context_key="free::general",
+        method="hybrid",
+        tokens=TokenEstimate(selected=0, catalog=0, saved=0),
+        latency_ms=1.0,
+    )
+
+
+CATALOG = Catalog(["p-0"], "t", {"a": "a", "b": "b", "c∕d": "c/d"})
+
+
+def test_agent_calls_the_first_relevant_tool_and_reviews_every_offered_one() -> None:
+    answer = reply("a", "c∕d", "b")
+    outcome, review = agent_events(answer, Query("1", "q", frozenset({"c/d", "b"})), CATALOG)
+    assert outcome.selection_id == review.selection_id == answer.selection_id
+    assert [(c.name, c.success) for c in outcome.calls] == [("c∕d", True)]
+    assert [(r.name, r.verdict) for r in review.reviews] == [
+        ("a", Verdict.UNRELATED),
+        ("c∕d", Verdict.PERFECT),
+        ("b", Verdict.PERFECT),
+    ]
+
+
+def test_agent_calls_nothing_when_no_relevant_tool_is_offered() -> None:
+    outcome, review = agent_events(reply("a"), Query("1", "q", frozenset({"b"})), CATALOG)
+    assert outcome.calls == []
+    assert [r.verdict for r in review.reviews] == [Verdict.UNRELATED]
+
+
+def test_holdout_is_never_streamed_and_the_stream_cycles() -> None:
+    queries = [Query(str(i), f"q{i}", frozenset({"a"})) for i in range(10)]
+    holdout, pool = holdout_split(queries, 3, seed=1)
+    assert holdout == holdout_split(queries, 3, seed=1)[0]
+    assert not {q.id for q in holdout} & {q.id for q in pool}
+    events = stream(pool, 16)
+    assert len(events) == 16
+    assert events[7] == events[0]
+    assert stream([], 5) == []

@@ -1,0 +1,1 @@
+"""``toolsel eval``: retrieval quality and learning measured on labelled tool-retrieval sets."""

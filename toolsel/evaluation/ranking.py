@@ -1,0 +1,94 @@
+"""Load a catalog through the real sync path and rank queries through the real selector, over NATS."""
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from contracts import PluginSync, SelectFilters, SelectReply, SelectRequest
+from toolsel.client import ToolselClient
+from toolsel.evaluation.dataset import MAX_QUERY, Query
+
+CONCURRENCY = 16
+"""Selects in flight at once."""
+Retrieval = Literal["hybrid", "vector", "bm25"]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A synced catalog: its plugins, the tenant it lives in, and wire name -> the set's tool name."""
+
+    plugins: list[str]
+    tenant_id: str
+    names: dict[str, str]
+
+    def filters(self) -> SelectFilters:
+        return SelectFilters(plugins=self.plugins)
+
+    def ranked(self, reply: SelectReply) -> list[str]:
+        """The set's names of the tools a reply returned, in order."""
+        return [self.names[t.name] for t in reply.tools if t.plugin_id in self.plugins]
+
+
+async def load_catalog(
+    client: ToolselClient, syncs: Sequence[PluginSync], names: Mapping[str, str], timeout_s: float = 600
+) -> Catalog:
+    """Sync every plugin (the indexer embeds before it answers; ``names``: the set's name -> wire name), then
+    wait until the selector serves them all, with vectors: a vector-only probe for the last tool finds it."""
+    for sync in syncs:
+        await client.sync(sync)
+    catalog = Catalog([s.plugin_id for s in syncs], syncs[0].tenant_id, {w: n for n, w in names.items()})
+    total = sum(len(s.tools) for s in syncs)
+    last = syncs[-1].tools[-1]
+    probe = (last.example_queries[0] if last.example_queries else last.description) or last.name
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reply = await client.select(
+            query=probe[:MAX_QUERY],
+            tenant_id=catalog.tenant_id,
+            k=50,
+            dry_run=True,
+            retrieval="vector",
+            rerank=False,
+            filters=catalog.filters(),
+        )
+        found = any(t.name == last.name and t.breakdown.similarity > 0 for t in reply.tools)
+        if reply.candidate_counts.get("filtered") == total and found:
+            return catalog
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"the selector did not serve the {total} synced tools within {timeout_s:.0f} s")
+
+
+async def rank(
+    client: ToolselClient,
+    catalog: Catalog,
+    queries: Sequence[Query],
+    *,
+    retrieval: Retrieval,
+    rerank: bool,
+    k: int,
+    seed: int,
+    advance: Callable[[int], None] = lambda n: None,
+) -> list[list[str]]:
+    """Each query's ranking (dry run, seeded), CONCURRENCY selects at a time."""
+
+    async def one(query: Query) -> list[str]:
+        request = SelectRequest(
+            query=query.text[:MAX_QUERY],
+            tenant_id=catalog.tenant_id,
+            k=k,
+            dry_run=True,
+            seed=seed,
+            retrieval=retrieval,
+            rerank=rerank,
+            filters=catalog.filters(),
+        )
+        return catalog.ranked(await client.select(request))
+
+    out: list[list[str]] = []
+    for start in range(0, len(queries), CONCURRENCY):
+        chunk = queries[start : start + CONCURRENCY]
+        out.extend(await asyncio.gather(*(one(q) for q in chunk)))
+        advance(len(chunk))
+    return out
