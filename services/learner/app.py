@@ -10,10 +10,8 @@ from typing import Any, Literal, TypeVar
 import asyncpg
 import numpy as np
 import numpy.typing as npt
-from faststream import FastStream
 from faststream.middlewares import AckPolicy
 from faststream.nats.annotations import NatsMessage
-from faststream.specification import AsyncAPI
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from pydantic import BaseModel, ValidationError
@@ -35,34 +33,27 @@ from services.learner.fitness import Multipliers
 from services.learner.quarantine import ReleaseRefused, release_due, release_tool
 from services.learner.reviews import apply_reviews
 from services.learner.store import apply_outcomes, store_selections
-from toolsel import __version__
-from toolsel.embedder import Embedder, load_embedder
+from toolsel.embedder import Embedder
 from toolsel.messaging import (
     RequestError,
     add_health,
     dead_letter,
-    ensure_streams,
     events_stream,
-    make_broker,
-    rpc_router,
 )
+from toolsel.service import load_model, make_service, open_store
 from toolsel.settings import get_settings
 
 log = logging.getLogger("toolsel.learner")
 settings = get_settings()
-broker_url = settings.nats_url or "nats://127.0.0.1:4222"
-broker = make_broker(broker_url, "learner")
-rpc = rpc_router()
-asyncapi = AsyncAPI(
-    broker,
-    title="toolsel learner",
-    version=__version__,
-    description=(
+service = make_service(
+    "learner",
+    (
         "Outcomes, reviews and feedback become Beta posteriors, quality, tool health and the review index;"
         " every event applied once."
     ),
+    settings,
 )
-app = FastStream(broker, specification=asyncapi)
+broker, rpc, asyncapi, app = service.broker, service.rpc, service.asyncapi, service.app
 EVENTS = events_stream()
 posteriors = broker.publisher(subjects.POSTERIORS_UPDATED, title="posteriors-updated", schema=PosteriorsUpdated)
 tool_states = broker.publisher(
@@ -137,14 +128,7 @@ async def _embedder() -> Embedder:
     """Loaded on the first review (outcomes and feedback need no model), once."""
     async with state.setdefault("embedder_lock", asyncio.Lock()):
         if "embedder" not in state:
-            state["embedder"] = await asyncio.to_thread(
-                load_embedder,
-                settings.model_dir,
-                settings.home,
-                threads=settings.embedding_threads,
-                batch_size=settings.embedding_batch_size,
-                cache_size=settings.query_cache_size,
-            )
+            state["embedder"] = await load_model(settings)
     embedder: Embedder = state["embedder"]
     return embedder
 
@@ -270,12 +254,7 @@ broker.include_router(rpc)
 
 @app.on_startup
 async def _start() -> None:
-    from toolsel.db import create_pool
-
-    if not settings.database_url:
-        raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
-    await ensure_streams(broker_url)
-    state["pool"] = await create_pool(settings.database_url)
+    state["pool"] = await open_store(settings)
     if settings.quarantine_release_after_s > 0:
         state["release_timer"] = asyncio.get_running_loop().create_task(_release_when_due())
 

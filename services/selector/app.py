@@ -6,8 +6,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
-from faststream import FastStream
-from faststream.specification import AsyncAPI
 
 from contracts import (
     OutcomeEvent,
@@ -21,23 +19,19 @@ from contracts import (
 )
 from services.selector.catalog import load_catalog, load_posteriors, load_review_index, load_rules
 from services.selector.service import Selector
-from toolsel import __version__
-from toolsel.embedder import Embedder, load_embedder
-from toolsel.messaging import add_health, ensure_streams, events_stream, make_broker, rpc_router
+from toolsel.embedder import Embedder
+from toolsel.messaging import add_health, events_stream
+from toolsel.service import load_model, make_service, open_store
 from toolsel.settings import get_settings
 
 log = logging.getLogger("toolsel.selector")
 settings = get_settings()
-broker_url = settings.nats_url or "nats://127.0.0.1:4222"
-broker = make_broker(broker_url, "selector")
-rpc = rpc_router()
-asyncapi = AsyncAPI(
-    broker,
-    title="toolsel selector",
-    version=__version__,
-    description="Which few tools for this query, page and tenant: request/reply, from memory.",
+service = make_service(
+    "selector",
+    "Which few tools for this query, page and tenant: request/reply, from memory.",
+    settings,
 )
-app = FastStream(broker, specification=asyncapi)
+broker, rpc, asyncapi, app = service.broker, service.rpc, service.asyncapi, service.app
 EVENTS = events_stream()
 selections = broker.publisher(subjects.SELECTION_EVENTS, stream=EVENTS, title="selection-events", schema=SelectionEvent)
 
@@ -152,23 +146,11 @@ broker.include_router(rpc)
 
 @app.on_startup
 async def _start() -> None:
-    from toolsel.db import create_pool
-
-    if not settings.database_url:
-        raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
-    await ensure_streams(broker_url)
-    pool = await create_pool(settings.database_url)
+    pool = await open_store(settings)
     state["pool"] = pool
     embedder: Embedder | None = None
     try:
-        embedder = await asyncio.to_thread(
-            load_embedder,
-            settings.model_dir,
-            settings.home,
-            threads=settings.embedding_threads,
-            batch_size=settings.embedding_batch_size,
-            cache_size=settings.query_cache_size,
-        )
+        embedder = await load_model(settings)
         embedder.embed_query("warm up")
     except Exception:
         log.exception("the embedding model did not load; answering with BM25 alone")
