@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     fusion_rrf_k: float = 60.0
     fusion_weight_vector: float = 1.0
     fusion_weight_bm25: float = 1.0
+    fusion_bm25_by_confidence: bool = True
+    """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
+    fusion_weight_history: float = 1.0
+    """Weight of the historical recommendation (tools that helped on similar past queries) in the fusion."""
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     bm25_fast_path: bool = False
@@ -66,6 +70,7 @@ class Settings(BaseSettings):
     review_neighbours: int = 10
     review_min_similarity: float = 0.5
     context_key_template: str = "{tier}:{page}:general"
+    """Placeholders: {tier}, {page}, and {intent} (the top retrieved tool) for per-intent posteriors."""
     thompson_sampling: bool = True
     """Off: rank by the posterior mean instead of a draw (reproducible evaluation)."""
     tokens_per_char: float = 0.25

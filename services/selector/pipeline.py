@@ -151,3 +151,24 @@ def historical_fitness(
     seen = weights > 0
     out[seen] = sums[seen] / weights[seen]
     return out
+
+
+def historical_recommendation(
+    centroids: npt.NDArray[np.float32],
+    entry_rows: Rows,
+    entry_fitness: Scores,
+    query: npt.NDArray[np.float32],
+    rows: int,
+    neighbours: int,
+    min_similarity: float,
+) -> Scores:
+    """Seed 002's historical ranking: for each tool, the best ``similarity x (fitness - 1)`` over the nearest
+    past queries where it helped (fitness above neutral); 0 for a tool no near past query vouches for."""
+    out = np.zeros(rows, dtype=np.float64)
+    if centroids.shape[0] == 0:
+        return out
+    similarity = centroids @ query
+    near = np.argsort(-similarity, kind="stable")[:neighbours]
+    near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0) & (entry_fitness[near] > 1.0)]
+    np.maximum.at(out, entry_rows[near], similarity[near] * (entry_fitness[near] - 1.0))
+    return out

@@ -35,9 +35,11 @@ log = logging.getLogger(__name__)
 Posteriors = dict[tuple[str, str], tuple[float, float]]
 
 
-def context_key(template: str, tier: str, page: str) -> str:
-    """Seed 000's bandit context, ``tier:page:general`` by default."""
-    return template.format(tier=tier, page=page or "*")
+def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
+    """Seed 000's bandit context, ``tier:page:general`` by default. ``{intent}`` in the template stands for
+    the tool retrieval ranks first (seed 000, 10.3's finer query category): posteriors then learn, per
+    apparent intent, which tool the agent really uses."""
+    return template.format(tier=tier, page=page or "*", intent=intent)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,6 @@ class Selector:
         started = time.perf_counter()
         s, cat = self.settings, self.catalog
         k = request.k or s.default_k
-        ctx = context_key(s.context_key_template, request.tier, request.page)
         degraded = sorted(self.degraded_sources)
         counts: dict[str, int] = {"catalog": len(cat)}
 
@@ -113,6 +114,8 @@ class Selector:
         if len(queries) > 1:
             method += f"+decomposed({len(parts)})"
 
+        intent = cat.keys[int(candidates[0])] if candidates.size else "none"
+        ctx = context_key(s.context_key_template, request.tier, request.page, intent)
         signals = self._signals(request, ctx, relevance, similarity, bm25, query_vector, degraded)
         if not request.rerank:
             final = candidates[:k]
@@ -183,6 +186,7 @@ class Selector:
                 and retrieval.bm25_confidence(bm25, pool, s.bm25_confidence_scale) > s.bm25_confidence_threshold
             )
             cosine = zeros
+            vector = None
             if mode != "bm25" and not fast:
                 vector = self._embed(query, degraded)
                 if vector is not None:
@@ -192,6 +196,7 @@ class Selector:
                     method = "unranked"
             if fast:
                 method = "bm25-fast-path"
+            history = self._history(vector) if mode == "hybrid" and vector is not None else zeros
             if mode == "bm25" or fast or (mode == "hybrid" and not cosine.any()):
                 top = bm25[pool].max() if pool.any() else 0.0
                 relevance = bm25 / top if top > 0 else zeros
@@ -200,13 +205,35 @@ class Selector:
             elif mode == "vector":
                 relevance = cosine
             else:
-                relevance = retrieval.reciprocal_rank_fusion(
-                    [retrieval.ranks(cosine, pool), retrieval.ranks(bm25, pool)],
-                    [s.fusion_weight_vector, s.fusion_weight_bm25],
-                    s.fusion_rrf_k,
-                )
+                lists = [retrieval.ranks(cosine, pool), retrieval.ranks(bm25, pool)]
+                weights = [s.fusion_weight_vector, s.fusion_weight_bm25 * self._bm25_trust(bm25, pool)]
+                if history.any():
+                    lists.append(retrieval.ranks(history, pool))
+                    weights.append(s.fusion_weight_history)
+                relevance = retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)
             out.append((relevance, cosine, bm25))
         return out, method, query_vector
+
+    def _bm25_trust(self, bm25: stages.Scores, pool: stages.Mask) -> float:
+        """Seed 003's blend: BM25 counts in the fusion as much as its confidence (its tokens matched well);
+        a query in other words than the tools' own leaves the ranking to the vectors."""
+        if not self.settings.fusion_bm25_by_confidence:
+            return 1.0
+        return retrieval.bm25_confidence(bm25, pool, self.settings.bm25_confidence_scale)
+
+    def _history(self, vector: npt.NDArray[np.float32]) -> stages.Scores:
+        """Tools that helped on past queries near this one (the review index), as a retrieval signal."""
+        if self.reviews is None or not len(self.reviews.keys):
+            return np.zeros(len(self.catalog), dtype=np.float64)
+        return stages.historical_recommendation(
+            self.reviews.centroids,
+            self._review_rows(),
+            self.reviews.fitness,
+            vector,
+            len(self.catalog),
+            self.settings.review_neighbours,
+            self.settings.review_min_similarity,
+        )
 
     def _embed(self, query: str, degraded: list[str]) -> npt.NDArray[np.float32] | None:
         if self.embedder is None:

@@ -161,3 +161,11 @@ def test_seeded_requests_are_reproducible() -> None:
     first = names(sel, query="email", k=3, seed=42)
     assert all(names(sel, query="email", k=3, seed=42) == first for _ in range(5))
     assert np.isfinite(sel.select(SelectRequest(query="email", seed=1))[0].tools[0].score)
+
+
+def test_intent_context_key_names_the_top_retrieved_tool() -> None:
+    sel = selector(context_key_template="{tier}:{page}:{intent}")
+    reply, event = sel.select(SelectRequest(query="weather in Oslo", tier="pro", page="/home"))
+    assert reply.context_key == "pro:/home:p/get_weather"
+    assert event.context_key == reply.context_key
+    assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
