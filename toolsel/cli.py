@@ -30,7 +30,7 @@ from contracts import (
 )
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.messaging import validation_reply
-from toolsel.render import console, selection_table, status_table, sync_table
+from toolsel.render import EXPLAIN, console, selection_table, status_table, sync_table
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import Stack, configured_endpoints, health_all
 
@@ -152,7 +152,7 @@ def select(
         if as_json:
             print(reply.model_dump_json(indent=2))
         else:
-            console.print(selection_table(reply, query, explain=explain))
+            console.print(selection_table(reply, query, EXPLAIN if explain else ()))
             for category, hint in reply.workflow_hints.items():
                 console.print(f"[dim]{category}:[/] {hint}")
 

@@ -45,7 +45,7 @@ from contracts.admin import (
 )
 from toolsel.analytics import replies
 from toolsel.cli import AsJson, _admin, _client, _run, _with_database, cli, tools_cli
-from toolsel.render import console, selection_table
+from toolsel.render import EXPLAIN, console, selection_table
 
 admin_cli = typer.Typer(help="Categories, page mappings, visibility rules, test selections, quarantine.")
 mappings_cli = typer.Typer(help="Page-to-category mappings.", no_args_is_help=True)
@@ -319,7 +319,7 @@ def dry_run_selection(
     )
 
     def show(reply: Any) -> None:
-        console.print(selection_table(reply, query, explain=True))
+        console.print(selection_table(reply, query, EXPLAIN))
         console.print(f"[dim]method {reply.method}; degraded: {', '.join(reply.degraded) or 'nothing'}[/]")
 
     _admin(lambda c: c.select(request), as_json, show)

@@ -19,6 +19,8 @@ DEMO_QUERIES = (
 )
 LEARNING_QUERY = ("book a hotel room in Rome for the weekend", "/travel")
 ROUNDS = 25
+LEARNING = ("relevance", "quality", "thompson", "alpha", "beta")
+"""The parts of the score the demo shows: what the outcomes move."""
 
 
 def demo_catalog() -> list[PluginSync]:
@@ -47,7 +49,7 @@ async def run_demo(client: ToolselClient) -> None:
 
     query, page = LEARNING_QUERY
     before = await client.select(query=query, page=page, dry_run=True, seed=7, k=10)
-    console.print(selection_table(before, f"before learning: {query!r}", explain=True))
+    console.print(selection_table(before, f"before learning: {query!r}", LEARNING))
     first, second = [t for t in before.tools if not t.pinned][:2]
     console.print(
         f"The agent now runs {ROUNDS} times: [red]{first.name}[/] fails when called, [green]{second.name}[/] works."
@@ -63,7 +65,7 @@ async def run_demo(client: ToolselClient) -> None:
         wins += sum(c.success for c in calls)
         await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=calls)])
     after = await _wait_for_learning(client, query, page, second.key, second.breakdown.alpha + wins)
-    console.print(selection_table(after, f"after learning: {query!r}", explain=True))
+    console.print(selection_table(after, f"after learning: {query!r}", LEARNING))
     rank = {t.key: i + 1 for i, t in enumerate(t for t in after.tools if not t.pinned)}
     console.print(
         f"Among the retrieved tools, {second.name} moved from 2nd to {rank.get(second.key, 'dropped')} and "

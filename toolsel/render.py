@@ -10,31 +10,23 @@ from contracts import HealthReply, SelectReply, SyncReport
 console = Console()
 
 
-def selection_table(reply: SelectReply, title: str, explain: bool = False) -> Table:
+EXPLAIN = ("similarity", "bm25", "relevance", "quality", "recency", "fitness", "thompson", "alpha", "beta")
+"""The breakdown parts ``--explain`` shows, as ScoreBreakdown names them."""
+
+
+def selection_table(reply: SelectReply, title: str, parts: tuple[str, ...] = ()) -> Table:
+    """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them)."""
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("tool")
+    table.add_column("tool", no_wrap=True)
     table.add_column("score", justify="right")
-    if explain:
-        for column in ("similarity", "bm25", "relevance", "quality", "fitness", "thompson", "alpha", "beta"):
-            table.add_column(column, justify="right")
+    for part in parts:
+        table.add_column(part, justify="right")
     table.add_column("note")
     for i, tool in enumerate(reply.tools, 1):
         note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
-        row = [str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}"]
-        if explain:
-            b = tool.breakdown
-            row += [
-                f"{b.similarity:.3f}",
-                f"{b.bm25:.2f}",
-                f"{b.relevance:.3f}",
-                f"{b.quality:.3f}",
-                f"{b.fitness:.2f}",
-                f"{b.thompson:.3f}",
-                f"{b.alpha:g}",
-                f"{b.beta:g}",
-            ]
-        table.add_row(*row, note)
+        values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
+        table.add_row(str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note)
     table.caption = (
         f"{reply.latency_ms:.1f} ms in the selector · method {reply.method} · context "
         f"{reply.context_key} · tokens {reply.tokens.selected} of {reply.tokens.catalog}"

@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     """Online, a review joins its tool's nearest index entry when their queries are at least this similar."""
     review_clusters: int = 8
     """Compaction: at most this many index entries (k-means centroids) per tool."""
-    learner_batch_size: int = 500
+    learner_batch_size: int = 2000
     learner_batch_timeout_s: float = 0.02
     """How long a learner waits after the first event of a batch for more to join it."""
     learner_ack_wait_s: float = 10.0
