@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import Identifier, Message, ToolRef
+from contracts.common import AdminRequest, Identifier, Message, ToolRef
 
 
 def _now() -> datetime:
@@ -82,7 +82,7 @@ class ToolStateChanged(ToolRef, Message):
     reason: str = ""
 
 
-class QuarantineRelease(ToolRef, Message):
+class QuarantineRelease(ToolRef, AdminRequest):
     """An operator's request to put a quarantined tool back on probation; the reply is its ToolStateChanged."""
 
     released_by: Identifier = "operator"

@@ -341,9 +341,9 @@ def quarantine_list(
 @quarantine_cli.command("release")
 def quarantine_release(plugin: str, name: str, by: str = "operator", as_json: AsJson = False) -> None:
     """Put a quarantined tool on probation (the learner's release request)."""
-    body = QuarantineRelease(plugin_id=plugin, name=name, released_by=by).model_dump_json().encode()
+    request = QuarantineRelease(plugin_id=plugin, name=name, released_by=by)
     _admin(
-        lambda c: c.request(subjects.ADMIN_QUARANTINE_RELEASE, body, ToolStateChanged),
+        lambda c: c.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, ToolStateChanged),
         as_json,
         lambda change: console.print(f"{plugin}/{name}: {change.state}"),
     )

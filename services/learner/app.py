@@ -37,6 +37,7 @@ from toolsel.embedder import Embedder
 from toolsel.messaging import (
     RequestError,
     add_health,
+    check_admin,
     dead_letter,
     events_stream,
 )
@@ -230,6 +231,7 @@ async def on_feedback(msg: NatsMessage) -> None:
 @rpc.subscriber(subjects.ADMIN_QUARANTINE_RELEASE, queue="toolsel-learner-admin", title="quarantine-release")
 async def on_release(request: QuarantineRelease) -> ToolStateChanged:
     """An operator puts a quarantined tool on probation; the selectors take it back at once."""
+    check_admin(request.admin_token, settings.admin_token)
     try:
         change = await release_tool(_pool(), request.plugin_id, request.name, request.released_by)
     except ReleaseRefused as refused:

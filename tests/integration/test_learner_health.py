@@ -20,7 +20,7 @@ async def stored(pool: asyncpg.Pool, selection_id: UUID) -> bool:
 
 async def release(client: ToolselClient, plugin: str, name: str) -> ToolStateChanged:
     request = QuarantineRelease(plugin_id=plugin, name=name, released_by="ops")
-    return await client.request(subjects.ADMIN_QUARANTINE_RELEASE, request.model_dump_json().encode(), ToolStateChanged)
+    return await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, ToolStateChanged)
 
 
 async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselClient, pool: asyncpg.Pool) -> None:
@@ -79,3 +79,10 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
         )
         == "probation"
     )
+
+
+async def test_release_without_the_admin_token_is_refused(client: ToolselClient) -> None:
+    request = QuarantineRelease(plugin_id="any", name="tool", admin_token="wrong")
+    with pytest.raises(ToolselError) as refused:
+        await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, ToolStateChanged)
+    assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.UNAUTHORIZED, "admin_token")
