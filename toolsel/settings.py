@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field
@@ -53,6 +54,8 @@ class Settings(BaseSettings):
     """Tiers from lowest to highest, for rules such as {"tier": {"gte": "teams"}}."""
 
     # retrieval (seeds 002, 003)
+    fusion: Literal["rrf", "scores"] = "rrf"
+    """How retrieval signals combine: reciprocal rank fusion, or a weighted mean of max-scaled scores."""
     fusion_rrf_k: float = 60.0
     fusion_weight_vector: float = 1.0
     fusion_weight_bm25: float = 1.0

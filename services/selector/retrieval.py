@@ -91,6 +91,21 @@ def reciprocal_rank_fusion(rank_lists: Sequence[Scores], weights: Sequence[float
     return result
 
 
+def score_fusion(signals: Sequence[Scores], weights: Sequence[float], mask: Mask) -> Scores:
+    """Weighted mean of the signals, each scaled so its best masked row scores 1 (keeps the score gaps that
+    ranks throw away)."""
+    total = sum(weights)
+    if total <= 0:
+        raise ValueError("fusion weights must sum to more than 0")
+    fused = np.zeros(mask.shape, dtype=np.float64)
+    for signal, weight in zip(signals, weights, strict=True):
+        top = signal[mask].max() if mask.any() else 0.0
+        if weight and top > 0:
+            fused += weight * signal / top
+    result: Scores = fused / total
+    return result
+
+
 def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
     """Seed 003's gate: the best masked BM25 score over a scale, capped at 1 (tokens matched well)."""
     masked = scores[mask]

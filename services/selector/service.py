@@ -205,12 +205,14 @@ class Selector:
             elif mode == "vector":
                 relevance = cosine
             else:
-                lists = [retrieval.ranks(cosine, pool), retrieval.ranks(bm25, pool)]
+                signals = [cosine, bm25, history]
                 weights = [s.fusion_weight_vector, s.fusion_weight_bm25 * self._bm25_trust(bm25, pool)]
-                if history.any():
-                    lists.append(retrieval.ranks(history, pool))
-                    weights.append(s.fusion_weight_history)
-                relevance = retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)
+                weights.append(s.fusion_weight_history if history.any() else 0.0)
+                if s.fusion == "scores":
+                    relevance = retrieval.score_fusion(signals, weights, pool)
+                else:
+                    lists = [retrieval.ranks(signal, pool) for signal in signals]
+                    relevance = retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)
             out.append((relevance, cosine, bm25))
         return out, method, query_vector
 

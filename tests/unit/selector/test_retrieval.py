@@ -11,6 +11,7 @@ from services.selector.retrieval import (
     ranks,
     reciprocal_rank_fusion,
     round_robin,
+    score_fusion,
 )
 
 
@@ -82,3 +83,15 @@ def test_round_robin_gives_each_ranking_its_turn_without_repeats() -> None:
     merged = round_robin([np.array([1, 2, 3]), np.array([2, 4]), np.array([5])], limit=5)
     assert merged.tolist() == [1, 2, 5, 4, 3]
     assert round_robin([np.array([1, 2, 3])], limit=2).tolist() == [1, 2]
+
+
+def test_score_fusion_is_the_weighted_mean_of_max_scaled_signals() -> None:
+    mask = np.array([True, True, False])
+    cosine = np.array([0.8, 0.4, 0.9])  # the masked-out row does not set the scale
+    bm25 = np.array([0.0, 6.0, 1.0])
+    fused = score_fusion([cosine, bm25], [1.0, 0.5], mask)
+    assert fused[0] == pytest.approx((1.0 * 1.0 + 0.5 * 0.0) / 1.5)
+    assert fused[1] == pytest.approx((1.0 * 0.5 + 0.5 * 1.0) / 1.5)
+    assert score_fusion([np.zeros(3)], [1.0], mask).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="weights"):
+        score_fusion([cosine], [0.0], mask)

@@ -169,3 +169,15 @@ def test_intent_context_key_names_the_top_retrieved_tool() -> None:
     assert reply.context_key == "pro:/home:p/get_weather"
     assert event.context_key == reply.context_key
     assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
+
+
+def test_bm25_counts_in_the_fusion_as_much_as_its_confidence() -> None:
+    # "flight" is in search_flights' text (BM25) but the query vector points at the weather tool
+    sel = selector(bm25_confidence_scale=1000.0)  # BM25 barely trusted: the vectors decide
+    embed = AxisEmbedder({"flight": 2})
+    sel.embedder = embed  # type: ignore[assignment]
+    assert names(sel, query="flights", k=1, rerank=False) == ["get_weather"]
+    trusting = selector(fusion_bm25_by_confidence=False)
+    trusting.embedder = embed  # type: ignore[assignment]
+    top_two = names(trusting, query="flights", k=2, rerank=False)
+    assert set(top_two) == {"get_weather", "search_flights"}
