@@ -131,12 +131,12 @@ def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
 
 
 def test_learnt_posterior_moves_a_tool_up() -> None:
-    sel = selector()
-    before = names(sel, query="email inbox", k=2)[1:]
-    assert before == ["send_email", "read_inbox"]
-    sel.posteriors[("p/send_email", "free:*:general")] = (1.0, 30.0)
-    sel.posteriors[("p/read_inbox", "free:*:general")] = (30.0, 1.0)
-    assert names(sel, query="email inbox", k=2)[1:] == ["read_inbox", "send_email"]
+    twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]  # equal relevance
+    sel = selector(twins)
+    assert names(sel, query="email", k=2) == ["alpha_mail", "beta_mail"]
+    sel.posteriors[("p/alpha_mail", "free:*:general")] = (1.0, 30.0)
+    sel.posteriors[("p/beta_mail", "free:*:general")] = (30.0, 1.0)
+    assert names(sel, query="email", k=2) == ["beta_mail", "alpha_mail"]
 
 
 def test_reply_reports_counts_tokens_and_breakdown() -> None:
