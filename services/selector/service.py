@@ -75,7 +75,8 @@ class Selector:
     degraded_sources: set[str] = field(default_factory=set)
     """State that could not be refreshed (e.g. ``store`` while PostgreSQL is down): answers carry on from
     the last copy and say so."""
-    _review_rows_for: tuple[int, int] = (0, 0)
+    _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
+    """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def select(self, request: SelectRequest) -> tuple[SelectReply, SelectionEvent]:
@@ -148,11 +149,11 @@ class Selector:
     def _review_rows(self) -> stages.Rows:
         """Catalog row of each review-index entry, recomputed only when either copy was replaced."""
         assert self.reviews is not None
-        key = (id(self.catalog), id(self.reviews))
-        if self._review_rows_for != key:
+        computed_for = self._review_rows_for
+        if computed_for is None or computed_for[0] is not self.catalog or computed_for[1] is not self.reviews:
             rows = self.catalog.rows
             self._review_rows_cache = np.array([rows.get(k, -1) for k in self.reviews.keys], dtype=np.int64)
-            self._review_rows_for = key
+            self._review_rows_for = (self.catalog, self.reviews)
         return self._review_rows_cache
 
     def _apply_filters(self, mask: stages.Mask, request: SelectRequest) -> stages.Mask:

@@ -181,3 +181,18 @@ def test_bm25_counts_in_the_fusion_as_much_as_its_confidence() -> None:
     trusting.embedder = embed  # type: ignore[assignment]
     top_two = names(trusting, query="flights", k=2, rerank=False)
     assert set(top_two) == {"get_weather", "search_flights"}
+
+
+def test_a_replaced_review_index_is_mapped_anew() -> None:
+    from services.selector.catalog import ReviewIndex
+
+    def index(n: int) -> ReviewIndex:
+        centroids = np.zeros((n, 384), dtype=np.float32)
+        centroids[:, 0] = 1.0
+        return ReviewIndex(["p/send_email"] * n, centroids, np.full(n, 1.4))
+
+    sel = selector()
+    for size in (3, 5, 2, 7):  # copies come and go; each answer must use the current one
+        sel.reviews = index(size)
+        reply, _ = sel.select(SelectRequest(query="email", k=2))
+        assert reply.tools[1].breakdown.fitness == pytest.approx(1.4)
