@@ -124,51 +124,50 @@ def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int6
     return np.concatenate([pins, rest]).astype(np.int64)
 
 
-def historical_fitness(
+@dataclass(frozen=True)
+class NearReviews:
+    """The review-index entries nearest a query: their catalog rows, similarities and fitness."""
+
+    rows: Rows
+    similarity: Scores
+    fitness: Scores
+
+
+def nearest_reviews(
     centroids: npt.NDArray[np.float32],
     entry_rows: Rows,
     entry_fitness: Scores,
     query: npt.NDArray[np.float32],
-    rows: int,
     neighbours: int,
     min_similarity: float,
-) -> Scores:
-    """Seed 002's historical recommendation: fitness of each tool for the nearest past queries, weighted by
-    their similarity to this one; 1.0 (neutral) for a tool with no near review. ``entry_rows`` maps index
-    entries to catalog rows (-1 when the tool is not in this catalog copy)."""
-    out = np.ones(rows, dtype=np.float64)
+) -> NearReviews:
+    """Seed 002's lookup of past queries like this one: the ``neighbours`` nearest centroids at least
+    ``min_similarity`` close whose tool is in this catalog copy (``entry_rows`` is -1 where it is not)."""
     if centroids.shape[0] == 0:
-        return out
-    similarity = centroids @ query
+        empty = np.zeros(0, dtype=np.float64)
+        return NearReviews(np.zeros(0, dtype=np.int64), empty, empty)
+    similarity = (centroids @ query).astype(np.float64)
     near = np.argsort(-similarity, kind="stable")[:neighbours]
     near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0)]
-    if near.size == 0:
-        return out
+    return NearReviews(entry_rows[near], similarity[near], entry_fitness[near])
+
+
+def historical_fitness(near: NearReviews, rows: int) -> Scores:
+    """Each tool's fitness for the near past queries, weighted by their similarity; 1.0 (neutral) without."""
+    out = np.ones(rows, dtype=np.float64)
     weights = np.zeros(rows, dtype=np.float64)
     sums = np.zeros(rows, dtype=np.float64)
-    np.add.at(weights, entry_rows[near], similarity[near])
-    np.add.at(sums, entry_rows[near], similarity[near] * entry_fitness[near])
+    np.add.at(weights, near.rows, near.similarity)
+    np.add.at(sums, near.rows, near.similarity * near.fitness)
     seen = weights > 0
     out[seen] = sums[seen] / weights[seen]
     return out
 
 
-def historical_recommendation(
-    centroids: npt.NDArray[np.float32],
-    entry_rows: Rows,
-    entry_fitness: Scores,
-    query: npt.NDArray[np.float32],
-    rows: int,
-    neighbours: int,
-    min_similarity: float,
-) -> Scores:
-    """Seed 002's historical ranking: for each tool, the best ``similarity x (fitness - 1)`` over the nearest
-    past queries where it helped (fitness above neutral); 0 for a tool no near past query vouches for."""
+def historical_recommendation(near: NearReviews, rows: int) -> Scores:
+    """The historical ranking: for each tool, the best ``similarity x (fitness - 1)`` over the near past
+    queries where it helped (fitness above neutral); 0 for a tool no near past query vouches for."""
     out = np.zeros(rows, dtype=np.float64)
-    if centroids.shape[0] == 0:
-        return out
-    similarity = centroids @ query
-    near = np.argsort(-similarity, kind="stable")[:neighbours]
-    near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0) & (entry_fitness[near] > 1.0)]
-    np.maximum.at(out, entry_rows[near], similarity[near] * (entry_fitness[near] - 1.0))
+    helped = near.fitness > 1.0
+    np.maximum.at(out, near.rows[helped], near.similarity[helped] * (near.fitness[helped] - 1.0))
     return out

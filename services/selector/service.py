@@ -228,12 +228,15 @@ class Selector:
         """Tools that helped on past queries near this one (the review index), as a retrieval signal."""
         if self.reviews is None or not len(self.reviews.keys):
             return np.zeros(len(self.catalog), dtype=np.float64)
-        return stages.historical_recommendation(
+        return stages.historical_recommendation(self._near_reviews(vector), len(self.catalog))
+
+    def _near_reviews(self, vector: npt.NDArray[np.float32]) -> stages.NearReviews:
+        assert self.reviews is not None
+        return stages.nearest_reviews(
             self.reviews.centroids,
             self._review_rows(),
             self.reviews.fitness,
             vector,
-            len(self.catalog),
             self.settings.review_neighbours,
             self.settings.review_min_similarity,
         )
@@ -271,16 +274,7 @@ class Selector:
         if self.reviews is None:
             degraded.append("fitness.review_index")
         elif query_vector is not None and len(self.reviews.keys):
-            entry_rows = np.array([cat.rows.get(key, -1) for key in self.reviews.keys], dtype=np.int64)
-            fitness = stages.historical_fitness(
-                self.reviews.centroids,
-                entry_rows,
-                self.reviews.fitness,
-                query_vector,
-                len(cat),
-                s.review_neighbours,
-                s.review_min_similarity,
-            )
+            fitness = stages.historical_fitness(self._near_reviews(query_vector), len(cat))
         signals = _Signals(
             similarity=similarity,
             bm25=bm25,

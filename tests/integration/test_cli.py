@@ -1,36 +1,21 @@
 """The CLI against the running test stack: status, select with the explained breakdown, sync a file."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.integration.catalog import plugin_sync, tool, unique
+from tests.integration.catalog import plugin_sync, run_cli, tool, unique
 from toolsel.stack import Endpoints
 
 
-def _toolsel(endpoints: Endpoints, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "TOOLSEL_NATS_URL": endpoints.nats_url,
-        "TOOLSEL_DATABASE_URL": endpoints.database_url,
-        "COLUMNS": "200",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "toolsel.cli", *args], env=env, capture_output=True, text=True, timeout=60
-    )
-
-
 def test_status_exits_zero_when_every_service_answers(endpoints: Endpoints) -> None:
-    done = _toolsel(endpoints, "status")
+    done = run_cli(endpoints, "status")
     assert done.returncode == 0, done.stdout + done.stderr
     for service in ("selector", "learner", "indexer"):
         assert service in done.stdout
 
 
 def test_status_exits_non_zero_for_a_service_that_does_not_answer(endpoints: Endpoints) -> None:
-    done = _toolsel(endpoints, "status", "--service", "nobody")
+    done = run_cli(endpoints, "status", "--service", "nobody")
     assert done.returncode == 1
     assert "down" in done.stdout
 
@@ -40,22 +25,22 @@ def test_sync_file_then_select_explain(endpoints: Endpoints, tmp_path: Path) -> 
     sync = plugin_sync(unique("cli"), tenant, [tool("get_weather"), tool("send_email")])
     path = tmp_path / "plugin.json"
     path.write_text(sync.model_dump_json())
-    synced = _toolsel(endpoints, "sync", str(path))
+    synced = run_cli(endpoints, "sync", str(path))
     assert synced.returncode == 0, synced.stderr
     assert "inserted" in synced.stdout
 
-    chosen = _toolsel(
+    chosen = run_cli(
         endpoints, "select", "will it rain in Paris", "--tenant", tenant, "--explain", "--dry-run", "--json"
     )
     assert chosen.returncode == 0, chosen.stderr
     reply = json.loads(chosen.stdout)
     assert reply["tools"][0]["name"] == "get_weather"
-    explained = _toolsel(endpoints, "select", "will it rain in Paris", "--tenant", tenant, "--explain", "--dry-run")
+    explained = run_cli(endpoints, "select", "will it rain in Paris", "--tenant", tenant, "--explain", "--dry-run")
     assert "similarity" in explained.stdout
     assert "thompson" in explained.stdout
 
 
 def test_select_with_bad_input_prints_the_typed_error(endpoints: Endpoints) -> None:
-    done = _toolsel(endpoints, "select", "x", "--k", "99")
+    done = run_cli(endpoints, "select", "x", "--k", "99")
     assert done.returncode == 2
     assert "less than or equal to 50 (k)" in done.stdout
