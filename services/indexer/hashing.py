@@ -29,5 +29,7 @@ def embedding_text(spec: ToolSpec) -> str:
 
 
 def embedding_hash(spec: ToolSpec) -> str:
-    """Hash of what the tool's vector is computed from: a change here, and only here, re-embeds."""
-    return sha256_hex(canonical_json({"examples": spec.example_queries, "text": embedding_text(spec)}))
+    """Hash of what the tool's vector is computed from — its example queries when it has them (Tool2Vec),
+    else its text: a change there, and only there, re-embeds."""
+    source = {"examples": spec.example_queries} if spec.example_queries else {"text": embedding_text(spec)}
+    return sha256_hex(canonical_json(source))

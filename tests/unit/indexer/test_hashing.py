@@ -88,14 +88,20 @@ def test_content_hash_changes_for_any_field(field: str, value: Any) -> None:
         {"example_queries": ["bill the customer"]},
         {"example_queries": ["make an invoice", "bill the customer"]},
         {"example_queries": []},
-        {"description": "Creates a bill."},
-        {"name": "new_invoice"},
-        {"tags": ["money"]},
-        {"when_to_use": "at month end"},
     ],
 )
 def test_embedding_hash_changes_with_embedded_content(change: dict[str, Any]) -> None:
     assert embedding_hash(_spec(**change)) != embedding_hash(_spec())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"description": "Creates a bill."}, {"name": "new_invoice"}, {"tags": ["money"]}, {"when_to_use": "month end"}],
+)
+def test_text_counts_only_for_a_tool_without_examples(change: dict[str, Any]) -> None:
+    """A tool with example queries is embedded from them alone (Tool2Vec): its text changing re-embeds nothing."""
+    assert embedding_hash(_spec(**change)) == embedding_hash(_spec())
+    assert embedding_hash(_spec(example_queries=[], **change)) != embedding_hash(_spec(example_queries=[]))
 
 
 @pytest.mark.parametrize(
