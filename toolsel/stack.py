@@ -113,14 +113,21 @@ class Stack:
         }
 
     def start_services(self) -> None:
+        for name in subjects.SERVICES:
+            self.services[name] = self.spawn(name)
+
+    def spawn(self, service: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
+        """One more process of ``service`` on this stack's servers (the way to scale out), logging to
+        ``logs/<log_name or service>.log``."""
         logs = self.settings.home / "logs"
         logs.mkdir(exist_ok=True)
-        env = self.service_env()
-        for name in subjects.SERVICES:
-            log_file = (logs / f"{name}.log").open("ab")
-            self.services[name] = subprocess.Popen(
-                [sys.executable, "-m", "toolsel.cli", name], env=env, stdout=log_file, stderr=subprocess.STDOUT
-            )
+        log_file = (logs / f"{log_name or service}.log").open("ab")
+        return subprocess.Popen(
+            [sys.executable, "-m", "toolsel.cli", service],
+            env=self.service_env(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
 
     def write_stack_file(self) -> None:
         assert self.endpoints is not None

@@ -4,7 +4,6 @@ and the replay that rebuilds the same state."""
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 from uuid import UUID, uuid4
 
@@ -191,14 +190,6 @@ async def test_compaction_shrinks_the_index_to_k_entries_per_tool(
     assert [(r["fitness"], r["reviews"]) for r in after] == [(0.75, len(queries))]
 
 
-def _start_learner(stack: Stack) -> None:
-    """The learner as ``toolsel up`` starts it (same command, same environment)."""
-    log = (stack.settings.home / "logs" / "learner.log").open("ab")
-    stack.services["learner"] = subprocess.Popen(
-        [sys.executable, "-m", "toolsel.cli", "learner"], env=stack.service_env(), stdout=log, stderr=subprocess.STDOUT
-    )
-
-
 async def test_a_learner_killed_mid_batch_loses_nothing(
     client: ToolselClient, pool: asyncpg.Pool, stack: Stack
 ) -> None:
@@ -226,7 +217,7 @@ async def test_a_learner_killed_mid_batch_loses_nothing(
         partial = await applied()
     finally:
         if stack.services["learner"].poll() is not None:
-            _start_learner(stack)
+            stack.services["learner"] = stack.spawn("learner")
     assert partial < len(events), "the learner applied everything before it was killed: nothing was tested"
 
     async def all_applied() -> bool:
