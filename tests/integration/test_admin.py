@@ -84,7 +84,8 @@ async def test_register_update_and_soft_delete_go_through_the_sync_writer(
 
     update = ToolUpdate(plugin_id=plugin, name="send_email", changes={"description": "Mail a message to people."})
     updated = await client.admin(subjects.ADMIN_TOOLS_UPDATE, update, ToolWriteReport)
-    assert (updated.version, updated.changed_fields, updated.embedded) == (2, ["description"], 1)
+    # the tool's vector comes from its example queries, so a new description re-embeds nothing
+    assert (updated.version, updated.changed_fields, updated.embedded) == (2, ["description"], 0)
     versions = await client.tool_versions(plugin, "send_email")
     assert [v.reason for v in versions.versions] == ["admin register", "admin update"]
     stored = await pool.fetchrow(
