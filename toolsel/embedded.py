@@ -4,10 +4,13 @@ Both reuse their data across restarts; a crashed earlier run (stale pid file, lo
 from: NATS writes a fresh ports file per pid and pgserver ignores a postmaster.pid whose process is gone.
 """
 
+import ctypes
 import json
 import logging
 import shutil
+import signal
 import subprocess
+import sys
 import sysconfig
 import time
 from dataclasses import dataclass, field
@@ -21,6 +24,17 @@ DATABASE = "toolsel"
 
 class EmbeddedError(RuntimeError):
     """An embedded server could not be started."""
+
+
+def die_with_parent() -> None:
+    """Run in a child before exec: on Linux, have the kernel stop it when the process that started it dies,
+    so a ``toolsel up`` killed with SIGKILL leaves no server or service behind."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def nats_server_binary() -> Path:
@@ -63,6 +77,7 @@ class EmbeddedNats:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         ports_file = self.directory / f"nats-server_{self.process.pid}.ports"
         deadline = time.monotonic() + timeout_s

@@ -18,7 +18,7 @@ import psutil
 
 from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
-from toolsel.embedded import EmbeddedNats, EmbeddedPostgres
+from toolsel.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
 from toolsel.settings import Settings
 
 STACK_FILE = "stack.json"
@@ -75,7 +75,7 @@ class Stack:
         """Servers, migrations, services; returns once every service answers its health request."""
         from toolsel.db import migrate
 
-        endpoints = await asyncio.to_thread(self.start_servers)
+        endpoints = self.start_servers()  # in this thread: children die with the thread that started them
         await migrate(endpoints.database_url)
         self.start_services()
         async with ToolselClient(endpoints.nats_url) as client:
@@ -127,6 +127,7 @@ class Stack:
             env=self.service_env(),
             stdout=log_file,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
         )
 
     def write_stack_file(self) -> None:
