@@ -18,6 +18,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
+from services.learner.degradation import Policy
 from services.learner.store import apply_outcomes, store_selections
 from toolsel.db import create_pool
 from toolsel.embedded import EmbeddedPostgres
@@ -76,10 +77,12 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
         batches = [outcomes[i : i + batch] for i in range(0, len(outcomes), batch)]
         gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
 
+        policy = Policy.from_settings(settings)
+
         async def worker(mine: list[list[OutcomeEvent]]) -> None:
             for events in mine:
                 await apply_outcomes(
-                    pool, events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty
+                    pool, events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty, policy
                 )
 
         started = time.perf_counter()

@@ -63,12 +63,8 @@ tool_states = broker.publisher(
     schema=ToolStateChanged,
     description="A tool's health changed (warning, degraded, quarantined, probation, healthy): selectors reload.",
 )
-policy = Policy(
-    settings.degrade_threshold, settings.quarantine_after, settings.quality_window, settings.probation_calls
-)
-multipliers = Multipliers(
-    settings.fitness_perfect, settings.fitness_related, settings.fitness_unrelated, settings.fitness_broken
-)
+policy = Policy.from_settings(settings)
+multipliers = Multipliers.from_settings(settings)
 state: dict[str, Any] = {
     "applied": 0,
     "duplicates": 0,

@@ -15,16 +15,25 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from contracts import ToolState
+from toolsel.settings import Settings
 
 FRESH_SCORE = 1.0
 
 
 @dataclass(frozen=True)
 class Policy:
-    threshold: float = 0.3
-    quarantine_after: int = 5
-    window: int = 20
-    probation_calls: int = 20
+    """The machine's parameters; the seed's values are the settings' defaults (``TOOLSEL_DEGRADE_THRESHOLD``...)."""
+
+    threshold: float
+    quarantine_after: int
+    window: int
+    probation_calls: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Policy":
+        return cls(
+            settings.degrade_threshold, settings.quarantine_after, settings.quality_window, settings.probation_calls
+        )
 
     @property
     def weight(self) -> float:

@@ -4,14 +4,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from contracts import ToolReview, Verdict
+from toolsel.settings import Settings
 
 
 @dataclass(frozen=True)
 class Multipliers:
-    perfect: float = 1.4
-    related: float = 1.05
-    unrelated: float = 0.75
-    broken: float = 0.35
+    """The fitness each verdict logs; the seed's values are the settings' defaults (``TOOLSEL_FITNESS_*``)."""
+
+    perfect: float
+    related: float
+    unrelated: float
+    broken: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Multipliers":
+        return cls(
+            settings.fitness_perfect, settings.fitness_related, settings.fitness_unrelated, settings.fitness_broken
+        )
 
     def of(self, verdict: Verdict) -> float:
         """The fitness a review with this verdict records (1.0 is neutral for the selector)."""

@@ -316,7 +316,7 @@ async def apply_outcomes(
     prior_alpha: float,
     prior_beta: float,
     not_called_penalty: float,
-    policy: Policy | None = None,
+    policy: Policy,
 ) -> OutcomeResult:
     """Store new outcomes and move posteriors, quality and tool health, all in one transaction.
 
@@ -355,5 +355,5 @@ async def apply_outcomes(
         ids, result.posteriors, standing = await add_counters(
             conn, fresh, selections, prior_alpha, prior_beta, not_called_penalty
         )
-        result.transitions = await advance_health(conn, fresh, ids, standing, policy or Policy())
+        result.transitions = await advance_health(conn, fresh, ids, standing, policy)
     return result

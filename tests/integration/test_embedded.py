@@ -2,6 +2,7 @@
 
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +16,10 @@ def _postmaster_pid(directory: Path) -> int:
     return int((directory / "postmaster.pid").read_text().splitlines()[0])
 
 
-async def test_postgres_survives_a_killed_server_and_keeps_its_data(tmp_path: Path) -> None:
+async def test_postgres_survives_a_killed_server_and_keeps_its_data() -> None:
+    # its own directory, not pytest's tmp_path: the server runs as another user (as root), and pytest may
+    # tidy its numbered directories while a parallel session runs
+    tmp_path = Path(tempfile.mkdtemp(prefix="toolsel-pgcrash-"))
     pg = EmbeddedPostgres(tmp_path / "pg")
     dsn = pg.start()
     conn = await asyncpg.connect(dsn)

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def _gone(pids: list[int], timeout_s: float = 15) -> bool:
     return True
 
 
-def test_a_killed_up_leaves_nothing_and_the_next_one_starts(tmp_path: Path) -> None:
+def test_a_killed_up_leaves_nothing_and_the_next_one_starts() -> None:
+    tmp_path = Path(tempfile.mkdtemp(prefix="toolsel-upcrash-"))  # not pytest's: PostgreSQL runs as another user
     first = _up(tmp_path)
     services = [int(p) for p in _stack_file(tmp_path, first)["services"].values()]  # type: ignore[union-attr]
     nats = [p.pid for p in psutil.Process(first.pid).children() if p.name() == "nats-server"]

@@ -87,7 +87,9 @@ def test_probation_passes_after_enough_calls_above_the_threshold() -> None:
 
 
 def test_probation_quarantines_again_at_the_first_dip_below_the_threshold() -> None:
-    health, transitions = run(release(Health()), [0.0] * 6, Policy(window=10, probation_calls=20))
+    health, transitions = run(
+        release(Health()), [0.0] * 6, Policy(threshold=0.3, quarantine_after=5, window=10, probation_calls=20)
+    )
     assert [t.state for t in transitions] == [ToolState.QUARANTINED]
     assert health.state == ToolState.QUARANTINED
     assert "probation" in transitions[0].reason

@@ -2,6 +2,7 @@
 
 from contracts import ToolReview, Verdict
 from services.learner.fitness import Multipliers, verdicts
+from toolsel.settings import Settings
 
 
 def review(name: str, verdict: Verdict) -> ToolReview:
@@ -9,7 +10,7 @@ def review(name: str, verdict: Verdict) -> ToolReview:
 
 
 def test_default_multipliers_are_the_seeds() -> None:
-    m = Multipliers()
+    m = Multipliers.from_settings(Settings())
     assert [m.of(v) for v in (Verdict.PERFECT, Verdict.RELATED, Verdict.UNRELATED, Verdict.BROKEN)] == [
         1.4,
         1.05,
@@ -19,7 +20,7 @@ def test_default_multipliers_are_the_seeds() -> None:
 
 
 def test_multipliers_are_configurable() -> None:
-    assert Multipliers(broken=0.1).of(Verdict.BROKEN) == 0.1
+    assert Multipliers(1.4, 1.05, 0.75, broken=0.1).of(Verdict.BROKEN) == 0.1
 
 
 def test_none_of_these_makes_every_suggestion_unrelated() -> None:
