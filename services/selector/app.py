@@ -113,9 +113,9 @@ async def on_tool_state(event: ToolStateChanged) -> None:
 
 @broker.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
 async def on_posteriors(event: PosteriorsUpdated) -> None:
-    posteriors = _selector().posteriors
+    selector = _selector()
     for u in event.updates:
-        posteriors[(u.key, u.context_key)] = (u.alpha, u.beta)
+        selector.learn(u.key, u.context_key, u.alpha, u.beta)
 
 
 # Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.

@@ -2,13 +2,13 @@
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
 
 import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from services.selector.pipeline import epoch_seconds
 from services.selector.policy import Rule
 from services.selector.retrieval import LexicalIndex, lexical_text
 from toolsel.settings import Settings
@@ -32,7 +32,8 @@ class Catalog:
     quarantined: npt.NDArray[np.bool_]
     rating: npt.NDArray[np.float64]
     """Average quality rating of the tool's results (1.0 until someone rates it)."""
-    last_success: list[datetime | None]
+    last_success_s: npt.NDArray[np.float64]
+    """Time of the last successful call, seconds since the epoch (NaN: never)."""
     schema_tokens: npt.NDArray[np.int64]
     popularity: npt.NDArray[np.float64]
     """Usage percentile among live tools (seed 001)."""
@@ -136,7 +137,7 @@ async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
         pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
         quarantined=np.array([r["quarantined"] for r in rows], dtype=bool),
         rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
-        last_success=[r["last_success_at"] for r in rows],
+        last_success_s=epoch_seconds([r["last_success_at"] for r in rows]),
         schema_tokens=np.array([schema_tokens(s, settings.tokens_per_char) for s in specs], dtype=np.int64),
         popularity=popularity(np.array([r["calls"] or 0 for r in rows], dtype=np.float64)),
         performance=np.array(
@@ -155,13 +156,20 @@ async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
     )
 
 
-async def load_posteriors(pool: asyncpg.Pool) -> dict[tuple[str, str], tuple[float, float]]:
-    """(tool key, context key) -> (alpha, beta) for every tool with learnt statistics."""
+Posteriors = dict[str, dict[str, tuple[float, float]]]
+"""context key -> tool key -> (alpha, beta): a request reads only its own context's tools."""
+
+
+async def load_posteriors(pool: asyncpg.Pool) -> Posteriors:
+    """The Beta posteriors of every tool with learnt statistics, by context."""
     rows = await pool.fetch(
         "SELECT t.plugin_id || '/' || t.name AS key, s.context_key, s.alpha, s.beta"
         " FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
     )
-    return {(r["key"], r["context_key"]): (r["alpha"], r["beta"]) for r in rows}
+    posteriors: Posteriors = {}
+    for r in rows:
+        posteriors.setdefault(r["context_key"], {})[r["key"]] = (r["alpha"], r["beta"])
+    return posteriors
 
 
 async def load_rules(pool: asyncpg.Pool) -> list[Rule]:

@@ -62,14 +62,16 @@ def top_n(scores: Scores, mask: Mask, n: int) -> Rows:
     return result
 
 
-def recency(last_success: Sequence[datetime | None], now: datetime, half_life_days: float) -> Scores:
+def epoch_seconds(moments: Sequence[datetime | None]) -> Scores:
+    """Seconds since the epoch, NaN for never: done once per catalog copy so requests stay vectorised."""
+    return np.array([m.timestamp() if m is not None else np.nan for m in moments], dtype=np.float64)
+
+
+def recency(last_success_s: Scores, now_s: float, half_life_days: float) -> Scores:
     """Exponential decay since the last successful call; 0 for a tool that never succeeded."""
-    out = np.zeros(len(last_success), dtype=np.float64)
-    for i, at in enumerate(last_success):
-        if at is not None:
-            days = max((now - at).total_seconds(), 0.0) / 86400.0
-            out[i] = 0.5 ** (days / half_life_days)
-    return out
+    days = np.maximum(now_s - last_success_s, 0.0) / 86400.0
+    decayed: Scores = np.where(np.isnan(last_success_s), 0.0, 0.5 ** (days / half_life_days))
+    return decayed
 
 
 def posterior_mean(alpha: Scores, beta: Scores) -> Scores:

@@ -7,7 +7,6 @@ records which ones degraded. A stage that fails or leaves nothing passes the can
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from uuid import uuid4
 
 import numpy as np
@@ -24,15 +23,13 @@ from contracts import (
 )
 from services.selector import pipeline as stages
 from services.selector import retrieval
-from services.selector.catalog import Catalog, ReviewIndex
+from services.selector.catalog import Catalog, Posteriors, ReviewIndex
 from services.selector.history import UserHistory
 from services.selector.policy import Rule, Subject, visible_mask
 from toolsel.embedder import Embedder
 from toolsel.settings import Settings
 
 log = logging.getLogger(__name__)
-
-Posteriors = dict[tuple[str, str], tuple[float, float]]
 
 
 def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
@@ -89,6 +86,7 @@ class Selector:
         mask = stages.tenant_mask(cat.tenants, request.tenant_id) & ~cat.quarantined
         mask &= self._policy(request)
         counts["visible"] = int(mask.sum())
+        visible_tokens = int(cat.schema_tokens[mask].sum())  # what the agent would be sent without toolsel
         for ref in request.filters.exclude:
             if (row := cat.rows.get(ref.key)) is not None:
                 mask[row] = False
@@ -137,7 +135,7 @@ class Selector:
             chosen, explored = stages.choose(candidates, exploit_score, sampled, k, s.exploration_slots)
             final = stages.inject_pins(chosen, pinned, cat.pin_weight)
         counts["returned"] = int(final.size)
-        return self._reply(request, ctx, method, degraded, counts, final, explored, signals, started)
+        return self._reply(request, ctx, method, degraded, counts, final, explored, signals, visible_tokens, started)
 
     def _policy(self, request: SelectRequest) -> stages.Mask:
         who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
@@ -145,6 +143,10 @@ class Selector:
             f"{p}/{c}" if c else None for p, c in zip(self.catalog.plugin_ids, self.catalog.categories, strict=True)
         ]
         return visible_mask(self.rules, who, self.catalog.keys, category_keys, self.settings.tier_order)
+
+    def learn(self, tool_key: str, context_key: str, alpha: float, beta: float) -> None:
+        """Take in one posterior the learner committed."""
+        self.posteriors.setdefault(context_key, {})[tool_key] = (alpha, beta)
 
     def _review_rows(self) -> stages.Rows:
         """Catalog row of each review-index entry, recomputed only when either copy was replaced."""
@@ -264,9 +266,11 @@ class Selector:
         degraded: list[str],
     ) -> _Signals:
         s, cat = self.settings, self.catalog
-        prior = (s.prior_alpha, s.prior_beta)
-        ab = np.array([self.posteriors.get((key, ctx), prior) for key in cat.keys], dtype=np.float64).reshape(-1, 2)
-        alpha, beta = ab[:, 0], ab[:, 1]
+        alpha = np.full(len(cat), s.prior_alpha)
+        beta = np.full(len(cat), s.prior_beta)
+        for key, (a, b) in self.posteriors.get(ctx, {}).items():  # only the tools learnt in this context
+            if (row := cat.rows.get(key)) is not None:
+                alpha[row], beta[row] = a, b
         mean = stages.posterior_mean(alpha, beta)
         rng = np.random.default_rng(request.seed) if request.seed is not None else self.rng
         sample = stages.thompson(alpha, beta, rng if s.thompson_sampling else None)
@@ -280,7 +284,7 @@ class Selector:
             bm25=bm25,
             relevance=relevance,
             fitness=fitness,
-            recency=stages.recency(cat.last_success, datetime.now(UTC), s.recency_half_life_days),
+            recency=stages.recency(cat.last_success_s, time.time(), s.recency_half_life_days),
             popularity=cat.popularity,
             user_history=self.history.scores(request.user_id, cat.rows, len(cat)),
             mean=mean,
@@ -313,13 +317,12 @@ class Selector:
         final: stages.Rows,
         explored: stages.Rows,
         signals: _Signals,
+        visible_tokens: int,
         started: float,
     ) -> tuple[SelectReply, SelectionEvent]:
         cat = self.catalog
         tools = [self._scored(int(r), signals, bool(np.isin(r, explored))) for r in final]
-        visible = stages.tenant_mask(cat.tenants, request.tenant_id) & ~cat.quarantined
         selected_tokens = int(cat.schema_tokens[final].sum())
-        visible_tokens = int(cat.schema_tokens[visible].sum())
         hints = {
             f"{t.plugin_id}/{t.category}": hint
             for t in tools

@@ -52,7 +52,7 @@ def catalog(
         pin_weight=np.array([t.pin_weight for t in tools], dtype=np.int64),
         quarantined=np.array([t.quarantined for t in tools], dtype=bool),
         rating=np.ones(n),
-        last_success=[None] * n,
+        last_success_s=np.full(n, np.nan),
         schema_tokens=np.full(n, 10, dtype=np.int64),
         popularity=np.zeros(n),
         performance=np.full(n, 0.5),

@@ -11,6 +11,7 @@ from services.selector.pipeline import (
     choose,
     composite,
     cosine,
+    epoch_seconds,
     inject_pins,
     narrow,
     page_categories,
@@ -158,7 +159,9 @@ def test_top_n_of_empty_mask_is_empty() -> None:
 def test_recency_decays_by_half_life() -> None:
     now = datetime(2024, 6, 1, tzinfo=UTC)
     last = [None, now, now - timedelta(days=14), now - timedelta(days=28), now + timedelta(days=1)]
-    assert recency(last, now, half_life_days=14.0) == pytest.approx([0.0, 1.0, 0.5, 0.25, 1.0])
+    assert recency(epoch_seconds(last), now.timestamp(), half_life_days=14.0) == pytest.approx(
+        [0.0, 1.0, 0.5, 0.25, 1.0]
+    )
 
 
 def test_posterior_mean() -> None:

@@ -134,8 +134,8 @@ def test_learnt_posterior_moves_a_tool_up() -> None:
     twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]  # equal relevance
     sel = selector(twins)
     assert names(sel, query="email", k=2) == ["alpha_mail", "beta_mail"]
-    sel.posteriors[("p/alpha_mail", "free:*:general")] = (1.0, 30.0)
-    sel.posteriors[("p/beta_mail", "free:*:general")] = (30.0, 1.0)
+    sel.learn("p/alpha_mail", "free:*:general", 1.0, 30.0)
+    sel.learn("p/beta_mail", "free:*:general", 30.0, 1.0)
     assert names(sel, query="email", k=2) == ["beta_mail", "alpha_mail"]
 
 
