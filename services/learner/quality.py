@@ -39,18 +39,6 @@ def latency_percentile(histogram: Sequence[int], q: float) -> float | None:
     return bucket_upper_ms(len(histogram) - 1)
 
 
-def average_rating(rating_sum: float, rating_count: int) -> float:
-    """Mean of model and people ratings; 1.0 (no penalty) before the first, as the selector reads it."""
-    return rating_sum / rating_count if rating_count else 1.0
-
-
-def composite_quality(successes: int, calls: int, rating_sum: float, rating_count: int) -> float | None:
-    """Seed 004's composite: success rate x average rating; None before the first call."""
-    if calls == 0:
-        return None
-    return successes / calls * average_rating(rating_sum, rating_count)
-
-
 def call_quality(call: ToolCall) -> float:
     """One call's contribution to the rolling score: 0 when it failed, else its rating (1.0 when unrated)."""
     if not call.success:
