@@ -22,6 +22,12 @@ class Message(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
 
 
+class Frozen(BaseModel):
+    """Base of the parts of a message (list entries, nested records): as strict and immutable as a message."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class AdminRequest(Message):
     """Base of every admin request: it carries the operator's credential (``TOOLSEL_ADMIN_TOKEN``)."""
 

@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import AdminRequest, Identifier, Message, ToolRef
+from contracts.common import Identifier, Message, ToolRef
 
 
 def _now() -> datetime:
@@ -80,12 +80,6 @@ class ToolStateChanged(ToolRef, Message):
     occurred_at: datetime = Field(default_factory=_now)
     state: ToolState
     reason: str = ""
-
-
-class QuarantineRelease(ToolRef, AdminRequest):
-    """An operator's request to put a quarantined tool back on probation; the reply is its ToolStateChanged."""
-
-    released_by: Identifier = "operator"
 
 
 class PosteriorUpdate(ToolRef):

@@ -1,4 +1,4 @@
-"""Plugin sync: what a plugin declares about its tools, what the indexer reports back, and the admin messages."""
+"""Plugin sync: what a plugin declares about its tools and what the indexer reports back."""
 
 import hashlib
 import hmac
@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, AdminRequest, Identifier, Message, ShortText, ToolName
+from contracts.common import SHARED_TENANT, Identifier, Message, ShortText, ToolName
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -125,126 +125,3 @@ def payload_signature(payload: Mapping[str, Any], key: str) -> str:
     """Hex HMAC-SHA256 of a sync payload's canonical JSON without ``credential``: a signing plugin's credential."""
     unsigned = {name: value for name, value in payload.items() if name != "credential"}
     return hmac.new(key.encode(), canonical_json(unsigned).encode(), hashlib.sha256).hexdigest()
-
-
-# admin (request/reply under toolsel.rpc.admin.)
-
-ToolStatus = Literal["draft", "active", "deprecated", "retired"]
-EmbeddingStatus = Literal["pending", "current", "stale"]
-
-
-class ToolKey(AdminRequest):
-    """One tool, by its plugin and name."""
-
-    plugin_id: Slug
-    name: ToolName
-
-
-class ToolQuery(AdminRequest):
-    """Filters of the admin tool list."""
-
-    plugin_id: Slug | None = None
-    status: ToolStatus | None = None
-    flagged: bool | None = None
-    include_deleted: bool = False
-    limit: int = Field(default=200, ge=1, le=5000)
-
-
-class ToolSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    plugin_id: str
-    name: str
-    tenant_id: str
-    plugin_version: str
-    status: ToolStatus
-    schema_version: str
-    embedding_status: EmbeddingStatus
-    last_embedded_at: datetime | None
-    review_flag: bool
-    approved: bool
-    updated_at: datetime
-    deleted_at: datetime | None
-
-
-class ToolList(Message):
-    tools: list[ToolSummary]
-
-
-class ToolDetail(Message):
-    tool: ToolSummary
-    spec: dict[str, Any]
-    content_hash: str
-    versions: int
-
-
-class FieldChange(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    before: Any = None
-    after: Any = None
-
-
-class ToolVersion(BaseModel):
-    """One entry of a tool's history, with what changed from the entry before it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: int
-    created_at: datetime
-    reason: str
-    changed_fields: list[str]
-    content_hash: str
-    diff: dict[str, FieldChange]
-
-
-class ToolVersions(Message):
-    plugin_id: str
-    name: str
-    versions: list[ToolVersion]
-
-
-class RollbackRequest(AdminRequest):
-    plugin_id: Slug
-    name: ToolName
-    version: int = Field(ge=1)
-
-
-class RollbackReport(Message):
-    """``new_version`` is the entry the rollback wrote (the current one when nothing differed)."""
-
-    tool: ToolSummary
-    restored_version: int
-    new_version: int
-    changed_fields: list[str]
-    embedded: int = 0
-
-
-class RecomputeRequest(AdminRequest):
-    plugin_id: Slug | None = None
-    force: bool = False
-    """Re-embed every live tool in scope, not only the missing, stale and drifted ones."""
-
-
-class RecomputeReport(Message):
-    marked: int
-    embedded: int
-    duration_ms: float
-
-
-class DriftRequest(AdminRequest):
-    plugin_id: Slug | None = None
-    days: float | None = Field(default=None, gt=0)
-    """Embedding age counted as drift; the indexer's ``drift_days`` when unset."""
-
-
-class DriftEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    plugin_id: str
-    name: str
-    embedding_status: EmbeddingStatus
-    last_embedded_at: datetime | None
-    days_since_embed: float | None
-    reason: Literal["missing", "stale", "old"]
-
-
-class DriftReport(Message):
-    days: float
-    tools: list[DriftEntry]

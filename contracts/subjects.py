@@ -17,44 +17,47 @@ SELECT: Final = f"{RPC_PREFIX}.select"
 SYNC: Final = f"{RPC_PREFIX}.sync"
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 
-# admin request/reply (indexer): restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions
+# admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
+# the service that owns an area's tables serves it, a router per ``*_PREFIX``.
 ADMIN_PREFIX: Final = f"{RPC_PREFIX}.admin"
-ADMIN_TOOLS_LIST: Final = f"{ADMIN_PREFIX}.tools.list"
-ADMIN_TOOLS_SHOW: Final = f"{ADMIN_PREFIX}.tools.show"
-ADMIN_TOOLS_VERSIONS: Final = f"{ADMIN_PREFIX}.tools.versions"
-ADMIN_TOOLS_ROLLBACK: Final = f"{ADMIN_PREFIX}.tools.rollback"
-ADMIN_TOOLS_APPROVE: Final = f"{ADMIN_PREFIX}.tools.approve"
-ADMIN_EMBEDDINGS_RECOMPUTE: Final = f"{ADMIN_PREFIX}.embeddings.recompute"
-ADMIN_DRIFT: Final = f"{ADMIN_PREFIX}.drift"
-ADMIN_TOOLS_REGISTER: Final = f"{ADMIN_PREFIX}.tools.register"
-ADMIN_TOOLS_UPDATE: Final = f"{ADMIN_PREFIX}.tools.update"
-ADMIN_TOOLS_DELETE: Final = f"{ADMIN_PREFIX}.tools.delete"
-ADMIN_CATEGORIES_LIST: Final = f"{ADMIN_PREFIX}.categories.list"
-ADMIN_CATEGORIES_FOR_PAGE: Final = f"{ADMIN_PREFIX}.categories.for_page"
-ADMIN_PAGE_MAPPINGS_LIST: Final = f"{ADMIN_PREFIX}.page_mappings.list"
-ADMIN_PAGE_MAPPINGS_CREATE: Final = f"{ADMIN_PREFIX}.page_mappings.create"
-ADMIN_PAGE_MAPPINGS_DELETE: Final = f"{ADMIN_PREFIX}.page_mappings.delete"
-ADMIN_RULES_LIST: Final = f"{ADMIN_PREFIX}.rules.list"
-ADMIN_RULES_CREATE: Final = f"{ADMIN_PREFIX}.rules.create"
-ADMIN_RULES_UPDATE: Final = f"{ADMIN_PREFIX}.rules.update"
-ADMIN_RULES_DELETE: Final = f"{ADMIN_PREFIX}.rules.delete"
-ADMIN_QUARANTINE_LIST: Final = f"{ADMIN_PREFIX}.quarantine.list"
-ADMIN_FEEDBACK_LIST: Final = f"{ADMIN_PREFIX}.feedback.list"
-ADMIN_QUALITY: Final = f"{ADMIN_PREFIX}.quality"
-ADMIN_ANALYTICS_METRICS: Final = f"{ADMIN_PREFIX}.analytics.metrics"
-ADMIN_ANALYTICS_HEATMAP: Final = f"{ADMIN_PREFIX}.analytics.heatmap"
-ADMIN_ANALYTICS_ACCURACY: Final = f"{ADMIN_PREFIX}.analytics.accuracy"
-ADMIN_SUBJECTS: Final = (
+
+# registry area (indexer)
+ADMIN_TOOLS_PREFIX: Final = f"{ADMIN_PREFIX}.tools."
+ADMIN_TOOLS_LIST: Final = f"{ADMIN_TOOLS_PREFIX}list"
+ADMIN_TOOLS_SHOW: Final = f"{ADMIN_TOOLS_PREFIX}show"
+ADMIN_TOOLS_VERSIONS: Final = f"{ADMIN_TOOLS_PREFIX}versions"
+ADMIN_TOOLS_ROLLBACK: Final = f"{ADMIN_TOOLS_PREFIX}rollback"
+ADMIN_TOOLS_APPROVE: Final = f"{ADMIN_TOOLS_PREFIX}approve"
+ADMIN_TOOLS_REGISTER: Final = f"{ADMIN_TOOLS_PREFIX}register"
+ADMIN_TOOLS_UPDATE: Final = f"{ADMIN_TOOLS_PREFIX}update"
+ADMIN_TOOLS_DELETE: Final = f"{ADMIN_TOOLS_PREFIX}delete"
+ADMIN_EMBEDDINGS_PREFIX: Final = f"{ADMIN_PREFIX}."
+"""Embeddings' subjects predate the areas: ``embeddings.recompute`` and ``drift`` sit right under admin."""
+ADMIN_EMBEDDINGS_RECOMPUTE: Final = f"{ADMIN_EMBEDDINGS_PREFIX}embeddings.recompute"
+ADMIN_DRIFT: Final = f"{ADMIN_EMBEDDINGS_PREFIX}drift"
+ADMIN_CATEGORIES_PREFIX: Final = f"{ADMIN_PREFIX}.categories."
+ADMIN_CATEGORIES_LIST: Final = f"{ADMIN_CATEGORIES_PREFIX}list"
+ADMIN_CATEGORIES_FOR_PAGE: Final = f"{ADMIN_CATEGORIES_PREFIX}for_page"
+ADMIN_PAGE_MAPPINGS_PREFIX: Final = f"{ADMIN_PREFIX}.page_mappings."
+ADMIN_PAGE_MAPPINGS_LIST: Final = f"{ADMIN_PAGE_MAPPINGS_PREFIX}list"
+ADMIN_PAGE_MAPPINGS_CREATE: Final = f"{ADMIN_PAGE_MAPPINGS_PREFIX}create"
+ADMIN_PAGE_MAPPINGS_DELETE: Final = f"{ADMIN_PAGE_MAPPINGS_PREFIX}delete"
+ADMIN_RULES_PREFIX: Final = f"{ADMIN_PREFIX}.rules."
+ADMIN_RULES_LIST: Final = f"{ADMIN_RULES_PREFIX}list"
+ADMIN_RULES_CREATE: Final = f"{ADMIN_RULES_PREFIX}create"
+ADMIN_RULES_UPDATE: Final = f"{ADMIN_RULES_PREFIX}update"
+ADMIN_RULES_DELETE: Final = f"{ADMIN_RULES_PREFIX}delete"
+ADMIN_REGISTRY_SUBJECTS: Final = (
     ADMIN_TOOLS_LIST,
     ADMIN_TOOLS_SHOW,
     ADMIN_TOOLS_VERSIONS,
     ADMIN_TOOLS_ROLLBACK,
     ADMIN_TOOLS_APPROVE,
-    ADMIN_EMBEDDINGS_RECOMPUTE,
-    ADMIN_DRIFT,
     ADMIN_TOOLS_REGISTER,
     ADMIN_TOOLS_UPDATE,
     ADMIN_TOOLS_DELETE,
+    ADMIN_EMBEDDINGS_RECOMPUTE,
+    ADMIN_DRIFT,
     ADMIN_CATEGORIES_LIST,
     ADMIN_CATEGORIES_FOR_PAGE,
     ADMIN_PAGE_MAPPINGS_LIST,
@@ -64,16 +67,25 @@ ADMIN_SUBJECTS: Final = (
     ADMIN_RULES_CREATE,
     ADMIN_RULES_UPDATE,
     ADMIN_RULES_DELETE,
-    ADMIN_QUARANTINE_LIST,
-    ADMIN_FEEDBACK_LIST,
-    ADMIN_QUALITY,
-    ADMIN_ANALYTICS_METRICS,
-    ADMIN_ANALYTICS_HEATMAP,
-    ADMIN_ANALYTICS_ACCURACY,
 )
 
-# admin request/reply (learner)
-ADMIN_QUARANTINE_RELEASE: Final = f"{ADMIN_PREFIX}.quarantine.release"
+# learning area (learner)
+ADMIN_QUALITY: Final = f"{ADMIN_PREFIX}.quality"
+ADMIN_QUARANTINE_PREFIX: Final = f"{ADMIN_PREFIX}.quarantine."
+ADMIN_QUARANTINE_LIST: Final = f"{ADMIN_QUARANTINE_PREFIX}list"
+ADMIN_QUARANTINE_RELEASE: Final = f"{ADMIN_QUARANTINE_PREFIX}release"
+ADMIN_FEEDBACK_PREFIX: Final = f"{ADMIN_PREFIX}.feedback."
+ADMIN_FEEDBACK_LIST: Final = f"{ADMIN_FEEDBACK_PREFIX}list"
+ADMIN_LEARNING_SUBJECTS: Final = (ADMIN_QUALITY, ADMIN_QUARANTINE_LIST, ADMIN_QUARANTINE_RELEASE, ADMIN_FEEDBACK_LIST)
+
+# analytics area (learner)
+ADMIN_ANALYTICS_PREFIX: Final = f"{ADMIN_PREFIX}.analytics."
+ADMIN_ANALYTICS_METRICS: Final = f"{ADMIN_ANALYTICS_PREFIX}metrics"
+ADMIN_ANALYTICS_HEATMAP: Final = f"{ADMIN_ANALYTICS_PREFIX}heatmap"
+ADMIN_ANALYTICS_ACCURACY: Final = f"{ADMIN_ANALYTICS_PREFIX}accuracy"
+ADMIN_ANALYTICS_SUBJECTS: Final = (ADMIN_ANALYTICS_METRICS, ADMIN_ANALYTICS_HEATMAP, ADMIN_ANALYTICS_ACCURACY)
+
+ADMIN_SUBJECTS: Final = (*ADMIN_REGISTRY_SUBJECTS, *ADMIN_LEARNING_SUBJECTS, *ADMIN_ANALYTICS_SUBJECTS)
 
 # events (JetStream, stream EVENTS_STREAM)
 SELECTION_EVENTS: Final = f"{EVENTS_PREFIX}.selection"
@@ -116,4 +128,4 @@ def dead_letter(kind: str) -> str:
 
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
-    return (SELECT, SYNC, *ADMIN_SUBJECTS, ADMIN_QUARANTINE_RELEASE, *(health(s) for s in SERVICES))
+    return (SELECT, SYNC, *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))

@@ -18,11 +18,12 @@ from pathlib import Path
 from uuid import uuid4
 
 from contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
-from services.learner.degradation import Policy
-from services.learner.store import apply_outcomes, store_selections
-from toolsel.db import create_pool
+from services.learner.degradation import DegradationPolicy
+from services.learner.outcomes import apply_outcomes
 from toolsel.embedded import EmbeddedPostgres
 from toolsel.settings import get_settings
+from toolsel.store import create_pool
+from toolsel.store.events import insert_selections
 
 PLUGIN = "bench"
 
@@ -72,12 +73,12 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
         )
         rng = random.Random(7)
         selections = _selections(rng, 2000, 200)
-        await store_selections(pool, selections)
+        await insert_selections(pool, selections)
         outcomes = _outcomes(rng, selections, events)
         batches = [outcomes[i : i + batch] for i in range(0, len(outcomes), batch)]
         gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
 
-        policy = Policy.from_settings(settings)
+        policy = DegradationPolicy.from_settings(settings)
 
         async def worker(mine: list[list[OutcomeEvent]]) -> None:
             for events in mine:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cli.demo import demo_catalog
 from toolsel.client import ToolselClient
-from toolsel.demo_run import demo_catalog
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import Stack, configured_endpoints
 

@@ -12,9 +12,9 @@ import asyncpg
 import pytest
 
 from toolsel.client import ToolselClient
-from toolsel.db import create_pool
 from toolsel.settings import Settings
 from toolsel.stack import Endpoints, Stack
+from toolsel.store import create_pool
 
 PLUGIN_SECRETS = {"guarded": "s3cret"}
 """Plugins that must prove themselves in the integration stack."""

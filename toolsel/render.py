@@ -1,6 +1,7 @@
 """Readable terminal output: rich tables for replies, reports and status."""
 
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -58,4 +59,14 @@ def status_table(replies: dict[str, HealthReply | str]) -> Table:
             table.add_row(service, f"[green]{reply.status}[/]", details)
         else:
             table.add_row(service, "[red]down[/]", reply)
+    return table
+
+
+def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """Dicts of one shape as a table: a column per key, floats to three places, None as blank."""
+    table = Table(title=title, title_justify="left")
+    for column in rows[0] if rows else ():
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()))
     return table

@@ -5,8 +5,19 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+RERANK_WEIGHTS = {
+    "relevance": 0.5,
+    "quality": 0.35,
+    "recency": 0.15,
+    "popularity": 0.0,
+    "user_history": 0.0,
+    "performance": 0.0,
+    "fitness": 0.3,
+}
+FUSION_WEIGHTS = {"vector": 1.0, "bm25": 1.0, "history": 1.0}
 
 
 def default_home() -> Path:
@@ -15,10 +26,13 @@ def default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TOOLSEL_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="TOOLSEL_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+    )
 
     # where things are
     home: Path = Field(default_factory=default_home)
+    """Data directory of the embedded servers, their logs and the model layout."""
     nats_url: str | None = None
     """External NATS; when unset, ``toolsel up`` starts an embedded server under ``home``."""
     database_url: str | None = None
@@ -26,28 +40,32 @@ class Settings(BaseSettings):
     model_dir: Path | None = None
     """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8."""
     log_level: str = "INFO"
+    """Log level of the services (DEBUG, INFO, WARNING, ERROR)."""
 
     # embeddings
     embedding_dim: int = 384
+    """Dimension of the embedding vectors (the packaged model's: 384)."""
     embedding_batch_size: int = 32
+    """Texts embedded per model call."""
     embedding_threads: int = 1
     """One ONNX thread beats two on a busy 2-core box."""
     query_cache_size: int = 4096
+    """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
 
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)
+    """Tools per answer before pins, when a request gives no k."""
     retrieval_candidates: int = Field(default=30, ge=1)
+    """Candidates passed from retrieval to the rerank."""
     exploration_slots: int = Field(default=1, ge=0)
-    weight_similarity: float = 0.5
-    weight_quality: float = 0.35
-    weight_recency: float = 0.15
+    """Of the k tools, this many are the best of the rest by the sampled score: new or uncertain tools get tried."""
+    rerank_weights: dict[str, float] = Field(default_factory=lambda: dict(RERANK_WEIGHTS))
+    """Composite score weights by rerank signal (seeds 004, 001, 002): the fused retrieval relevance, success
+    rate x rating, recency, and seed 001's factors off unless weighted (usage percentile, the user's own success
+    with the tool, latency and error rate), with historical fitness from reviews of similar past queries. Names
+    not given keep their default; 0 turns a signal off."""
     recency_half_life_days: float = Field(default=14.0, gt=0)
-    weight_popularity: float = 0.0
-    """Seed 001's other factors, off unless weighted: usage percentile, the user's own success with the tool,
-    latency and error rate, and historical fitness from reviews of similar past queries (seed 002)."""
-    weight_user_history: float = 0.0
-    weight_performance: float = 0.0
-    weight_fitness: float = 0.3
+    """Days after a tool's last successful call at which its recency score halves."""
     latency_reference_ms: float = 1000.0
     """A tool this slow (median) gets half of the latency part of the performance score."""
     tier_order: list[str] = Field(default_factory=lambda: ["free", "open_source", "pro", "teams", "enterprise"])
@@ -58,21 +76,28 @@ class Settings(BaseSettings):
     """How retrieval signals combine: a weighted mean of max-scaled scores, or reciprocal rank fusion (rrf).
     Scores measured better than RRF on all four evaluation sets (README, Quality), so they are the default."""
     fusion_rrf_k: float = 60.0
-    fusion_weight_vector: float = 1.0
-    fusion_weight_bm25: float = 1.0
+    """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
+    fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
+    """Retrieval fusion weights by signal: vector cosine, BM25, and the historical recommendation (tools that
+    helped on similar past queries). Names not given keep their default; 0 leaves a signal out."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
-    fusion_weight_history: float = 1.0
-    """Weight of the historical recommendation (tools that helped on similar past queries) in the fusion."""
     bm25_k1: float = 0.9
+    """BM25 term-frequency saturation."""
     bm25_b: float = 0.4
+    """BM25 length normalisation."""
     bm25_fast_path: bool = False
     """Seed 003: answer from BM25 alone, skipping the embedding, when its confidence clears the gate."""
     bm25_confidence_threshold: float = 0.8
+    """BM25 confidence above which the fast path answers from BM25 alone."""
     bm25_confidence_scale: float = 10.0
+    """The best BM25 score divided by this, capped at 1, is BM25's confidence."""
     decompose_queries: bool = True
+    """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     review_neighbours: int = 10
+    """Past reviewed queries consulted for historical fitness and recommendation."""
     review_min_similarity: float = 0.5
+    """Least cosine similarity of a past reviewed query to count as a neighbour."""
     context_key_template: str = "{tier}:{page}:general"
     """Placeholders: {tier}, {page}, and {intent} (the top retrieved tool) for per-intent posteriors."""
     thompson_sampling: bool = True
@@ -82,11 +107,15 @@ class Settings(BaseSettings):
 
     # learning (seeds 000, 002, 004)
     prior_alpha: float = 1.0
+    """Beta prior of a tool's success: alpha."""
     prior_beta: float = 1.0
+    """Beta prior of a tool's success: beta."""
     not_called_penalty: float = 0.0
     """Added to beta for a selected tool the model did not call (0: an impression, no update)."""
     degrade_threshold: float = 0.3
+    """Rolling quality below which a tool is degraded (seed 004)."""
     quarantine_after: int = 5
+    """Consecutive degraded calls after which a tool is quarantined."""
     quality_window: int = 20
     """Span, in calls, of the rolling quality score (an exponential moving average: weight 2/(window+1))."""
     probation_calls: int = 20
@@ -94,16 +123,21 @@ class Settings(BaseSettings):
     quarantine_release_after_s: float = 3600.0
     """A quarantined tool goes on probation this long after it was quarantined (0: only an operator releases)."""
     quarantine_check_interval_s: float = 30.0
+    """How often a learner looks for quarantined tools due for probation."""
     fitness_perfect: float = 1.4
-    """Review verdict fitness multipliers (seed 002): perfect, related, unrelated, broken."""
+    """Fitness multiplier of a 'perfect' review verdict (seed 002)."""
     fitness_related: float = 1.05
+    """Fitness multiplier of a 'related' review verdict."""
     fitness_unrelated: float = 0.75
+    """Fitness multiplier of an 'unrelated' review verdict."""
     fitness_broken: float = 0.35
+    """Fitness multiplier of a 'broken' review verdict."""
     review_merge_similarity: float = 0.9
     """Online, a review joins its tool's nearest index entry when their queries are at least this similar."""
     review_clusters: int = 8
     """Compaction: at most this many index entries (k-means centroids) per tool."""
     learner_batch_size: int = 2000
+    """Events applied per learner transaction."""
     learner_batch_timeout_s: float = 0.02
     """How long a learner waits after the first event of a batch for more to join it."""
     learner_ack_wait_s: float = 10.0
@@ -115,13 +149,16 @@ class Settings(BaseSettings):
 
     # caches (seed 000 section 4.3)
     policy_cache_ttl_s: float = 30.0
-    page_mapping_cache_ttl_s: float = 60.0
+    """How often a selector reloads the visibility rules (seed 000 section 4.3)."""
     tool_list_cache_ttl_s: float = 60.0
+    """How often a selector reloads the tool list with its page mappings (both 60 s in seed 000) and the
+    posteriors, besides their change notifications."""
     review_index_refresh_s: float = 5.0
     """How often a selector checks the review index for new entries (a cheap count when nothing changed)."""
 
     # registry
     drift_days: float = 7.0
+    """Embedding age counted as drift."""
     plugin_secrets: dict[str, str] = Field(default_factory=dict)
     """plugin_id -> shared secret; the plugin sends it, or its HMAC-SHA256 signature of the payload, as credential."""
     signed_plugins: list[str] = Field(default_factory=list)
@@ -134,7 +171,16 @@ class Settings(BaseSettings):
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 
-    request_timeout_s: float = 10.0
+    @field_validator("rerank_weights", "fusion_weights")
+    @classmethod
+    def _weights(cls, given: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        """Each weight given replaces its default alone (as one variable per weight did); none is negative.
+        The selector refuses names of signals it does not have."""
+        negative = sorted(name for name, weight in given.items() if weight < 0)
+        if negative:
+            raise ValueError(f"weights must be >= 0: {', '.join(negative)}")
+        defaults = RERANK_WEIGHTS if info.field_name == "rerank_weights" else FUSION_WEIGHTS
+        return {**defaults, **given}
 
 
 @lru_cache(maxsize=1)

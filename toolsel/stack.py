@@ -22,6 +22,9 @@ from toolsel.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
 from toolsel.settings import Settings
 
 STACK_FILE = "stack.json"
+TOOLSEL_COMMAND = (sys.executable, "-m", "cli")
+"""The ``toolsel`` command line for a child process (``+ ("selector",)`` runs a selector): a command line, not
+an import, so the shared runtime never imports the CLI or a service."""
 
 
 async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[str, HealthReply | str]:
@@ -73,7 +76,7 @@ class Stack:
 
     async def start(self, timeout_s: float = 120) -> Endpoints:
         """Servers, migrations, services; returns once every service answers its health request."""
-        from toolsel.db import migrate
+        from toolsel.store import migrate
 
         endpoints = self.start_servers()  # in this thread: children die with the thread that started them
         await migrate(endpoints.database_url)
@@ -123,7 +126,7 @@ class Stack:
         logs.mkdir(exist_ok=True)
         log_file = (logs / f"{log_name or service}.log").open("ab")
         return subprocess.Popen(
-            [sys.executable, "-m", "toolsel.cli", service],
+            [*TOOLSEL_COMMAND, service],
             env=self.service_env(),
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -10,26 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts import FieldChange, ToolVersion
+from toolsel.store.registry import RESTORED_COLUMNS
 
 RECORD_FIELDS = ("tenant_id", "plugin_version", "status", "review_flag", "approved", "deleted_at")
 """Fields of the row, beside the spec, that a diff shows."""
-
-RESTORED_COLUMNS = (
-    "tenant_id",
-    "plugin_version",
-    "spec",
-    "category",
-    "is_always_pinned",
-    "pin_weight",
-    "status",
-    "schema_version",
-    "content_hash",
-    "embed_hash",
-    "review_flag",
-    "approved",
-    "deleted_at",
-)
-"""Columns a rollback takes from the snapshot; identity, timestamps and the embedding state are the row's own."""
 
 
 def record_fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ FRESH_SCORE = 1.0
 
 
 @dataclass(frozen=True)
-class Policy:
+class DegradationPolicy:
     """The machine's parameters; the seed's values are the settings' defaults (``TOOLSEL_DEGRADE_THRESHOLD``...)."""
 
     threshold: float
@@ -30,7 +30,7 @@ class Policy:
     probation_calls: int
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Policy":
+    def from_settings(cls, settings: Settings) -> "DegradationPolicy":
         return cls(
             settings.degrade_threshold, settings.quarantine_after, settings.quality_window, settings.probation_calls
         )
@@ -56,7 +56,9 @@ class Transition:
     reason: str
 
 
-def observe(health: Health, quality: float, at: datetime, policy: Policy) -> tuple[Health, Transition | None]:
+def observe(
+    health: Health, quality: float, at: datetime, policy: DegradationPolicy
+) -> tuple[Health, Transition | None]:
     """The tool's health after one more call of the given quality, and the transition it caused, if any."""
     score = health.score + policy.weight * (quality - health.score)
     below = score < policy.threshold

@@ -9,7 +9,7 @@
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from contracts import SelectedTool, ToolCall
+from contracts import ToolCall
 
 
 class Reward(NamedTuple):
@@ -21,15 +21,9 @@ class Reward(NamedTuple):
     impression: int
 
 
-def rewards(
-    selected: Iterable[SelectedTool], calls: Iterable[ToolCall], not_called_penalty: float = 0.0
-) -> list[Reward]:
-    """One reward per selected tool, from the calls the model made (several calls to one tool add up)."""
-    return rewards_by_key([tool.key for tool in selected], calls, not_called_penalty)
-
-
 def rewards_by_key(shown: Iterable[str], calls: Iterable[ToolCall], not_called_penalty: float = 0.0) -> list[Reward]:
-    """The same, for the ``plugin/name`` keys of the selected tools (the learner's hot path has only those)."""
+    """One reward per selected tool (by its ``plugin/name`` key, in selection order), from the calls the model
+    made (several calls to one tool add up)."""
     outcome: dict[str, list[int]] = {}
     for call in calls:
         wins_losses = outcome.setdefault(call.key, [0, 0])

@@ -1,11 +1,18 @@
-"""The selector app: answers select requests from memory; records selections after replying."""
+"""The selector app: answers select requests from memory; records selections after replying.
+
+The store is read at start-up, again on each broadcast that something changed, and on a timer in case a
+broadcast was missed; a reload that fails leaves the copy in memory serving and the replies saying so.
+"""
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 import asyncpg
+from faststream import FastStream
+from faststream.nats import NatsRouter
 
 from contracts import (
     OutcomeEvent,
@@ -17,158 +24,204 @@ from contracts import (
     ToolStateChanged,
     subjects,
 )
-from services.selector.catalog import load_catalog, load_posteriors, load_review_index, load_rules
-from services.selector.service import Selector
+from services.selector.catalog import Catalog, build_catalog, build_posteriors, build_review_index, build_rules
+from services.selector.selector import Selector
 from toolsel.embedder import Embedder
-from toolsel.messaging import add_health, events_stream
-from toolsel.service import load_model, make_service, open_store
-from toolsel.settings import get_settings
+from toolsel.messaging import add_health, events_stream, rpc_router
+from toolsel.runtime import load_model, open_store, service_app, service_broker
+from toolsel.settings import Settings
+from toolsel.store import catalog as store
 
 log = logging.getLogger("toolsel.selector")
-settings = get_settings()
-service = make_service(
-    "selector",
-    "Which few tools for this query, page and tenant: request/reply, from memory.",
-    settings,
-)
-broker, rpc, asyncapi, app = service.broker, service.rpc, service.asyncapi, service.app
-EVENTS = events_stream()
-selections = broker.publisher(subjects.SELECTION_EVENTS, stream=EVENTS, title="selection-events", schema=SelectionEvent)
 
-state: dict[str, Any] = {"selections": 0, "pending": set()}
+DESCRIPTION = "Which few tools for this query, page and tenant: request/reply, from memory."
 
 
-def _selector() -> Selector:
-    selector: Selector = state["selector"]
-    return selector
+@dataclass
+class SelectorState:
+    """What the handlers share: the selector and the store it reloads from, with the app's own bookkeeping."""
+
+    selector: Selector
+    pool: asyncpg.Pool | None = None
+    """Open while the app runs (the lifespan opens and closes it)."""
+    selections: int = 0
+    pending: set[asyncio.Task[None]] = field(default_factory=set)
+    """Selection events still being published (awaited at shutdown)."""
+    refreshers: list[asyncio.Task[None]] = field(default_factory=list)
+    reviews_version: tuple[int, int] | None = None
+    """The review index's (entries, highest id) when last loaded: reloaded only when it changes."""
+
+    @property
+    def store(self) -> asyncpg.Pool:
+        if self.pool is None:
+            raise RuntimeError("the store is not open")
+        return self.pool
 
 
-async def _record(event: SelectionEvent) -> None:
-    try:
-        await selections.publish(event)
-    except Exception:
-        log.exception("selection event %s not recorded", event.selection_id)
+Load = Callable[[SelectorState], Awaitable[None]]
+Publish = Callable[[SelectionEvent], Awaitable[object]]
 
 
-@rpc.subscriber(
-    subjects.SELECT,
-    queue=subjects.SELECTOR_QUEUE,
-    title="select",
-    description="Select the tools for a query; a bad request gets a typed error reply.",
-)
-async def select(request: SelectRequest) -> SelectReply:
-    reply, event = _selector().select(request)
-    state["selections"] += 1
-    if not request.dry_run:
-        # recorded after the reply is on its way, never on its critical path
-        task = asyncio.get_running_loop().create_task(_record(event))
-        state["pending"].add(task)
-        task.add_done_callback(state["pending"].discard)
-    return reply
+def create_app(settings: Settings) -> FastStream:
+    """The selector app for these settings: nothing is connected or read until it runs."""
+    state = SelectorState(Selector(settings, build_catalog([], [], [], settings), embedder=None))
+    broker = service_broker(settings, "selector")
+    selections = broker.publisher(
+        subjects.SELECTION_EVENTS, stream=events_stream(), title="selection-events", schema=SelectionEvent
+    )
+    broker.include_router(_requests(state, selections.publish))
+    broker.include_router(_broadcasts(state))
+
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        await _start(state, settings)
+        try:
+            yield
+        finally:
+            await _stop(state)
+
+    return service_app(broker, "selector", DESCRIPTION, lifespan)
 
 
-async def _refresh(source: str, load: Callable[[asyncpg.Pool], Awaitable[None]]) -> None:
+def _requests(state: SelectorState, publish: Publish) -> NatsRouter:
+    """Select requests (a queue group: copies share them) and health."""
+    rpc = rpc_router()
+
+    async def record(event: SelectionEvent) -> None:
+        try:
+            await publish(event)
+        except Exception:
+            log.exception("selection event %s not recorded", event.selection_id)
+
+    @rpc.subscriber(
+        subjects.SELECT,
+        queue=subjects.SELECTOR_QUEUE,
+        title="select",
+        description="Select the tools for a query; a bad request gets a typed error reply.",
+    )
+    async def select(request: SelectRequest) -> SelectReply:
+        reply, event = state.selector.select(request)
+        state.selections += 1
+        if not request.dry_run:
+            # recorded after the reply is on its way, never on its critical path
+            task = asyncio.get_running_loop().create_task(record(event))
+            state.pending.add(task)
+            task.add_done_callback(state.pending.discard)
+        return reply
+
+    add_health(rpc, "selector", lambda: {"tools": len(state.selector.catalog), "selections": state.selections})
+    return rpc
+
+
+def _broadcasts(state: SelectorState) -> NatsRouter:
+    """What keeps the memory current: the registry, tool states and posteriors as they change, and every
+    selection and outcome for each user's history."""
+    router = NatsRouter()
+
+    @router.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
+    async def on_registry_changed(event: RegistryChanged) -> None:
+        await _refresh(state, "registry", _load_registry)
+
+    @router.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
+    async def on_tool_state(event: ToolStateChanged) -> None:
+        await _refresh(state, "registry", _load_registry)
+
+    @router.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
+    async def on_posteriors(event: PosteriorsUpdated) -> None:
+        for u in event.updates:
+            state.selector.learn(u.key, u.context_key, u.alpha, u.beta)
+
+    # Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.
+    @router.subscriber(
+        subjects.SELECTION_EVENTS, no_reply=True, title="selections-seen", description="For each user's history."
+    )
+    async def on_selection_seen(event: SelectionEvent) -> None:
+        state.selector.history.record_selection(event)
+
+    @router.subscriber(
+        subjects.OUTCOME_EVENTS, no_reply=True, title="outcomes-seen", description="For each user's history."
+    )
+    async def on_outcome_seen(event: OutcomeEvent) -> None:
+        state.selector.history.record_outcome(event)
+
+    return router
+
+
+async def _refresh(state: SelectorState, source: str, load: Load) -> None:
     """Reload one piece of state; on failure keep serving the copy in memory and say so in replies."""
-    selector = _selector()
+    degraded = state.selector.degraded_sources
     try:
-        await load(state["pool"])
+        await load(state)
     except Exception:
         log.exception("reloading %s failed; serving the copy in memory", source)
-        selector.degraded_sources.add(f"{source}.stale")
+        degraded.add(f"{source}.stale")
     else:
-        selector.degraded_sources.discard(f"{source}.stale")
+        degraded.discard(f"{source}.stale")
 
 
-async def _load_registry(pool: asyncpg.Pool) -> None:
+async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
+    tools = await store.live_tools(pool)
+    return build_catalog(tools, await store.categories(pool), await store.page_mappings(pool), settings)
+
+
+async def _load_registry(state: SelectorState) -> None:
     """A reference swap: requests in flight keep the copy they started with."""
-    selector = _selector()
-    selector.catalog = await load_catalog(pool, settings)
-    selector.rules = await load_rules(pool)
+    selector = state.selector
+    selector.catalog = await _read_catalog(state.store, selector.settings)
+    selector.rules = build_rules(await store.active_rules(state.store))
 
 
-async def _load_rules(pool: asyncpg.Pool) -> None:
-    _selector().rules = await load_rules(pool)
+async def _load_rules(state: SelectorState) -> None:
+    state.selector.rules = build_rules(await store.active_rules(state.store))
 
 
-async def _load_posteriors(pool: asyncpg.Pool) -> None:
-    _selector().posteriors = await load_posteriors(pool)
+async def _load_posteriors(state: SelectorState) -> None:
+    state.selector.posteriors = build_posteriors(await store.posteriors(state.store))
 
 
-async def _load_reviews(pool: asyncpg.Pool) -> None:
-    version = tuple(await pool.fetchrow("SELECT count(*), coalesce(max(id), 0) FROM review_index"))
-    if version != state.get("reviews_version"):
-        _selector().reviews = await load_review_index(pool, settings.embedding_dim)
-        state["reviews_version"] = version
+async def _load_reviews(state: SelectorState) -> None:
+    version = await store.review_index_version(state.store)
+    if version != state.reviews_version:
+        rows = await store.review_index(state.store)
+        state.selector.reviews = build_review_index(rows, state.selector.settings.embedding_dim)
+        state.reviews_version = version
 
 
-@broker.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
-async def on_registry_changed(event: RegistryChanged) -> None:
-    await _refresh("registry", _load_registry)
-
-
-@broker.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
-async def on_tool_state(event: ToolStateChanged) -> None:
-    await _refresh("registry", _load_registry)
-
-
-@broker.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
-async def on_posteriors(event: PosteriorsUpdated) -> None:
-    selector = _selector()
-    for u in event.updates:
-        selector.learn(u.key, u.context_key, u.alpha, u.beta)
-
-
-# Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.
-@broker.subscriber(
-    subjects.SELECTION_EVENTS, no_reply=True, title="selections-seen", description="For each user's history."
-)
-async def on_selection_seen(event: SelectionEvent) -> None:
-    _selector().history.record_selection(event)
-
-
-@broker.subscriber(
-    subjects.OUTCOME_EVENTS, no_reply=True, title="outcomes-seen", description="For each user's history."
-)
-async def on_outcome_seen(event: OutcomeEvent) -> None:
-    _selector().history.record_outcome(event)
-
-
-async def _every(seconds: float, source: str, load: Callable[[asyncpg.Pool], Awaitable[None]]) -> None:
+async def _every(state: SelectorState, seconds: float, source: str, load: Load) -> None:
     """The safety net for a missed broadcast: reload on the cache TTL."""
     while True:
         await asyncio.sleep(seconds)
-        await _refresh(source, load)
+        await _refresh(state, source, load)
 
 
-add_health(rpc, "selector", lambda: {"tools": len(_selector().catalog), "selections": state["selections"]})
-broker.include_router(rpc)
-
-
-@app.on_startup
-async def _start() -> None:
-    pool = await open_store(settings)
-    state["pool"] = pool
+async def _start(state: SelectorState, settings: Settings) -> None:
+    """Open the store, load the model (without it, BM25 alone), read every source, start the timers. Without
+    the catalog there is nothing to serve, so its first read must succeed; the rest may come later."""
+    state.pool = await open_store(settings)
     embedder: Embedder | None = None
     try:
         embedder = await load_model(settings)
         embedder.embed_query("warm up")
     except Exception:
         log.exception("the embedding model did not load; answering with BM25 alone")
-    state["selector"] = Selector(settings, await load_catalog(pool, settings), embedder)
-    for source, load in (("registry", _load_registry), ("posteriors", _load_posteriors), ("reviews", _load_reviews)):
-        await _refresh(source, load)
+    selector = state.selector
+    selector.embedder = embedder
+    selector.catalog = await _read_catalog(state.pool, settings)
+    for source, load in (("rules", _load_rules), ("posteriors", _load_posteriors), ("reviews", _load_reviews)):
+        await _refresh(state, source, load)
     loop = asyncio.get_running_loop()
-    state["refreshers"] = [
-        loop.create_task(_every(settings.tool_list_cache_ttl_s, "registry", _load_registry)),
-        loop.create_task(_every(settings.policy_cache_ttl_s, "rules", _load_rules)),
-        loop.create_task(_every(settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
-        loop.create_task(_every(settings.review_index_refresh_s, "reviews", _load_reviews)),
+    state.refreshers = [
+        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _load_registry)),
+        loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules)),
+        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
+        loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),
     ]
 
 
-@app.on_shutdown
-async def _stop() -> None:
-    for task in state["refreshers"]:
+async def _stop(state: SelectorState) -> None:
+    for task in state.refreshers:
         task.cancel()
-    await asyncio.gather(*state["pending"], return_exceptions=True)
-    await state["pool"].close()
+    await asyncio.gather(*state.pending, return_exceptions=True)
+    if state.pool is not None:
+        await state.pool.close()
+        state.pool = None

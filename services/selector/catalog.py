@@ -1,16 +1,18 @@
-"""The selector's in-memory copy of the registry, as arrays, replaced whole when the registry changes."""
+"""The selector's in-memory copy of the registry, as arrays, replaced whole when the registry changes; built
+from the rows of ``toolsel.store.catalog`` by pure functions (the app does the reading)."""
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
-import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from services.selector.pipeline import epoch_seconds
 from services.selector.policy import Rule
 from services.selector.retrieval import LexicalIndex, lexical_text
+from services.selector.stages import epoch_seconds
 from toolsel.settings import Settings
 
 
@@ -65,16 +67,8 @@ def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
     return max(1, round(len(json.dumps(shown)) * tokens_per_char))
 
 
-TOOLS_SQL = """
-SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at,
-       tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
-FROM tools t
-LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
-LEFT JOIN tool_quality tq ON tq.tool_id = t.id
-WHERE t.deleted_at IS NULL AND t.status = 'active'
-ORDER BY t.pin_weight DESC, t.plugin_id, t.name
-"""
+Row = Mapping[str, Any]
+"""One row of a ``toolsel.store.catalog`` query, by column name."""
 
 
 def average_rating(rating_sum: float | None, rating_count: int | None) -> float:
@@ -107,13 +101,10 @@ def performance(
     return (latency + reliability) / 2
 
 
-async def load_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
-    """Read the live registry in three queries and index it; the caller swaps the result in atomically."""
-    rows = await pool.fetch(TOOLS_SQL)
-    categories = await pool.fetch("SELECT plugin_id, name, parent, workflow_hint FROM tool_categories")
-    mappings = await pool.fetch(
-        "SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings ORDER BY priority DESC"
-    )
+def build_catalog(
+    rows: Sequence[Row], categories: Sequence[Row], mappings: Sequence[Row], settings: Settings
+) -> Catalog:
+    """Index the live tools, categories and page mappings; the caller swaps the result in atomically."""
     dim = settings.embedding_dim
     vectors = np.zeros((len(rows), dim), dtype=np.float32)
     has_vector = np.zeros(len(rows), dtype=bool)
@@ -160,24 +151,16 @@ Posteriors = dict[str, dict[str, tuple[float, float]]]
 """context key -> tool key -> (alpha, beta): a request reads only its own context's tools."""
 
 
-async def load_posteriors(pool: asyncpg.Pool) -> Posteriors:
+def build_posteriors(rows: Sequence[Row]) -> Posteriors:
     """The Beta posteriors of every tool with learnt statistics, by context."""
-    rows = await pool.fetch(
-        "SELECT t.plugin_id || '/' || t.name AS key, s.context_key, s.alpha, s.beta"
-        " FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
-    )
     posteriors: Posteriors = {}
     for r in rows:
         posteriors.setdefault(r["context_key"], {})[r["key"]] = (r["alpha"], r["beta"])
     return posteriors
 
 
-async def load_rules(pool: asyncpg.Pool) -> list[Rule]:
-    """Active visibility rules, highest priority first."""
-    rows = await pool.fetch(
-        "SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority"
-        " FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id"
-    )
+def build_rules(rows: Sequence[Row]) -> list[Rule]:
+    """Visibility rules, in the rows' order (highest priority first)."""
     return [
         Rule(
             r["tenant_id"],
@@ -201,11 +184,7 @@ class ReviewIndex:
     fitness: npt.NDArray[np.float64]
 
 
-async def load_review_index(pool: asyncpg.Pool, dim: int) -> ReviewIndex:
-    rows = await pool.fetch(
-        "SELECT t.plugin_id || '/' || t.name AS key, r.centroid, r.fitness"
-        " FROM review_index r JOIN tools t ON t.id = r.tool_id WHERE t.deleted_at IS NULL"
-    )
+def build_review_index(rows: Sequence[Row], dim: int) -> ReviewIndex:
     centroids = np.zeros((len(rows), dim), dtype=np.float32)
     for i, r in enumerate(rows):
         centroids[i] = r["centroid"].to_numpy()

@@ -8,7 +8,7 @@ from uuid import UUID
 import numpy as np
 
 from contracts import OutcomeEvent, SelectionEvent
-from services.selector.pipeline import Scores
+from services.selector.stages import Scores
 
 
 class UserHistory:

@@ -12,15 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from services.selector.pipeline import Mask
+from services.selector.stages import Mask
 from toolsel.pages import page_matches
-
-RULE_TYPES = ("org", "user", "page", "role", "tier", "composite")
-OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
 
 
 @dataclass(frozen=True)
 class Rule:
+    """A stored rule; its types and condition operators are validated on the way in (``contracts.RuleCreate``)."""
+
     tenant_id: str  # "*": every tenant
     rule_type: str
     effect: str  # allow | deny

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 import bm25s
 import numpy as np
 
-from services.selector.pipeline import Mask, Rows, Scores
+from services.selector.stages import Mask, Rows, Scores
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SEPARATORS = re.compile(r"[_\-./]+")

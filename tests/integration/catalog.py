@@ -3,7 +3,6 @@
 import asyncio
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -11,7 +10,7 @@ from uuid import uuid4
 
 from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec
 from toolsel.client import ToolselClient
-from toolsel.stack import Endpoints
+from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 T = TypeVar("T")
 
@@ -101,6 +100,4 @@ def run_cli(endpoints: Endpoints, *args: str, admin_token: str | None = None) ->
         "COLUMNS": "200",
         **({"TOOLSEL_ADMIN_TOKEN": admin_token} if admin_token else {}),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "toolsel.cli", *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)

@@ -5,7 +5,7 @@ import json
 import asyncpg
 import pytest
 
-from contracts import ErrorCode, ToolKey, ToolQuery, subjects
+from contracts import CategorySpec, ErrorCode, ToolKey, ToolList, ToolQuery, subjects
 from contracts.admin import (
     CategoryQuery,
     CategoryTree,
@@ -30,7 +30,6 @@ from contracts.admin import (
     ToolWriteReport,
     VisibilityRule,
 )
-from contracts.registry import CategorySpec, ToolList
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
 

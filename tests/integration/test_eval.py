@@ -3,11 +3,10 @@
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from toolsel.evaluation.metrics import METRICS
-from toolsel.stack import Endpoints
+from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 TOOLS = [
     ("send_email", "Send an email message to one or more recipients."),
@@ -46,7 +45,7 @@ def run_eval(endpoints: Endpoints, folder: Path, out: Path, *args: str) -> subpr
         "COLUMNS": "200",
     }
     return subprocess.run(
-        [sys.executable, "-m", "toolsel.cli", "eval", str(folder), "--json", str(out), *args],
+        [*TOOLSEL_COMMAND, "eval", str(folder), "--json", str(out), *args],
         env=env,
         capture_output=True,
         text=True,

@@ -4,7 +4,6 @@ and the replay that rebuilds the same state."""
 import asyncio
 import os
 import signal
-import sys
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -22,7 +21,7 @@ from contracts import (
 )
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
-from toolsel.stack import Stack
+from toolsel.stack import TOOLSEL_COMMAND, Stack
 
 
 async def publish(client: ToolselClient, subject: str, event: OutcomeEvent | ReviewEvent | FeedbackEvent) -> None:
@@ -33,9 +32,7 @@ async def publish(client: ToolselClient, subject: str, event: OutcomeEvent | Rev
 async def toolsel(stack: Stack, *args: str) -> tuple[int, str]:
     """Run a ``toolsel`` command against the test stack; its exit code and output."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "toolsel.cli",
+        *TOOLSEL_COMMAND,
         *args,
         env=stack.service_env(),
         stdout=asyncio.subprocess.PIPE,

@@ -4,19 +4,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
+from toolsel.stack import TOOLSEL_COMMAND
+
 
 def _up(home: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")} | {"TOOLSEL_HOME": str(home)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "toolsel.cli", "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    return subprocess.Popen([*TOOLSEL_COMMAND, "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _stack_file(home: Path, up: subprocess.Popen[bytes], timeout_s: float = 120) -> dict[str, object]:
@@ -57,9 +56,7 @@ def test_a_killed_up_leaves_nothing_and_the_next_one_starts() -> None:
     try:
         _stack_file(tmp_path, second)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")} | {"TOOLSEL_HOME": str(tmp_path)}
-        status = subprocess.run(
-            [sys.executable, "-m", "toolsel.cli", "status"], env=env, capture_output=True, text=True, timeout=60
-        )
+        status = subprocess.run([*TOOLSEL_COMMAND, "status"], env=env, capture_output=True, text=True, timeout=60)
         assert status.returncode == 0, status.stdout
     finally:
         second.send_signal(signal.SIGTERM)

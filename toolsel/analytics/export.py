@@ -11,8 +11,9 @@ from uuid import uuid4
 import asyncpg
 import polars as pl
 
-from toolsel.analytics.load import ARRIVAL, TABLES, from_store
+from toolsel.analytics.load import from_store
 from toolsel.analytics.schema import ID_COLUMN
+from toolsel.store.readmodels import ARRIVAL, EVENT_TABLES
 
 STATE_FILE = "_toolsel_export.json"
 
@@ -94,13 +95,13 @@ async def export(
     state = read_state(directory)
     run = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:8]}"
     written = {}
-    for table in TABLES:
+    for table in EVENT_TABLES:
         mark = state.get(table)
         rows = await from_store(pool, table, since, until, read_after(mark, since, timedelta(seconds=overlap_s)))
         new = rows.filter(~pl.col(ID_COLUMN[table]).is_in(list(exported_ids(directory, table, days(rows)))))
         write_partitions(directory, table, new, run)
         written[table] = new.height
-        updated = next_mark(mark, since, rows, ARRIVAL[table].removeprefix("e."))
+        updated = next_mark(mark, since, rows, ARRIVAL[table])
         if updated is not None:
             state[table] = updated
     write_state(directory, state)

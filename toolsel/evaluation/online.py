@@ -10,7 +10,7 @@ from contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, Too
 from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import MAX_QUERY, Query
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
-from toolsel.evaluation.ranking import CONCURRENCY, Catalog, rank
+from toolsel.evaluation.ranking import CONCURRENCY, BenchCatalog, rank
 
 STREAM_K = 10
 """Tools the simulated agent is offered per query."""
@@ -35,7 +35,7 @@ def stream(pool: Sequence[Query], events: int) -> list[Query]:
     return [pool[i % len(pool)] for i in range(events)] if pool else []
 
 
-def agent_events(reply: SelectReply, query: Query, catalog: Catalog) -> tuple[OutcomeEvent, ReviewEvent]:
+def agent_events(reply: SelectReply, query: Query, catalog: BenchCatalog) -> tuple[OutcomeEvent, ReviewEvent]:
     """What the simulated agent reports: it calls the first relevant tool offered (the call works) and reviews
     every offered tool, perfect when relevant and unrelated otherwise."""
     offered = [(t, catalog.names.get(t.name, "") in query.relevant) for t in reply.tools]
@@ -67,7 +67,9 @@ async def wait_for_learner(client: ToolselClient, settle_s: float, timeout_s: fl
     await asyncio.sleep(settle_s)
 
 
-async def measure(client: ToolselClient, catalog: Catalog, holdout: Sequence[Query], events: int, seed: int) -> Point:
+async def measure(
+    client: ToolselClient, catalog: BenchCatalog, holdout: Sequence[Query], events: int, seed: int
+) -> Point:
     """R@5 and NDCG@10 of the full pipeline on the held-out slice (dry run, seeded)."""
     rankings = await rank(client, catalog, holdout, retrieval="hybrid", rerank=True, k=10, seed=seed)
     means = mean_metrics(query_metrics(r, q.relevant) for r, q in zip(rankings, holdout, strict=True))
@@ -76,7 +78,7 @@ async def measure(client: ToolselClient, catalog: Catalog, holdout: Sequence[Que
 
 async def learn(
     client: ToolselClient,
-    catalog: Catalog,
+    catalog: BenchCatalog,
     holdout: Sequence[Query],
     queries: Sequence[Query],
     *,

@@ -16,7 +16,7 @@ Retrieval = Literal["hybrid", "vector", "bm25"]
 
 
 @dataclass(frozen=True)
-class Catalog:
+class BenchCatalog:
     """A synced catalog: its plugins, the tenant it lives in, and wire name -> the set's tool name."""
 
     plugins: list[str]
@@ -33,12 +33,12 @@ class Catalog:
 
 async def load_catalog(
     client: ToolselClient, syncs: Sequence[PluginSync], names: Mapping[str, str], timeout_s: float = 600
-) -> Catalog:
+) -> BenchCatalog:
     """Sync every plugin (the indexer embeds before it answers; ``names``: the set's name -> wire name), then
     wait until the selector serves them all, with vectors: a vector-only probe for the last tool finds it."""
     for sync in syncs:
         await client.sync(sync)
-    catalog = Catalog([s.plugin_id for s in syncs], syncs[0].tenant_id, {w: n for n, w in names.items()})
+    catalog = BenchCatalog([s.plugin_id for s in syncs], syncs[0].tenant_id, {w: n for n, w in names.items()})
     total = sum(len(s.tools) for s in syncs)
     last = syncs[-1].tools[-1]
     probe = (last.example_queries[0] if last.example_queries else last.description) or last.name
@@ -62,7 +62,7 @@ async def load_catalog(
 
 async def rank(
     client: ToolselClient,
-    catalog: Catalog,
+    catalog: BenchCatalog,
     queries: Sequence[Query],
     *,
     retrieval: Retrieval,

@@ -15,7 +15,7 @@ from toolsel.evaluation import online
 from toolsel.evaluation.dataset import BenchSet, catalog_syncs, load_set, subset_fields, wire_names
 from toolsel.evaluation.metrics import DEPTH
 from toolsel.evaluation.offline import Mode, plan_modes, score
-from toolsel.evaluation.ranking import Catalog, load_catalog, rank
+from toolsel.evaluation.ranking import BenchCatalog, load_catalog, rank
 from toolsel.evaluation.session import nats_url
 from toolsel.evaluation.split import sample, split_queries
 from toolsel.render import console
@@ -57,7 +57,7 @@ def _services_settings() -> dict[str, Any]:
     return Settings().model_dump(mode="json", exclude=hidden)
 
 
-async def _catalog(client: ToolselClient, bench: BenchSet, prefix: str, tenant: str, examples: Any) -> Catalog:
+async def _catalog(client: ToolselClient, bench: BenchSet, prefix: str, tenant: str, examples: Any) -> BenchCatalog:
     names = wire_names([t.name for t in bench.tools])
     with console.status(f"syncing and embedding {len(bench.tools)} tools ({prefix})"):
         return await load_catalog(client, catalog_syncs(bench.tools, names, prefix, tenant, examples), names)
@@ -76,7 +76,7 @@ async def run_offline(options: Options) -> dict[str, Any]:
     run = uuid4().hex[:8]
     result: dict[str, Any] = {"set": bench.name, "path": str(options.path), "queries_evaluated": len(queries)}
     async with nats_url(OFFLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=60) as client:
-        catalogs: dict[str, Catalog] = {}
+        catalogs: dict[str, BenchCatalog] = {}
         modes_out: dict[str, Any] = {}
         with _progress() as progress:
             for mode in modes:

@@ -1,6 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
+import contracts
+import contracts.admin
 from contracts import ToolKey
 from contracts.admin import QualityQuery, RuleFields, ToolUpdate
 
@@ -45,3 +47,10 @@ def test_update_cannot_rename_and_quality_asks_one_thing() -> None:
         QualityQuery(plugin_id="p", name="t", degraded=True)
     with pytest.raises(ValidationError, match="not both"):
         QualityQuery()
+
+
+def test_every_admin_contract_is_exported_from_contracts() -> None:
+    assert len(contracts.admin.__all__) > 50
+    for name in contracts.admin.__all__:
+        assert name in contracts.__all__
+        assert getattr(contracts, name) is getattr(contracts.admin, name)

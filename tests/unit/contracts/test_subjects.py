@@ -91,3 +91,32 @@ def test_request_subjects_are_unique_and_health_subjects_clash_with_no_constant(
     constants = {v for n, v in vars(subjects).items() if n.isupper() and isinstance(v, str)}
     health = [subjects.health(s) for s in subjects.SERVICES]
     assert not constants & set(health)
+
+
+AREAS = {
+    subjects.ADMIN_REGISTRY_SUBJECTS: (
+        subjects.ADMIN_TOOLS_PREFIX,
+        subjects.ADMIN_EMBEDDINGS_PREFIX,
+        subjects.ADMIN_CATEGORIES_PREFIX,
+        subjects.ADMIN_PAGE_MAPPINGS_PREFIX,
+        subjects.ADMIN_RULES_PREFIX,
+    ),
+    subjects.ADMIN_LEARNING_SUBJECTS: (
+        subjects.ADMIN_PREFIX + ".",
+        subjects.ADMIN_QUARANTINE_PREFIX,
+        subjects.ADMIN_FEEDBACK_PREFIX,
+    ),
+    subjects.ADMIN_ANALYTICS_SUBJECTS: (subjects.ADMIN_ANALYTICS_PREFIX,),
+}
+
+
+def test_every_admin_subject_is_in_exactly_one_area_under_one_of_its_prefixes() -> None:
+    constants = [
+        v for n, v in vars(subjects).items() if n.startswith("ADMIN_") and isinstance(v, str) and "PREFIX" not in n
+    ]
+    assert len(constants) == 26
+    assert sorted(subjects.ADMIN_SUBJECTS) == sorted(constants)
+    for subject in constants:
+        areas = [prefixes for area, prefixes in AREAS.items() if subject in area]
+        assert len(areas) == 1, subject
+        assert any(subject.startswith(prefix) for prefix in areas[0]), subject

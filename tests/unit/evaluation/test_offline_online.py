@@ -6,7 +6,7 @@ from contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Ve
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
 from toolsel.evaluation.online import agent_events, holdout_split, stream
-from toolsel.evaluation.ranking import Catalog
+from toolsel.evaluation.ranking import BenchCatalog
 
 
 def test_modes_with_and_without_a_train_split() -> None:
@@ -49,7 +49,7 @@ def reply(*names: str) -> SelectReply:
     )
 
 
-CATALOG = Catalog(["p-0"], "t", {"a": "a", "b": "b", "c∕d": "c/d"})
+CATALOG = BenchCatalog(["p-0"], "t", {"a": "a", "b": "b", "c∕d": "c/d"})
 
 
 def test_agent_calls_the_first_relevant_tool_and_reviews_every_offered_one() -> None:

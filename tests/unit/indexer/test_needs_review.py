@@ -3,7 +3,7 @@
 import pytest
 
 from contracts import ToolSpec
-from services.indexer.registry import needs_review
+from services.indexer.review import needs_review
 
 
 def _spec(schema_version: str = "1.0.0", description: str = "same") -> ToolSpec:

@@ -5,13 +5,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from contracts import ToolState
-from services.learner.degradation import FRESH_SCORE, Health, Policy, Transition, observe, release
+from services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, Transition, observe, release
 
-POLICY = Policy(threshold=0.3, quarantine_after=5, window=10, probation_calls=3)
+POLICY = DegradationPolicy(threshold=0.3, quarantine_after=5, window=10, probation_calls=3)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def run(health: Health, qualities: list[float], policy: Policy = POLICY) -> tuple[Health, list[Transition]]:
+def run(health: Health, qualities: list[float], policy: DegradationPolicy = POLICY) -> tuple[Health, list[Transition]]:
     transitions = []
     for i, quality in enumerate(qualities):
         health, transition = observe(health, quality, T0 + timedelta(seconds=i), policy)
@@ -88,7 +88,9 @@ def test_probation_passes_after_enough_calls_above_the_threshold() -> None:
 
 def test_probation_quarantines_again_at_the_first_dip_below_the_threshold() -> None:
     health, transitions = run(
-        release(Health()), [0.0] * 6, Policy(threshold=0.3, quarantine_after=5, window=10, probation_calls=20)
+        release(Health()),
+        [0.0] * 6,
+        DegradationPolicy(threshold=0.3, quarantine_after=5, window=10, probation_calls=20),
     )
     assert [t.state for t in transitions] == [ToolState.QUARANTINED]
     assert health.state == ToolState.QUARANTINED

@@ -1,11 +1,17 @@
 """An in-memory catalog built from plain tool descriptions, for testing the selector without servers."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from services.selector.catalog import Catalog
+from contracts import SelectRequest
+from services.selector.catalog import Catalog, ReviewIndex
+from services.selector.history import UserHistory
 from services.selector.retrieval import LexicalIndex, lexical_text
+from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup
+from toolsel.settings import Settings
 
 DIM = 384
 
@@ -77,3 +83,49 @@ class AxisEmbedder:
                 vector[axis] = 1.0
         norm = np.linalg.norm(vector)
         return vector / norm if norm else vector
+
+
+def axis(i: int) -> npt.NDArray[np.float32]:
+    """The unit vector of one axis."""
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[i] = 1.0
+    return vector
+
+
+def reviews(cat: Catalog, entries: list[tuple[str, int, float]]) -> ReviewLookup:
+    """A review index of (tool key, centroid axis, fitness) entries, mapped onto ``cat``'s rows."""
+    index = ReviewIndex(
+        [key for key, _, _ in entries],
+        np.array([axis(a) for _, a, _ in entries], dtype=np.float32).reshape(len(entries), DIM),
+        np.array([f for _, _, f in entries], dtype=np.float64),
+    )
+    rows = np.array([cat.rows.get(key, -1) for key in index.keys], dtype=np.int64)
+    return ReviewLookup(index, rows, neighbours=10, min_similarity=0.5)
+
+
+def query_context(
+    cat: Catalog,
+    query: str = "",
+    vector: npt.NDArray[np.float32] | None = None,
+    lookup: ReviewLookup | None = None,
+    **settings: Any,
+) -> QueryContext:
+    """One query over the whole catalog."""
+    return QueryContext(Settings(**settings), cat, query, np.ones(len(cat), dtype=bool), vector, lookup)
+
+
+def rerank_context(cat: Catalog, **fields: Any) -> RerankContext:
+    """A request over ``cat`` with neutral inputs, but for the ``fields`` given."""
+    n = len(cat)
+    defaults: dict[str, Any] = {
+        "settings": Settings(),
+        "request": SelectRequest(query="q"),
+        "catalog": cat,
+        "relevance": np.zeros(n),
+        "success": np.full(n, 0.5),
+        "vector": None,
+        "reviews": None,
+        "user_history": UserHistory(),
+        "now_s": 0.0,
+    }
+    return RerankContext(**{**defaults, **fields})

@@ -2,6 +2,7 @@
 
 import pytest
 
+from contracts import OPERATORS
 from services.selector.policy import Rule, Subject, rule_matches, visible_mask
 
 TIERS = ["free", "pro", "teams", "enterprise"]
@@ -42,6 +43,26 @@ def rule(
 )
 def test_rule_conditions(conditions: dict[str, object], matches: bool) -> None:
     assert rule_matches(rule("allow", "p/a", **conditions), WHO, TIERS) is matches
+
+
+OPERATOR_CASES = [
+    ("eq", "pro", True),
+    ("ne", "pro", False),
+    ("in", ["free", "pro"], True),
+    ("gt", "free", True),
+    ("gte", "teams", False),
+    ("lt", "pro", False),
+    ("lte", "pro", True),
+]
+
+
+@pytest.mark.parametrize(("op", "value", "matches"), OPERATOR_CASES)
+def test_each_operator_on_the_tier(op: str, value: object, matches: bool) -> None:
+    assert rule_matches(rule("allow", "p/a", tier={op: value}), WHO, TIERS) is matches
+
+
+def test_the_policy_applies_every_operator_the_contracts_accept() -> None:
+    assert {op for op, _, _ in OPERATOR_CASES} == set(OPERATORS)
 
 
 def test_no_rules_show_everything() -> None:

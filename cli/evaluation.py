@@ -1,0 +1,49 @@
+"""``toolsel eval``: retrieval quality (or, online, learning) on a labelled set, measured through a real stack."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.running import run
+from toolsel.render import console
+
+app = typer.Typer()
+
+
+@app.command("eval")
+def eval_(
+    path: Annotated[Path, typer.Argument(help="a folder with tools.jsonl and queries.jsonl")],
+    train_fraction: Annotated[float, typer.Option(help="queries moved into example queries (Tool2Vec)")] = 0.0,
+    seed: Annotated[int, typer.Option(help="seed of the split, the sample and the selections")] = 0,
+    max_queries: Annotated[int, typer.Option(help="seeded sample of the evaluation queries (0: all)")] = 2000,
+    online: Annotated[
+        bool, typer.Option(help="measure learning from a simulated agent's outcomes and reviews")
+    ] = False,
+    events: Annotated[int, typer.Option(help="online: queries streamed (select, outcome, review)")] = 2000,
+    every: Annotated[int, typer.Option(help="online: measure after this many events")] = 250,
+    holdout: Annotated[int, typer.Option(help="online: held-out queries measured, never streamed")] = 200,
+    json_file: Annotated[Path | None, typer.Option("--json", help="write every number and the settings")] = None,
+    out: Annotated[Path, typer.Option(help="online: directory for the curve's CSV and PNG")] = Path("eval-out"),
+) -> None:
+    """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""
+    from toolsel.evaluation import report
+    from toolsel.evaluation.online import Point
+    from toolsel.evaluation.run import Options, run_offline, run_online
+
+    options = Options(path, train_fraction, seed, max_queries, online, events, every, holdout, out=out)
+    if not (path / "tools.jsonl").is_file() or not (path / "queries.jsonl").is_file():
+        console.print(f"[red]{path} needs tools.jsonl and queries.jsonl[/]")
+        raise typer.Exit(2)
+    result = run(lambda: run_online(options) if online else run_offline(options))
+    if online:
+        curve = [Point(**p) for p in result["curve"]]
+        console.print(report.curve_table(curve))
+        report.write_curve_csv(out / f"{result['set']}-curve.csv", curve)
+        report.write_curve_png(out / f"{result['set']}-curve.png", curve, f"{result['set']}: learning online")
+        console.print(f"curve written to {out}/{result['set']}-curve.csv and .png")
+    else:
+        for table in report.offline_tables(result):
+            console.print(table)
+    if json_file is not None:
+        report.write_json(json_file, result)

@@ -1,0 +1,99 @@
+"""Learning commands: ``feedback`` (people's ratings and tools' quality), ``compact`` (the review index) and the
+replay behind ``toolsel learner --rebuild``. The learner's jobs are imported only when such a command runs."""
+
+from typing import Annotated
+
+import typer
+
+from cli.running import client, request, run, settings, show_rows, with_database
+from contracts import FeedbackEvent, subjects
+from contracts.admin import FeedbackList, FeedbackQuery, QualityList, QualityQuery
+from toolsel.render import console
+
+app = typer.Typer()
+feedback_app = typer.Typer(help="People's ratings of tools (seed 004's tool-feedback).", no_args_is_help=True)
+app.add_typer(feedback_app, name="feedback")
+
+Format = Annotated[str, typer.Option("--format", help="table or json")]
+
+
+def _tool(ref: str) -> tuple[str, str]:
+    plugin, _, name = ref.partition("/")
+    if not plugin or not name:
+        console.print(f"[red]--tool takes PLUGIN/NAME, not {ref!r}[/]")
+        raise typer.Exit(2)
+    return plugin, name
+
+
+@feedback_app.command("submit")
+def feedback_submit(
+    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")],
+    rating: Annotated[float, typer.Option(help="0..1")],
+    comment: str = "",
+    tenant: str = "default",
+    author: str | None = None,
+) -> None:
+    """Rate a tool; published durably for the learner (toolsel.events.feedback)."""
+    plugin, name = _tool(tool)
+    event = FeedbackEvent(plugin_id=plugin, name=name, rating=rating, comment=comment, tenant_id=tenant, author=author)
+
+    async def main() -> None:
+        async with client() as connected:
+            await connected.report([event])
+
+    run(main)
+    console.print(f"feedback {event.event_id} for {tool}: {rating}")
+
+
+@feedback_app.command("list")
+def feedback_list(
+    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")], limit: int = 20, fmt: Format = "table"
+) -> None:
+    """A tool's most recent feedback."""
+    plugin, name = _tool(tool)
+    body = FeedbackQuery(plugin_id=plugin, name=name, limit=limit)
+    request(
+        lambda c: c.admin(subjects.ADMIN_FEEDBACK_LIST, body, FeedbackList), fmt == "json", show_rows(tool, "feedback")
+    )
+
+
+@feedback_app.command("metrics")
+def feedback_metrics(
+    tool: Annotated[str | None, typer.Option(help="PLUGIN/NAME")] = None,
+    degraded: Annotated[bool, typer.Option(help="every tool that is not healthy")] = False,
+    fmt: Format = "table",
+) -> None:
+    """Quality of one tool (calls, success rate, ratings, latency, state) or of the degraded ones."""
+    plugin, name = _tool(tool) if tool else (None, None)
+    body = QualityQuery(plugin_id=plugin, name=name, degraded=degraded)
+    request(
+        lambda c: c.admin(subjects.ADMIN_QUALITY, body, QualityList), fmt == "json", show_rows("tool quality", "tools")
+    )
+
+
+@app.command()
+def compact(
+    clusters: Annotated[
+        int | None, typer.Option(help="index entries per tool (default TOOLSEL_REVIEW_CLUSTERS)")
+    ] = None,
+) -> None:
+    """Rebuild the review index from the review log (k-means per tool) and report how much it shrank."""
+    from services.learner.reviews import compact_review_index
+
+    k = clusters or settings().review_clusters
+    done = with_database(lambda pool: compact_review_index(pool, k))
+    console.print(f"review index: {done.before} -> {done.after} entries ({done.tools} tools, at most {k} each)")
+
+
+def rebuild_from_history() -> None:
+    """Recompute posteriors and quality from the stored event history (``toolsel learner --rebuild``)."""
+    from services.learner.rebuild import rebuild
+
+    current = settings()
+    done = with_database(
+        lambda pool: rebuild(pool, current.prior_alpha, current.prior_beta, current.not_called_penalty)
+    )
+    console.print(
+        f"rebuilt {done.posteriors} posteriors and the quality of {done.tools} tools"
+        f" from {done.outcomes} outcomes and {done.feedback} feedback ratings"
+    )

@@ -1,0 +1,200 @@
+"""``toolsel tools``: inspect and govern the tool registry through the indexer's admin requests (which carry
+``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.running import AsJson, request
+from contracts import (
+    DriftReport,
+    RecomputeReport,
+    RollbackReport,
+    ToolDetail,
+    ToolKey,
+    ToolSpec,
+    ToolSummary,
+    ToolVersions,
+    subjects,
+)
+from contracts.admin import ToolRegister, ToolUpdate, ToolWriteReport
+from toolsel.render import console
+
+app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
+
+
+def _tools_table(title: str, tools: Iterable[ToolSummary]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("tool", "tenant", "status", "schema", "embedding", "embedded at", "review", "deleted"):
+        table.add_column(column)
+    for t in tools:
+        review = "flagged" if t.review_flag else "approved" if t.approved else ""
+        embedded = f"{t.last_embedded_at:%Y-%m-%d %H:%M}" if t.last_embedded_at else "-"
+        table.add_row(
+            f"{t.plugin_id}/{t.name}",
+            t.tenant_id,
+            t.status,
+            t.schema_version,
+            t.embedding_status,
+            embedded,
+            review,
+            "yes" if t.deleted_at else "",
+        )
+    return table
+
+
+@app.command("list")
+def tools_list(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    status: Annotated[str | None, typer.Option(help="draft, active, deprecated or retired")] = None,
+    flagged: Annotated[bool | None, typer.Option("--flagged/--not-flagged", help="by review flag")] = None,
+    deleted: Annotated[bool, typer.Option(help="include soft-deleted tools")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """List tools in the registry."""
+    request(
+        lambda c: c.list_tools(plugin_id=plugin, status=status, flagged=flagged, include_deleted=deleted),
+        as_json,
+        lambda r: console.print(_tools_table(f"{len(r.tools)} tools", r.tools)),
+    )
+
+
+@app.command("show")
+def tools_show(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """Show one tool: its record and its declared spec."""
+
+    def show(detail: ToolDetail) -> None:
+        console.print(_tools_table(f"{plugin}/{name} · {detail.versions} versions", [detail.tool]))
+        console.print_json(json.dumps(detail.spec))
+
+    request(lambda c: c.show_tool(plugin, name), as_json, show)
+
+
+@app.command("versions")
+def tools_versions(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """A tool's version history with what each version changed."""
+
+    def show(history: ToolVersions) -> None:
+        table = Table(title=f"{plugin}/{name}", title_justify="left")
+        for column in ("version", "at", "reason", "field", "before", "after"):
+            table.add_column(column)
+        for v in history.versions:
+            for i, (field, change) in enumerate(v.diff.items()):
+                head = (f"v{v.version}", f"{v.created_at:%Y-%m-%d %H:%M:%S}", v.reason) if i == 0 else ("", "", "")
+                table.add_row(*head, field, _short(change.before), _short(change.after))
+        console.print(table)
+
+    request(lambda c: c.tool_versions(plugin, name), as_json, show)
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = "" if value is None else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@app.command("rollback")
+def tools_rollback(plugin: str, name: str, version: int, as_json: AsJson = False) -> None:
+    """Restore a tool to VERSION (recorded as a new version) and re-embed it."""
+
+    def show(report: RollbackReport) -> None:
+        changed = ", ".join(report.changed_fields) or "nothing (already at that version)"
+        console.print(
+            f"{plugin}/{name}: restored v{report.restored_version} as v{report.new_version}; changed {changed}"
+        )
+
+    request(lambda c: c.rollback_tool(plugin, name, version), as_json, show)
+
+
+@app.command("approve")
+def tools_approve(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """Approve a tool: clear its review flag and make it selectable again."""
+    request(
+        lambda c: c.approve_tool(plugin, name), as_json, lambda d: console.print(_tools_table("approved", [d.tool]))
+    )
+
+
+@app.command("recompute")
+def tools_recompute(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    force: Annotated[bool, typer.Option(help="re-embed every live tool, not only the drifted ones")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Recompute embeddings of missing, stale and drifted tools."""
+
+    def show(report: RecomputeReport) -> None:
+        console.print(f"to embed: {report.marked}, embedded: {report.embedded} in {report.duration_ms:.0f} ms")
+
+    request(lambda c: c.recompute_embeddings(plugin, force=force), as_json, show)
+
+
+@app.command("drift")
+def tools_drift(
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
+    days: Annotated[float | None, typer.Option(help="age counted as drift (default TOOLSEL_DRIFT_DAYS)")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Tools whose embedding is missing, stale or older than the drift age."""
+
+    def show(report: DriftReport) -> None:
+        table = Table(title=f"embedding drift (older than {report.days:g} days)", title_justify="left")
+        for column in ("tool", "reason", "status", "days since embedded"):
+            table.add_column(column)
+        for t in report.tools:
+            age = "-" if t.days_since_embed is None else f"{t.days_since_embed:.1f}"
+            table.add_row(f"{t.plugin_id}/{t.name}", t.reason, t.embedding_status, age)
+        console.print(table)
+
+    request(lambda c: c.drift(plugin, days), as_json, show)
+
+
+# writes: register, update, soft-delete
+
+
+def _written(report: ToolWriteReport) -> None:
+    version = f"v{report.version}" if report.version else "no new version"
+    changed = ", ".join(report.changed_fields) or "nothing"
+    console.print(
+        f"{report.tool.plugin_id}/{report.tool.name}: {version}; changed {changed}; embedded {report.embedded}"
+    )
+
+
+@app.command("register")
+def tools_register(
+    plugin: str,
+    spec: Annotated[Path, typer.Argument(help="a ToolSpec JSON file")],
+    tenant: Annotated[str, typer.Option(help="tenant id, * for every tenant")] = "*",
+    as_json: AsJson = False,
+) -> None:
+    """Register a tool in PLUGIN (as a sync would: hash, version, embedding, selectors told)."""
+    body = ToolRegister(plugin_id=plugin, tenant_id=tenant, tool=ToolSpec.model_validate_json(spec.read_text()))
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_REGISTER, body, ToolWriteReport), as_json, _written)
+
+
+@app.command("update")
+def tools_update(
+    plugin: str,
+    name: str,
+    changes: Annotated[list[str], typer.Option("--set", help="FIELD=VALUE (VALUE as JSON, else text); repeat")],
+    as_json: AsJson = False,
+) -> None:
+    """Change fields of a tool's spec; written as a new version."""
+    parsed = {}
+    for change in changes:
+        field, _, value = change.partition("=")
+        try:
+            parsed[field] = json.loads(value)
+        except json.JSONDecodeError:
+            parsed[field] = value
+    body = ToolUpdate(plugin_id=plugin, name=name, changes=parsed)
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_UPDATE, body, ToolWriteReport), as_json, _written)
+
+
+@app.command("delete")
+def tools_delete(plugin: str, name: str, as_json: AsJson = False) -> None:
+    """Soft-delete a tool (its plugin's next sync that declares it brings it back)."""
+    body = ToolKey(plugin_id=plugin, name=name)
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_DELETE, body, ToolWriteReport), as_json, _written)

@@ -1,0 +1,44 @@
+"""The analytics area of the admin API (the learner serves it): selection metrics over the event history."""
+
+from datetime import date
+
+from contracts.common import AdminRequest, Frozen, Message
+
+
+class AnalyticsQuery(AdminRequest):
+    """A window of the event history: days from ``since`` to ``until``, both included (UTC)."""
+
+    since: date | None = None
+    until: date | None = None
+
+
+class SelectionMetrics(Message):
+    selections: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    methods: dict[str, int]
+    outcomes: dict[str, int]
+    """Selections by what followed: ``success``, ``failure`` (a call failed), ``not_called`` or ``no_outcome``."""
+    average_tokens_saved: float | None
+
+
+class HeatCell(Frozen):
+    tool: str
+    page: str
+    count: int
+
+
+class Heatmap(Message):
+    cells: list[HeatCell]
+
+
+class AccuracyPoint(Frozen):
+    day: date
+    outcomes: int
+    hits: int
+    accuracy: float
+
+
+class AccuracyTrend(Message):
+    points: list[AccuracyPoint]

@@ -1,0 +1,296 @@
+"""The registry area of the admin API (the indexer serves it): tool records, history, rollback and approval,
+embeddings, operators' tool writes, categories, page mappings and visibility rules."""
+
+from datetime import datetime
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import Field, StringConstraints, model_validator
+
+from contracts.common import SHARED_TENANT, AdminRequest, Frozen, Identifier, Message, ToolName
+from contracts.registry import PageMappingSpec, SemVer, Slug, ToolSpec
+
+# tool records
+
+ToolStatus = Literal["draft", "active", "deprecated", "retired"]
+EmbeddingStatus = Literal["pending", "current", "stale"]
+
+
+class ToolKey(AdminRequest):
+    """One tool, by its plugin and name."""
+
+    plugin_id: Slug
+    name: ToolName
+
+
+class ToolQuery(AdminRequest):
+    """Filters of the admin tool list."""
+
+    plugin_id: Slug | None = None
+    status: ToolStatus | None = None
+    flagged: bool | None = None
+    include_deleted: bool = False
+    limit: int = Field(default=200, ge=1, le=5000)
+
+
+class ToolSummary(Frozen):
+    plugin_id: str
+    name: str
+    tenant_id: str
+    plugin_version: str
+    status: ToolStatus
+    schema_version: str
+    embedding_status: EmbeddingStatus
+    last_embedded_at: datetime | None
+    review_flag: bool
+    approved: bool
+    updated_at: datetime
+    deleted_at: datetime | None
+
+
+class ToolList(Message):
+    tools: list[ToolSummary]
+
+
+class ToolDetail(Message):
+    tool: ToolSummary
+    spec: dict[str, Any]
+    content_hash: str
+    versions: int
+
+
+class FieldChange(Frozen):
+    before: Any = None
+    after: Any = None
+
+
+class ToolVersion(Frozen):
+    """One entry of a tool's history, with what changed from the entry before it."""
+
+    version: int
+    created_at: datetime
+    reason: str
+    changed_fields: list[str]
+    content_hash: str
+    diff: dict[str, FieldChange]
+
+
+class ToolVersions(Message):
+    plugin_id: str
+    name: str
+    versions: list[ToolVersion]
+
+
+class RollbackRequest(AdminRequest):
+    plugin_id: Slug
+    name: ToolName
+    version: int = Field(ge=1)
+
+
+class RollbackReport(Message):
+    """``new_version`` is the entry the rollback wrote (the current one when nothing differed)."""
+
+    tool: ToolSummary
+    restored_version: int
+    new_version: int
+    changed_fields: list[str]
+    embedded: int = 0
+
+
+class RecomputeRequest(AdminRequest):
+    plugin_id: Slug | None = None
+    force: bool = False
+    """Re-embed every live tool in scope, not only the missing, stale and drifted ones."""
+
+
+class RecomputeReport(Message):
+    marked: int
+    embedded: int
+    duration_ms: float
+
+
+class DriftRequest(AdminRequest):
+    plugin_id: Slug | None = None
+    days: float | None = Field(default=None, gt=0)
+    """Embedding age counted as drift; the indexer's ``drift_days`` when unset."""
+
+
+class DriftEntry(Frozen):
+    plugin_id: str
+    name: str
+    embedding_status: EmbeddingStatus
+    last_embedded_at: datetime | None
+    days_since_embed: float | None
+    reason: Literal["missing", "stale", "old"]
+
+
+class DriftReport(Message):
+    days: float
+    tools: list[DriftEntry]
+
+
+# tool writes
+
+
+class ToolRegister(AdminRequest):
+    """A tool added by an operator (written like a synced one: hash, version 1, embedding, registry-changed)."""
+
+    plugin_id: Slug
+    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    plugin_version: SemVer | None = None
+    """The plugin's version recorded with the tool; the plugin's current one (or 0.0.0) when unset."""
+    tool: ToolSpec
+
+
+class ToolUpdate(AdminRequest):
+    """Fields of the tool's spec to replace; the merged spec is validated as a ``ToolSpec``."""
+
+    plugin_id: Slug
+    name: ToolName
+    changes: dict[str, Any] = Field(min_length=1, max_length=32)
+
+    @model_validator(mode="after")
+    def _keeps_name(self) -> "ToolUpdate":
+        if "name" in self.changes:
+            raise ValueError("changes.name: a tool cannot be renamed (register the new name, delete the old)")
+        return self
+
+
+class ToolWriteReport(Message):
+    """A tool after an operator's write; ``version`` is the history entry written (None when nothing changed)."""
+
+    tool: ToolSummary
+    version: int | None
+    changed_fields: list[str]
+    embedded: int = 0
+
+
+# categories and page mappings
+
+
+class CategoryQuery(AdminRequest):
+    plugin_id: Slug | None = None
+
+
+class CategoryNode(Frozen):
+    plugin_id: str
+    name: str
+    description: str
+    workflow_hint: str
+    children: list["CategoryNode"] = Field(default_factory=list)
+
+
+class CategoryTree(Message):
+    """Root categories (no parent, or a parent that is not declared), each with its sub-categories."""
+
+    categories: list[CategoryNode]
+
+
+class PageQuery(AdminRequest):
+    page: Annotated[str, StringConstraints(min_length=1, max_length=512)]
+
+
+class PageCategory(Frozen):
+    plugin_id: str
+    category: str
+    via: str
+    """The mapped pattern that selects it, or ``parent:<category>`` for a sub-category."""
+
+
+class PageCategories(Message):
+    page: str
+    categories: list[PageCategory]
+
+
+class PageMappingQuery(AdminRequest):
+    plugin_id: Slug | None = None
+    category: Slug | None = None
+
+
+class PageMapping(PageMappingSpec):
+    plugin_id: str
+
+
+class PageMappingList(Message):
+    mappings: list[PageMapping]
+
+
+class PageMappingWrite(AdminRequest, PageMappingSpec):
+    """Create (or re-prioritise) one mapping of a plugin's category; ``priority`` is ignored by a delete.
+    A plugin's next sync replaces its mappings with what it declares."""
+
+    plugin_id: Slug
+
+
+# visibility rules
+
+RuleType = Literal["org", "user", "page", "role", "tier", "composite"]
+RULE_TYPES: Final[tuple[str, ...]] = get_args(RuleType)
+"""Kinds of rule, as the selector's policy applies them."""
+CONDITION_KEYS: Final[tuple[str, ...]] = ("org", "user", "page", "role", "tier")
+OPERATORS: Final[tuple[str, ...]] = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
+
+ConditionValue = str | list[str] | dict[str, Any]
+
+
+def check_conditions(rule_type: str, conditions: dict[str, ConditionValue]) -> None:
+    """Keys among org/user/page/role/tier (a non-composite rule only its own), operators the policy knows."""
+    for key, spec in conditions.items():
+        if key not in CONDITION_KEYS:
+            raise ValueError(f"conditions.{key}: unknown condition (use {', '.join(CONDITION_KEYS)})")
+        if rule_type != "composite" and key != rule_type:
+            raise ValueError(f"conditions.{key}: a {rule_type} rule has only a {rule_type} condition")
+        if isinstance(spec, dict):
+            unknown = sorted(set(spec) - set(OPERATORS))
+            if unknown or not spec:
+                raise ValueError(f"conditions.{key}: operators are {', '.join(OPERATORS)}")
+            if any(op in spec for op in ("gt", "gte", "lt", "lte")) and key != "tier":
+                raise ValueError(f"conditions.{key}: ordering operators apply to tier only")
+    if rule_type == "composite" and len(conditions) < 2:
+        raise ValueError("conditions: a composite rule needs at least two conditions")
+
+
+class RuleFields(Frozen):
+    """What a rule says; ``target`` is ``plugin/name`` (a tool) or ``plugin/category``."""
+
+    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    rule_type: RuleType
+    effect: Literal["allow", "deny"]
+    target_kind: Literal["tool", "category"]
+    target: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}/[^\s/][^/]{0,127}$")]
+    conditions: dict[str, ConditionValue] = Field(default_factory=dict, max_length=5)
+    priority: int = Field(default=0, ge=-1000, le=1000)
+    active: bool = True
+
+    @model_validator(mode="after")
+    def _valid_conditions(self) -> "RuleFields":
+        check_conditions(self.rule_type, self.conditions)
+        return self
+
+
+class RuleCreate(AdminRequest):
+    rule: RuleFields
+
+
+class RuleUpdate(AdminRequest):
+    """Replace a rule's fields (send the whole rule: it is validated as one)."""
+
+    id: int = Field(ge=1)
+    rule: RuleFields
+
+
+class RuleKey(AdminRequest):
+    id: int = Field(ge=1)
+
+
+class RuleQuery(AdminRequest):
+    tenant_id: Identifier | Literal["*"] | None = None
+    include_inactive: bool = False
+
+
+class VisibilityRule(RuleFields):
+    id: int
+    created_at: datetime
+
+
+class RuleList(Message):
+    rules: list[VisibilityRule]

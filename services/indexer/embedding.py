@@ -1,0 +1,50 @@
+"""The tools' vectors: embedding those that wait for one, and finding and marking those that drifted."""
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from contracts import DriftEntry, DriftReport, DriftRequest, RecomputeRequest, ToolSpec
+from services.indexer.drift import days_since, drift_reason
+from services.indexer.tool2vec import tool_vectors
+from toolsel.embedder import Embedder
+from toolsel.store import registry
+
+
+async def embed_pending(pool: asyncpg.Pool, embedder: Embedder, batch: int = 256) -> int:
+    """Re-embed every pending or stale tool, in batches; returns how many were embedded."""
+    done = 0
+    while rows := await registry.tools_to_embed(pool, batch):
+        vectors = tool_vectors([ToolSpec.model_validate_json(r["spec"]) for r in rows], embedder)
+        await registry.store_vectors(pool, [(r["id"], vectors[i], r["embed_hash"]) for i, r in enumerate(rows)])
+        done += len(rows)
+    return done
+
+
+async def drift_report(pool: asyncpg.Pool, request: DriftRequest, default_days: float) -> DriftReport:
+    """Live tools (any status: a held-back tool needs a fresh vector before it returns) that drifted."""
+    days = request.days or default_days
+    rows = await registry.embedding_ages(pool, request.plugin_id)
+    drifted = [e for e in (_drift_entry(r, r["now"], days) for r in rows) if e is not None]
+    drifted.sort(key=lambda e: (e.days_since_embed is not None, -(e.days_since_embed or 0.0), e.plugin_id, e.name))
+    return DriftReport(days=days, tools=drifted)
+
+
+def _drift_entry(row: asyncpg.Record, now: datetime, days: float) -> DriftEntry | None:
+    reason = drift_reason(row["embedding_status"], row["last_embedded_at"], now, days)
+    if reason is None:
+        return None
+    fields: dict[str, Any] = {name: row[name] for name in ("plugin_id", "name", "embedding_status", "last_embedded_at")}
+    return DriftEntry(**fields, days_since_embed=days_since(row["last_embedded_at"], now), reason=reason)
+
+
+async def mark_for_recompute(pool: asyncpg.Pool, request: RecomputeRequest, drift_days: float) -> int:
+    """Mark stale the vectors to recompute (every live one in scope when forced, else those too old); returns how
+    many in scope the next embedding pass will take (these plus the missing and stale ones)."""
+    if request.force:
+        await registry.mark_all_stale(pool, request.plugin_id)
+    else:
+        report = await drift_report(pool, DriftRequest(plugin_id=request.plugin_id), drift_days)
+        await registry.mark_stale(pool, [(t.plugin_id, t.name) for t in report.tools if t.reason == "old"])
+    return await registry.waiting_for_embedding(pool, request.plugin_id)

@@ -1,0 +1,40 @@
+"""What the indexer's handlers share once the app has started: the store, the model and the broadcast."""
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import asyncpg
+from faststream import Context
+from faststream.nats.publisher.usecase import LogicPublisher
+
+from contracts import RegistryChanged
+from services.indexer.embedding import embed_pending
+from toolsel.embedder import Embedder
+from toolsel.settings import Settings
+
+STATE = "indexer"
+"""The key of the state in FastStream's context (set by the app's lifespan)."""
+
+
+@dataclass
+class IndexerState:
+    settings: Settings
+    pool: asyncpg.Pool
+    embedder: Embedder
+    registry_changed: LogicPublisher
+    embed_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    syncs: int = 0
+
+    async def embed(self) -> int:
+        """One embedding pass at a time: syncs, rollbacks, recomputes and operators' writes all end with one."""
+        async with self.embed_lock:
+            return await embed_pending(self.pool, self.embedder)
+
+    async def changed(self, plugin_id: str, reason: str, names: list[str] | None = None) -> None:
+        """Tell the selectors to reload what they hold of the registry."""
+        await self.registry_changed.publish(RegistryChanged(plugin_id=plugin_id, reason=reason, changed=names or []))
+
+
+State = Annotated[IndexerState, Context(STATE)]
+"""A handler's parameter of this type receives the indexer's state."""

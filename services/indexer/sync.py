@@ -1,0 +1,126 @@
+"""Applying a plugin sync: authorise, write the declaration in one transaction, embed, tell the selectors.
+
+The writer (``write_plan``) is also how operators' tool writes reach the registry, so both go through the
+same hashing, versions and review flags.
+"""
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from contracts import PluginSync, SyncReport
+from services.indexer.auth import authorise
+from services.indexer.diff import StoredTool, SyncPlan, plan_sync
+from services.indexer.hashing import embedding_hash
+from services.indexer.review import needs_review, status_after_update
+from services.indexer.state import IndexerState
+from toolsel.messaging import RequestError
+from toolsel.store import registry
+
+log = logging.getLogger("toolsel.indexer")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Who writes tools and in whose name: a plugin's sync or an operator's request."""
+
+    plugin_id: str
+    tenant_id: str
+    plugin_version: str
+    reason: str
+
+
+async def stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
+    """The plugin's tools as the diff compares them, by name (deleted ones too)."""
+    rows = await registry.stored_tools(conn, plugin_id)
+    return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], json.loads(r["spec"])) for r in rows}
+
+
+async def write_plan(
+    conn: asyncpg.Connection, origin: Origin, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
+) -> int:
+    """Insert, update (each with a version snapshot) and soft-delete per the plan; returns how many updates were
+    flagged for review."""
+    for spec, digest in plan.insert:
+        tool_id = await registry.insert_tool(
+            conn, origin.plugin_id, origin.tenant_id, origin.plugin_version, spec, digest, embedding_hash(spec)
+        )
+        await registry.snapshot_version(conn, tool_id, ["created"], digest, origin.reason)
+    flagged = 0
+    current = await registry.review_states(conn, [u[0] for u in plan.update])
+    old_specs = {t.id: t.spec for t in stored.values()}
+    for tool_id, spec, digest, fields in plan.update:
+        approved, status = current[tool_id]
+        review = needs_review(old_specs[tool_id], spec, approved)
+        flagged += review
+        await registry.update_tool(
+            conn,
+            tool_id,
+            origin.tenant_id,
+            origin.plugin_version,
+            spec,
+            digest,
+            embedding_hash(spec),
+            flag_review=review,
+            status=status_after_update(status, review, flagged_selectable),
+        )
+        await registry.snapshot_version(conn, tool_id, fields, digest, origin.reason)
+    if plan.delete:
+        await registry.soft_delete(conn, plan.delete)
+    return flagged
+
+
+async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
+    """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
+    Embedding is a separate pass."""
+    started = time.perf_counter()
+    async with pool.acquire() as conn, conn.transaction():
+        await registry.lock_plugin(conn, sync.plugin_id)
+        stored = await stored_tools(conn, sync.plugin_id)
+        plan = plan_sync(stored, sync.tools)
+        origin = Origin(
+            sync.plugin_id, sync.tenant_id, sync.plugin_version, f"sync {sync.plugin_id} {sync.plugin_version}"
+        )
+        flagged = await write_plan(conn, origin, plan, stored, flagged_selectable)
+        await registry.replace_categories(conn, sync.plugin_id, sync.categories)
+        await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings)
+    return SyncReport(
+        event_id=sync.event_id,
+        plugin_id=sync.plugin_id,
+        inserted=len(plan.insert),
+        updated=len(plan.update),
+        unchanged=len(plan.unchanged),
+        deleted=len(plan.delete),
+        flagged=flagged,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+async def run_sync(state: IndexerState, sync: PluginSync, payload: Mapping[str, Any]) -> SyncReport:
+    """Authorise (against the payload as received, which is what a plugin signs), write, embed, and tell the
+    selectors when anything changed. A refusal is logged and writes nothing."""
+    settings = state.settings
+    try:
+        authorise(
+            sync,
+            settings.plugin_secrets,
+            payload=payload,
+            signed_plugins=settings.signed_plugins,
+            require_credentials=settings.require_plugin_credentials,
+        )
+    except RequestError as refused:
+        log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)
+        raise
+    report = await apply_sync(state.pool, sync, flagged_selectable=settings.flagged_tools_selectable)
+    embedded = await state.embed()
+    report = report.model_copy(update={"embedded": embedded})
+    state.syncs += 1
+    if report.inserted or report.updated or report.deleted or embedded:
+        await state.changed(sync.plugin_id, "sync")
+    log.info("sync %s: %s", sync.plugin_id, report.model_dump(exclude={"schema_version"}))
+    return report

@@ -1,0 +1,85 @@
+"""The learner's event table: each kind of event, its model and the function that applies a batch of it.
+
+Applying is the learning modules' work (``outcomes``, ``reviews``, ``feedback``) plus what the process does
+around it: count, broadcast new posteriors and tool-state changes to the selectors.
+"""
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from contracts import (
+    FeedbackEvent,
+    OutcomeEvent,
+    PosteriorsUpdated,
+    ReviewEvent,
+    SelectionEvent,
+    ToolStateChanged,
+    subjects,
+)
+from services.learner.consumers import EventKind
+from services.learner.feedback import apply_feedback
+from services.learner.outcomes import apply_outcomes
+from services.learner.reviews import apply_reviews
+from services.learner.state import Applied, LearnerState
+from toolsel.store import events
+
+log = logging.getLogger("toolsel.learner")
+
+
+def _applied(batch: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent], unknown: Sequence[UUID]) -> list[Applied]:
+    left_out = set(unknown)
+    return ["unknown" if e.event_id in left_out else "applied" for e in batch]
+
+
+async def announce(state: LearnerState, changes: Sequence[ToolStateChanged]) -> None:
+    """Tell the selectors (they reload and drop a quarantined tool at once) and the logs."""
+    for change in changes:
+        log.warning("tool %s is %s: %s", change.key, change.state.value, change.reason)
+        await state.tool_states.publish(change)
+    state.counters.transitions += len(changes)
+
+
+async def selections(state: LearnerState, batch: Sequence[SelectionEvent]) -> list[Applied]:
+    await events.insert_selections(state.pool, batch)
+    return ["applied"] * len(batch)
+
+
+async def outcomes(state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
+    s = state.settings
+    result = await apply_outcomes(state.pool, batch, s.prior_alpha, s.prior_beta, s.not_called_penalty, state.policy)
+    state.counters.applied += len(result.applied)
+    state.counters.duplicates += len(result.duplicates)
+    if result.posteriors:
+        await state.posteriors.publish(PosteriorsUpdated(updates=result.posteriors))
+    await announce(state, result.transitions)
+    return _applied(batch, result.unknown_selection)
+
+
+async def reviews(state: LearnerState, batch: Sequence[ReviewEvent]) -> list[Applied]:
+    s = state.settings
+    result = await apply_reviews(state.pool, batch, state.embed, state.multipliers, s.review_merge_similarity)
+    state.counters.reviews += len(result.applied)
+    state.counters.duplicates += len(result.duplicates)
+    return _applied(batch, result.unknown_selection)
+
+
+async def feedback(state: LearnerState, batch: Sequence[FeedbackEvent]) -> list[Applied]:
+    result = await apply_feedback(state.pool, batch)
+    state.counters.feedback += len(result.applied)
+    state.counters.duplicates += len(result.duplicates)
+    return _applied(batch, result.unknown_tool)
+
+
+def _unknown_selection(event: SelectionEvent | OutcomeEvent | ReviewEvent) -> str:
+    return f"unknown selection {event.selection_id}"
+
+
+EVENT_KINDS: tuple[EventKind[Any], ...] = (
+    EventKind("selection", subjects.SELECTION_EVENTS, SelectionEvent, selections, _unknown_selection),
+    EventKind("outcome", subjects.OUTCOME_EVENTS, OutcomeEvent, outcomes, _unknown_selection),
+    EventKind("review", subjects.REVIEW_EVENTS, ReviewEvent, reviews, _unknown_selection),
+    EventKind("feedback", subjects.FEEDBACK_EVENTS, FeedbackEvent, feedback, lambda e: f"unknown tool {e.key}"),
+)
+"""kind -> subject -> model -> apply: the one place that says which events the learner consumes."""

@@ -1,0 +1,402 @@
+"""The selector: the stages wired to the in-memory state, request in, reply and selection event out.
+
+Every stage is a pure function (``stages``, ``policy``, ``retrieval``) and every score a signal
+(``signals``); this module only orders them and records which ones degraded. A stage that fails or leaves
+nothing passes the candidates on unchanged.
+"""
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from uuid import uuid4
+
+import numpy as np
+
+from contracts import (
+    ScoreBreakdown,
+    ScoredTool,
+    SelectedTool,
+    SelectionEvent,
+    SelectReply,
+    SelectRequest,
+    TokenEstimate,
+)
+from services.selector import retrieval, stages
+from services.selector.catalog import Catalog, Posteriors, ReviewIndex
+from services.selector.history import UserHistory
+from services.selector.policy import Rule, Subject, visible_mask
+from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
+from services.selector.signals.bm25 import BM25
+from services.selector.signals.quality import QUALITY
+from services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
+from services.selector.signals.vector import VECTOR
+from toolsel.embedder import Embedder
+from toolsel.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
+    """Seed 000's bandit context, ``tier:page:general`` by default. ``{intent}`` in the template stands for
+    the tool retrieval ranks first (seed 000, 10.3's finer query category): posteriors then learn, per
+    apparent intent, which tool the agent really uses."""
+    return template.format(tier=tier, page=page or "*", intent=intent)
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    """One query's retrieval: its fused relevance and each retrieval signal's scores, by name."""
+
+    relevance: stages.Scores
+    signals: dict[str, stages.Scores]
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One request's scores over the catalog rows: the composite, its exploring twin, and each breakdown
+    field's values for the reply."""
+
+    score: stages.Scores
+    explore: stages.Scores
+    """The composite with quality fed the Thompson draw instead of the posterior mean."""
+    breakdown: dict[str, stages.Scores]
+
+
+@dataclass
+class Selector:
+    """Holds what a selection reads and answers from memory; the app keeps each part current from events."""
+
+    settings: Settings
+    catalog: Catalog
+    embedder: Embedder | None
+    posteriors: Posteriors = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    reviews: ReviewIndex | None = None
+    history: UserHistory = field(default_factory=UserHistory)
+    rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    degraded_sources: set[str] = field(default_factory=set)
+    """State that could not be refreshed (e.g. ``store`` while PostgreSQL is down): answers carry on from
+    the last copy and say so."""
+    _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
+    """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
+    _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        check_weights(self.settings)
+
+    def select(self, request: SelectRequest) -> tuple[SelectReply, SelectionEvent]:
+        started = time.perf_counter()
+        s, cat = self.settings, self.catalog
+        k = request.k or s.default_k
+        degraded = sorted(self.degraded_sources)
+        counts: dict[str, int] = {"catalog": len(cat)}
+
+        mask = stages.tenant_mask(cat.tenants, request.tenant_id) & ~cat.quarantined
+        mask &= self._policy(request)
+        counts["visible"] = int(mask.sum())
+        visible_tokens = int(cat.schema_tokens[mask].sum())  # what the agent would be sent without toolsel
+        for ref in request.filters.exclude:
+            if (row := cat.rows.get(ref.key)) is not None:
+                mask[row] = False
+        pinned = np.flatnonzero(mask & cat.pinned)  # pins survive the page and request filters
+        mask = self._apply_filters(mask, request)
+        counts["filtered"] = int(mask.sum())
+        wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
+        if wanted:
+            mask, applied = stages.narrow(mask, stages.category_mask(cat.plugin_ids, cat.categories, wanted))
+            if not applied:
+                degraded.append("page_filter.empty")
+        counts["page"] = int(mask.sum())
+
+        pool = mask & ~cat.pinned if request.rerank else mask
+        parts = retrieval.decompose(request.query) if s.decompose_queries else [request.query]
+        queries = [request.query, *parts] if len(parts) > 1 else parts
+        reviews = self._review_lookup()
+        per_query, method, query_vector = self._retrieve(queries, pool, request.retrieval, reviews, degraded)
+        rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
+        candidates = retrieval.round_robin(rankings, s.retrieval_candidates)
+        counts["retrieved"] = int(candidates.size)
+        if len(queries) > 1:
+            method += f"+decomposed({len(parts)})"
+
+        intent = cat.keys[int(candidates[0])] if candidates.size else "none"
+        ctx = context_key(s.context_key_template, request.tier, request.page, intent)
+        scored = self._score(request, ctx, per_query, query_vector, reviews, degraded)
+        score = scored.score
+        if not request.rerank:
+            final = candidates[:k]
+            explored = final[:0]
+        else:
+            if request.filters.min_score is not None:
+                keep = score >= request.filters.min_score
+                rankings = [r[keep[r]] for r in rankings]
+                candidates = candidates[keep[candidates]]
+            if len(rankings) > 1:  # each need keeps its quota of the slots (seed 002)
+                ordered = [r[np.argsort(-score[r], kind="stable")] for r in rankings]
+                candidates = retrieval.round_robin(ordered, s.retrieval_candidates)
+                exploit_score = -np.arange(len(cat), dtype=np.float64)
+                exploit_score[candidates] = -np.arange(candidates.size)
+            else:
+                exploit_score = score
+            chosen, explored = stages.choose(candidates, exploit_score, scored.explore, k, s.exploration_slots)
+            final = stages.inject_pins(chosen, pinned, cat.pin_weight)
+        counts["returned"] = int(final.size)
+        return self._reply(request, ctx, method, degraded, counts, final, explored, scored, visible_tokens, started)
+
+    def _score(
+        self,
+        request: SelectRequest,
+        ctx: str,
+        per_query: list[_Retrieved],
+        query_vector: stages.Vector | None,
+        reviews: ReviewLookup | None,
+        degraded: list[str],
+    ) -> _Scored:
+        """The rerank signals of this request in its bandit context, weighed into the composite."""
+        alpha, beta = self._posterior(ctx)
+        rng = np.random.default_rng(request.seed) if request.seed is not None else self.rng
+        sample = stages.thompson(alpha, beta, rng if self.settings.thompson_sampling else None)
+        if reviews is None:
+            degraded.append("fitness.review_index")
+        signal_ctx = RerankContext(
+            settings=self.settings,
+            request=request,
+            catalog=self.catalog,
+            relevance=_best(q.relevance for q in per_query),
+            success=stages.posterior_mean(alpha, beta),
+            vector=query_vector,
+            reviews=reviews,
+            user_history=self.history,
+            now_s=time.time(),
+        )
+        rerank = {name: signal.scores(signal_ctx) for name, signal in RERANK.items()}
+        score = self._composite(rerank)
+        drawn = QUALITY.scores(replace(signal_ctx, success=sample))
+        breakdown = {
+            **{f: _best(q.signals[n] for q in per_query) for n, f in _fields(RETRIEVAL)},
+            **{f: rerank[n] for n, f in _fields(RERANK)},
+            "thompson": sample,
+            "alpha": alpha,
+            "beta": beta,
+            "composite": score,
+        }
+        return _Scored(score, self._composite({**rerank, QUALITY.name: drawn}), breakdown)
+
+    def _policy(self, request: SelectRequest) -> stages.Mask:
+        who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
+        cat = self.catalog
+        return visible_mask(self.rules, who, cat.keys, cat.category_keys, self.settings.tier_order)
+
+    def learn(self, tool_key: str, context_key: str, alpha: float, beta: float) -> None:
+        """Take in one posterior the learner committed."""
+        self.posteriors.setdefault(context_key, {})[tool_key] = (alpha, beta)
+
+    def _posterior(self, ctx: str) -> tuple[stages.Scores, stages.Scores]:
+        """Each row's Beta(alpha, beta) in this context: the prior, except for the tools learnt in it."""
+        s, cat = self.settings, self.catalog
+        alpha = np.full(len(cat), s.prior_alpha)
+        beta = np.full(len(cat), s.prior_beta)
+        for key, (a, b) in self.posteriors.get(ctx, {}).items():
+            if (row := cat.rows.get(key)) is not None:
+                alpha[row], beta[row] = a, b
+        return alpha, beta
+
+    def _review_lookup(self) -> ReviewLookup | None:
+        if self.reviews is None:
+            return None
+        s = self.settings
+        return ReviewLookup(self.reviews, self._review_rows(), s.review_neighbours, s.review_min_similarity)
+
+    def _review_rows(self) -> stages.Rows:
+        """Catalog row of each review-index entry, recomputed only when either copy was replaced."""
+        assert self.reviews is not None
+        computed_for = self._review_rows_for
+        if computed_for is None or computed_for[0] is not self.catalog or computed_for[1] is not self.reviews:
+            rows = self.catalog.rows
+            self._review_rows_cache = np.array([rows.get(k, -1) for k in self.reviews.keys], dtype=np.int64)
+            self._review_rows_for = (self.catalog, self.reviews)
+        return self._review_rows_cache
+
+    def _apply_filters(self, mask: stages.Mask, request: SelectRequest) -> stages.Mask:
+        """The request's own filters: plugins, servers, categories and tags."""
+        cat, f = self.catalog, request.filters
+        if f.plugins:
+            mask = mask & np.isin(np.array(cat.plugin_ids), f.plugins)
+        if f.servers:
+            mask = mask & np.array([str(spec.get("server") or "") in f.servers for spec in cat.specs], dtype=bool)
+        if f.categories:
+            mask = mask & np.array([c in f.categories for c in cat.categories], dtype=bool)
+        if f.tags:
+            wanted = set(f.tags)
+            mask = mask & np.array([bool(wanted & tags) for tags in cat.tags], dtype=bool)
+        return mask
+
+    def _retrieve(
+        self, queries: list[str], pool: stages.Mask, mode: str, reviews: ReviewLookup | None, degraded: list[str]
+    ) -> tuple[list[_Retrieved], str, stages.Vector | None]:
+        """Each query's retrieval, the method used, and the whole query's vector if any. BM25 comes first: its
+        confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
+        s, cat = self.settings, self.catalog
+        zeros = np.zeros(len(cat), dtype=np.float64)
+        out = []
+        method = mode
+        query_vector = None
+        for i, query in enumerate(queries):
+            ctx = QueryContext(s, cat, query, pool, None, reviews)
+            found = dict.fromkeys(RETRIEVAL, zeros)
+            if mode != "vector":
+                found[BM25.name] = BM25.scores(ctx)
+            bm25 = found[BM25.name]
+            fast = (
+                mode == "hybrid"
+                and s.bm25_fast_path
+                and retrieval.bm25_confidence(bm25, pool, s.bm25_confidence_scale) > s.bm25_confidence_threshold
+            )
+            if mode != "bm25" and not fast:
+                ctx = replace(ctx, vector=self._embed(query, degraded))
+                if ctx.vector is None and mode == "vector":
+                    method = "unranked"
+                query_vector = ctx.vector if i == 0 else query_vector
+                others = [VECTOR.name] if mode == "vector" else [n for n in RETRIEVAL if n != BM25.name]
+                found.update({name: RETRIEVAL[name].scores(ctx) for name in others})
+            if fast:
+                method = "bm25-fast-path"
+            if mode == "bm25" or fast or (mode == "hybrid" and not found[VECTOR.name].any()):
+                top = bm25[pool].max() if pool.any() else 0.0
+                relevance = bm25 / top if top > 0 else zeros
+                if mode == "hybrid" and not fast:
+                    method = "bm25"
+            elif mode == "vector":
+                relevance = found[VECTOR.name]
+            else:
+                relevance = self._fuse(found, ctx)
+            out.append(_Retrieved(relevance, found))
+        return out, method, query_vector
+
+    def _fuse(self, found: dict[str, stages.Scores], ctx: QueryContext) -> stages.Scores:
+        """The retrieval signals in one relevance, each weighed by its setting times its trust for this query."""
+        s = self.settings
+        scores = [found[name] for name in RETRIEVAL]
+        weights = [s.fusion_weights.get(name, 0.0) * sig.trust(found[name], ctx) for name, sig in RETRIEVAL.items()]
+        if s.fusion == "scores":
+            return retrieval.score_fusion(scores, weights, ctx.pool)
+        lists = [retrieval.ranks(signal, ctx.pool) for signal in scores]
+        return retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)
+
+    def _composite(self, rerank: dict[str, stages.Scores]) -> stages.Scores:
+        return stages.composite(rerank, self.settings.rerank_weights, NEUTRAL)
+
+    def _embed(self, query: str, degraded: list[str]) -> stages.Vector | None:
+        if self.embedder is None:
+            degraded.append("retrieval.vectors")
+            return None
+        try:
+            return self.embedder.embed_query(query)
+        except Exception:
+            log.exception("query embedding failed; BM25 alone")
+            if "retrieval.vectors" not in degraded:
+                degraded.append("retrieval.vectors")
+            return None
+
+    def _reply(
+        self,
+        request: SelectRequest,
+        ctx: str,
+        method: str,
+        degraded: list[str],
+        counts: dict[str, int],
+        final: stages.Rows,
+        explored: stages.Rows,
+        scored: _Scored,
+        visible_tokens: int,
+        started: float,
+    ) -> tuple[SelectReply, SelectionEvent]:
+        cat = self.catalog
+        tools = [self._scored(int(r), scored, bool(np.isin(r, explored))) for r in final]
+        selected_tokens = int(cat.schema_tokens[final].sum())
+        hints = {
+            f"{t.plugin_id}/{t.category}": hint
+            for t in tools
+            if t.category and (hint := cat.workflow_hints.get((t.plugin_id, t.category)))
+        }
+        latency = (time.perf_counter() - started) * 1000
+        reply = SelectReply(
+            selection_id=uuid4(),
+            tools=tools,
+            context_key=ctx,
+            method=method,
+            degraded=degraded,
+            candidate_counts=counts,
+            workflow_hints=hints,
+            tokens=TokenEstimate(
+                selected=selected_tokens, catalog=visible_tokens, saved=max(visible_tokens - selected_tokens, 0)
+            ),
+            latency_ms=latency,
+        )
+        event = SelectionEvent(
+            selection_id=reply.selection_id,
+            tenant_id=request.tenant_id,
+            user_id=request.user_id,
+            session_id=request.session_id,
+            query=request.query,
+            page=request.page,
+            tier=request.tier,
+            role=request.role,
+            context_key=ctx,
+            method=method,
+            tools=[
+                SelectedTool(
+                    plugin_id=t.plugin_id,
+                    name=t.name,
+                    rank=i,
+                    score=t.score,
+                    pinned=t.pinned,
+                    exploration=t.exploration,
+                )
+                for i, t in enumerate(tools)
+            ],
+            candidate_count=counts["retrieved"],
+            latency_ms=latency,
+            tokens_selected=selected_tokens,
+            tokens_catalog=visible_tokens,
+        )
+        return reply, event
+
+    def _scored(self, row: int, scored: _Scored, exploration: bool) -> ScoredTool:
+        cat, spec = self.catalog, self.catalog.specs[row]
+        parameters = spec.get("parameters")
+        return ScoredTool(
+            plugin_id=cat.plugin_ids[row],
+            name=cat.names[row],
+            display_name=str(spec.get("display_name") or ""),
+            description=str(spec.get("description") or ""),
+            parameters=parameters if isinstance(parameters, dict) else {},
+            category=cat.categories[row],
+            score=_r(scored.score[row]),
+            pinned=bool(cat.pinned[row]),
+            exploration=exploration,
+            breakdown=ScoreBreakdown.model_validate(
+                {f: float(v[row]) if f in _EXACT else _r(v[row]) for f, v in scored.breakdown.items()}
+            ),
+        )
+
+
+_EXACT = frozenset({"alpha", "beta"})
+"""Breakdown fields given as they are (posterior counts), not rounded."""
+
+
+def _fields(registry: Mapping[str, Signal[Any]]) -> list[tuple[str, str]]:
+    """(signal name, breakdown field) of the signals a breakdown shows."""
+    return [(name, signal.field) for name, signal in registry.items() if signal.field is not None]
+
+
+def _best(per_query: Iterable[stages.Scores]) -> stages.Scores:
+    """Each row's best score over the query's parts (a tool serves the need it fits best)."""
+    best: stages.Scores = np.max(np.vstack(list(per_query)), axis=0)
+    return best
+
+
+def _r(value: float) -> float:
+    return round(float(value), 6)

@@ -1,0 +1,1 @@
+"""The selector's signals: one module per per-row score, one protocol (``base``), one registry (``registry``)."""

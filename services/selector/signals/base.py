@@ -1,0 +1,94 @@
+"""What a signal is: a named score over the catalog rows, computed from a small per-request context.
+
+Retrieval signals are fused into the relevance (``Settings.fusion_weights``); rerank signals are weighed into
+the composite score (``Settings.rerank_weights``). Each names the ``ScoreBreakdown`` field that shows it.
+"""
+
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from contracts import SelectRequest
+from services.selector.catalog import Catalog, ReviewIndex
+from services.selector.history import UserHistory
+from services.selector.stages import Mask, NearReviews, Rows, Scores, Vector, nearest_reviews
+from toolsel.settings import Settings
+
+
+@dataclass(frozen=True)
+class ReviewLookup:
+    """The review index with each entry's catalog row (-1: not in this copy): past queries like this one."""
+
+    index: ReviewIndex
+    rows: Rows
+    neighbours: int
+    min_similarity: float
+
+    def near(self, query: Vector) -> NearReviews:
+        return nearest_reviews(
+            self.index.centroids, self.rows, self.index.fitness, query, self.neighbours, self.min_similarity
+        )
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What a retrieval signal scores: one query (the request's, or one of its parts) over the catalog."""
+
+    settings: Settings
+    catalog: Catalog
+    query: str
+    pool: Mask
+    """The rows retrieval may return."""
+    vector: Vector | None
+    """The query's embedding; None on the BM25 paths or when embedding failed."""
+    reviews: ReviewLookup | None
+
+
+@dataclass(frozen=True)
+class RerankContext:
+    """What a rerank signal scores: the request over the catalog, once retrieval has ranked it."""
+
+    settings: Settings
+    request: SelectRequest
+    catalog: Catalog
+    relevance: Scores
+    """Retrieval's fused relevance, the best over the query's parts."""
+    success: Scores
+    """Each tool's success rate in this context: its posterior mean, or a Thompson draw to explore."""
+    vector: Vector | None
+    """The whole query's embedding, None without one."""
+    reviews: ReviewLookup | None
+    user_history: UserHistory
+    now_s: float
+
+
+Context = TypeVar("Context", contravariant=True)
+
+
+class Signal(Protocol[Context]):
+    """One score per catalog row, weighed by its name in the settings."""
+
+    @property
+    def name(self) -> str:
+        """Its key in the registry and in the weights setting."""
+
+    @property
+    def field(self) -> str | None:
+        """The ``ScoreBreakdown`` field that shows it to the caller (None: not shown)."""
+
+    def scores(self, ctx: Context) -> Scores:
+        """A float64 array over the catalog rows."""
+
+
+class RetrievalSignal(Signal[QueryContext], Protocol):
+    """Scores each query (or part of one); fused into the relevance by ``Settings.fusion_weights``."""
+
+    def trust(self, scores: Scores, ctx: QueryContext) -> float:
+        """The share of its fusion weight it gets for this query (1.0: all of it)."""
+
+
+class RerankSignal(Signal[RerankContext], Protocol):
+    """Scores the request once retrieval ranked it; weighed into the composite by ``Settings.rerank_weights``."""
+
+    @property
+    def neutral(self) -> float:
+        """The score that moves nothing: the composite weighs the distance from it."""

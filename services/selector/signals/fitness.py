@@ -1,0 +1,22 @@
+"""Historical fitness (seed 002): how well each tool served past queries near this one, from their reviews."""
+
+import numpy as np
+
+from services.selector.signals.base import RerankContext
+from services.selector.stages import Scores, historical_fitness
+
+
+class FitnessSignal:
+    name = "fitness"
+    field = "fitness"
+    neutral = 1.0
+    """A multiplier: above 1 helped, below 1 did not; the composite weighs ``fitness - 1``."""
+
+    def scores(self, ctx: RerankContext) -> Scores:
+        """Neutral everywhere without the whole query's embedding or an index."""
+        if ctx.vector is None or ctx.reviews is None:
+            return np.ones(len(ctx.catalog), dtype=np.float64)
+        return historical_fitness(ctx.reviews.near(ctx.vector), len(ctx.catalog))
+
+
+FITNESS = FitnessSignal()

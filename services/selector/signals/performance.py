@@ -1,0 +1,16 @@
+"""Performance (seed 001): the mean of a latency score and the success share of the tool's calls."""
+
+from services.selector.signals.base import RerankContext
+from services.selector.stages import Scores
+
+
+class PerformanceSignal:
+    name = "performance"
+    field = "performance"
+    neutral = 0.0
+
+    def scores(self, ctx: RerankContext) -> Scores:
+        return ctx.catalog.performance
+
+
+PERFORMANCE = PerformanceSignal()

@@ -1,0 +1,16 @@
+"""Recency: exponential decay since the tool's last successful call (0 for never)."""
+
+from services.selector.signals.base import RerankContext
+from services.selector.stages import Scores, recency
+
+
+class RecencySignal:
+    name = "recency"
+    field = "recency"
+    neutral = 0.0
+
+    def scores(self, ctx: RerankContext) -> Scores:
+        return recency(ctx.catalog.last_success_s, ctx.now_s, ctx.settings.recency_half_life_days)
+
+
+RECENCY = RecencySignal()

@@ -1,0 +1,66 @@
+"""Every signal by name, in the order they are summed. Adding a signal: its module, one line here, its test,
+and a weight in ``Settings.fusion_weights`` or ``Settings.rerank_weights`` if it should count by default."""
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from contracts import ScoreBreakdown
+from services.selector.signals import (
+    bm25,
+    fitness,
+    history,
+    performance,
+    popularity,
+    quality,
+    recency,
+    relevance,
+    user_history,
+    vector,
+)
+from services.selector.signals.base import RerankSignal, RetrievalSignal, Signal
+from toolsel.settings import Settings
+
+S = TypeVar("S", bound=Signal[Any])
+
+SHOWN_ELSEWHERE = frozenset({"thompson", "alpha", "beta", "composite"})
+"""Breakdown fields the selector fills from the bandit and the composite, never a signal."""
+
+
+def _by_name(*signals: S) -> dict[str, S]:
+    """The registry of one kind; refuses two signals of one name or showing in one breakdown field."""
+    fields = [s.field for s in signals if s.field is not None]
+    if len({s.name for s in signals}) < len(signals) or len(set(fields)) < len(fields):
+        raise ValueError("two signals share a name or a breakdown field")
+    for field in fields:
+        if field not in ScoreBreakdown.model_fields or field in SHOWN_ELSEWHERE:
+            raise ValueError(f"no ScoreBreakdown field {field!r} for a signal to fill")
+    return {s.name: s for s in signals}
+
+
+RETRIEVAL: dict[str, RetrievalSignal] = _by_name(
+    vector.VECTOR,
+    bm25.BM25,
+    history.HISTORY,
+)
+RERANK: dict[str, RerankSignal] = _by_name(
+    relevance.RELEVANCE,
+    quality.QUALITY,
+    recency.RECENCY,
+    popularity.POPULARITY,
+    user_history.USER_HISTORY,
+    performance.PERFORMANCE,
+    fitness.FITNESS,
+)
+NEUTRAL: dict[str, float] = {name: signal.neutral for name, signal in RERANK.items()}
+
+
+def check_weights(settings: Settings) -> None:
+    """Refuse a weight for a signal that does not exist: a misspelt name would otherwise weigh nothing."""
+    _refuse_unknown("fusion_weights", settings.fusion_weights, RETRIEVAL)
+    _refuse_unknown("rerank_weights", settings.rerank_weights, RERANK)
+
+
+def _refuse_unknown(setting: str, weights: Mapping[str, float], known: Mapping[str, object]) -> None:
+    unknown = sorted(set(weights) - set(known))
+    if unknown:
+        raise ValueError(f"{setting}: no signal named {', '.join(unknown)}; the signals are {', '.join(known)}")

@@ -1,0 +1,16 @@
+"""User history (seed 001): the asking user's own success rate with each tool."""
+
+from services.selector.signals.base import RerankContext
+from services.selector.stages import Scores
+
+
+class UserHistorySignal:
+    name = "user_history"
+    field = "user_history"
+    neutral = 0.0
+
+    def scores(self, ctx: RerankContext) -> Scores:
+        return ctx.user_history.scores(ctx.request.user_id, ctx.catalog.rows, len(ctx.catalog))
+
+
+USER_HISTORY = UserHistorySignal()

@@ -1,0 +1,169 @@
+"""The selection stages as pure functions over arrays: each one testable alone, none doing I/O.
+
+A mask is a boolean array over catalog rows; scores are float arrays aligned with it.
+"""
+
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import reduce
+
+import numpy as np
+import numpy.typing as npt
+
+from contracts import SHARED_TENANT
+from toolsel.pages import page_matches, with_descendants
+
+Mask = npt.NDArray[np.bool_]
+Scores = npt.NDArray[np.float64]
+Rows = npt.NDArray[np.int64]
+Vector = npt.NDArray[np.float32]
+"""A unit embedding: a query's, or one row of a matrix of them."""
+
+
+def tenant_mask(tenants: npt.NDArray[np.str_], tenant_id: str) -> Mask:
+    """Tools of this tenant plus those shared with all; never another tenant's."""
+    result: Mask = (tenants == tenant_id) | (tenants == SHARED_TENANT)
+    return result
+
+
+def page_categories(
+    mappings: Iterable[tuple[str, str, str, int]], page: str, parents: dict[tuple[str, str], str | None]
+) -> set[tuple[str, str]]:
+    """(plugin, category) pairs mapped to this page, with every sub-category of each (categories nest)."""
+    if not page:
+        return set()
+    wanted = {(plugin, category) for plugin, pattern, category, _ in mappings if page_matches(pattern, page)}
+    return with_descendants(wanted, parents)
+
+
+def category_mask(plugin_ids: Sequence[str], categories: Sequence[str | None], wanted: set[tuple[str, str]]) -> Mask:
+    return np.array([(p, c) in wanted for p, c in zip(plugin_ids, categories, strict=True)], dtype=bool)
+
+
+def narrow(mask: Mask, keep: Mask) -> tuple[Mask, bool]:
+    """Apply a filter unless it would leave nothing; says whether it was applied (graceful fallback)."""
+    narrowed: Mask = mask & keep
+    if narrowed.any():
+        return narrowed, True
+    return mask, False
+
+
+def cosine(vectors: npt.NDArray[np.float32], query: Vector) -> Scores:
+    """Cosine similarity of unit vectors: a dot product."""
+    result: Scores = (vectors @ query).astype(np.float64)
+    return result
+
+
+def top_n(scores: Scores, mask: Mask, n: int) -> Rows:
+    """Rows of the ``n`` best scores among the masked rows, best first (stable for ties)."""
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return rows.astype(np.int64)
+    order = np.argsort(-scores[rows], kind="stable")[:n]
+    result: Rows = rows[order].astype(np.int64)
+    return result
+
+
+def epoch_seconds(moments: Sequence[datetime | None]) -> Scores:
+    """Seconds since the epoch, NaN for never: done once per catalog copy so requests stay vectorised."""
+    return np.array([m.timestamp() if m is not None else np.nan for m in moments], dtype=np.float64)
+
+
+def recency(last_success_s: Scores, now_s: float, half_life_days: float) -> Scores:
+    """Exponential decay since the last successful call; 0 for a tool that never succeeded."""
+    days = np.maximum(now_s - last_success_s, 0.0) / 86400.0
+    decayed: Scores = np.where(np.isnan(last_success_s), 0.0, 0.5 ** (days / half_life_days))
+    return decayed
+
+
+def posterior_mean(alpha: Scores, beta: Scores) -> Scores:
+    mean: Scores = alpha / (alpha + beta)
+    return mean
+
+
+def thompson(alpha: Scores, beta: Scores, rng: np.random.Generator | None) -> Scores:
+    """One draw from each Beta(alpha, beta); the posterior mean when randomness is off (rng None)."""
+    if rng is None:
+        return posterior_mean(alpha, beta)
+    sample: Scores = rng.beta(alpha, beta)
+    return sample
+
+
+def composite(signals: Mapping[str, Scores], weights: Mapping[str, float], neutral: Mapping[str, float]) -> Scores:
+    """Seed 004's weighted score with seed 001's and 002's factors: the sum, in the signals' order, of each
+    signal's weight times its distance from its neutral value; a signal without a weight adds nothing."""
+    parts = [weights.get(name, 0.0) * (scores - neutral.get(name, 0.0)) for name, scores in signals.items()]
+    total: Scores = reduce(operator.add, parts)
+    return total
+
+
+def choose(candidates: Rows, exploit: Scores, explore: Scores, k: int, exploration_slots: int) -> tuple[Rows, Rows]:
+    """K minus the exploration slots by the expected score, then for each slot the best of the rest by the
+    sampled score: a new or uncertain tool gets tried without pushing a proven one out.
+
+    Returns (chosen rows in order, the rows that were exploration picks).
+    """
+    explore_n = max(0, min(exploration_slots, k - 1))
+    ranked = candidates[np.argsort(-exploit[candidates], kind="stable")]
+    exploited = ranked[: k - explore_n]
+    rest = ranked[k - explore_n :]
+    picks = rest[np.argsort(-explore[rest], kind="stable")[:explore_n]]
+    return np.concatenate([exploited, picks]).astype(np.int64), picks.astype(np.int64)
+
+
+def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int64]) -> Rows:
+    """Always-pinned tools first by pin weight, then the chosen; pins may take the count past K."""
+    pins = pinned_rows[np.argsort(-pin_weight[pinned_rows], kind="stable")]
+    rest = chosen[~np.isin(chosen, pins)]
+    return np.concatenate([pins, rest]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class NearReviews:
+    """The review-index entries nearest a query: their catalog rows, similarities and fitness."""
+
+    rows: Rows
+    similarity: Scores
+    fitness: Scores
+
+
+def nearest_reviews(
+    centroids: npt.NDArray[np.float32],
+    entry_rows: Rows,
+    entry_fitness: Scores,
+    query: Vector,
+    neighbours: int,
+    min_similarity: float,
+) -> NearReviews:
+    """Seed 002's lookup of past queries like this one: the ``neighbours`` nearest centroids at least
+    ``min_similarity`` close whose tool is in this catalog copy (``entry_rows`` is -1 where it is not)."""
+    if centroids.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.float64)
+        return NearReviews(np.zeros(0, dtype=np.int64), empty, empty)
+    similarity = (centroids @ query).astype(np.float64)
+    near = np.argsort(-similarity, kind="stable")[:neighbours]
+    near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0)]
+    return NearReviews(entry_rows[near], similarity[near], entry_fitness[near])
+
+
+def historical_fitness(near: NearReviews, rows: int) -> Scores:
+    """Each tool's fitness for the near past queries, weighted by their similarity; 1.0 (neutral) without."""
+    out = np.ones(rows, dtype=np.float64)
+    weights = np.zeros(rows, dtype=np.float64)
+    sums = np.zeros(rows, dtype=np.float64)
+    np.add.at(weights, near.rows, near.similarity)
+    np.add.at(sums, near.rows, near.similarity * near.fitness)
+    seen = weights > 0
+    out[seen] = sums[seen] / weights[seen]
+    return out
+
+
+def historical_recommendation(near: NearReviews, rows: int) -> Scores:
+    """The historical ranking: for each tool, the best ``similarity x (fitness - 1)`` over the near past
+    queries where it helped (fitness above neutral); 0 for a tool no near past query vouches for."""
+    out = np.zeros(rows, dtype=np.float64)
+    helped = near.fitness > 1.0
+    np.maximum.at(out, near.rows[helped], near.similarity[helped] * (near.fitness[helped] - 1.0))
+    return out

@@ -1,0 +1,78 @@
+"""The learner app built from a given Settings object, in memory: its consumers, admin areas and health."""
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from faststream.nats import TestNatsBroker
+
+from contracts import ErrorCode, ErrorReply, HealthReply, subjects
+from services.learner.app import create_app
+from services.learner.handlers import EVENT_KINDS
+from toolsel.settings import Settings
+
+LEARNING_AND_ANALYTICS = {
+    subjects.ADMIN_QUALITY,
+    subjects.ADMIN_QUARANTINE_LIST,
+    subjects.ADMIN_QUARANTINE_RELEASE,
+    subjects.ADMIN_FEEDBACK_LIST,
+    subjects.ADMIN_ANALYTICS_METRICS,
+    subjects.ADMIN_ANALYTICS_HEATMAP,
+    subjects.ADMIN_ANALYTICS_ACCURACY,
+}
+ABOUT_A_TOOL = {subjects.ADMIN_QUALITY, subjects.ADMIN_QUARANTINE_RELEASE, subjects.ADMIN_FEEDBACK_LIST}
+A_TOOL = {"plugin_id": "p", "name": "t"}
+
+
+def _settings() -> Settings:
+    return Settings(home=Path(tempfile.mkdtemp(prefix="toolsel-unit-")), admin_token="secret", learner_batch_size=7)
+
+
+def _served(settings: Settings) -> dict[str, str | None]:
+    """Subject -> queue group of every subscriber of a new app."""
+    app = create_app(settings)
+    return {s.subject.broker_address: getattr(s, "queue", None) for s in app.broker.subscribers}  # type: ignore[attr-defined]
+
+
+def test_each_event_kind_has_a_durable_consumer_named_as_before() -> None:
+    served = _served(_settings())
+    assert {kind.subject for kind in EVENT_KINDS} == {
+        subjects.SELECTION_EVENTS,
+        subjects.OUTCOME_EVENTS,
+        subjects.REVIEW_EVENTS,
+        subjects.FEEDBACK_EVENTS,
+    }
+    for kind in EVENT_KINDS:
+        assert served[kind.subject] == f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
+
+
+def test_the_learner_serves_the_learning_and_analytics_admin_areas_and_its_health() -> None:
+    served = _served(_settings())
+    admin = {subject for subject in served if subject.startswith(subjects.ADMIN_PREFIX)}
+    assert admin == LEARNING_AND_ANALYTICS
+    assert subjects.health("learner") in served
+
+
+@pytest.mark.parametrize("subject", sorted(LEARNING_AND_ANALYTICS))
+async def test_admin_requests_need_the_configured_token(subject: str) -> None:
+    app = create_app(_settings())
+    async with TestNatsBroker(app.broker) as broker:
+        body = {"admin_token": "wrong", **(A_TOOL if subject in ABOUT_A_TOOL else {})}
+        reply = ErrorReply.model_validate(await (await broker.request(json.dumps(body).encode(), subject)).decode())
+    assert (reply.error.code, reply.error.field) == (ErrorCode.UNAUTHORIZED, "admin_token")
+
+
+async def test_health_reports_the_counters_of_this_app() -> None:
+    app = create_app(_settings())
+    async with TestNatsBroker(app.broker) as broker:
+        reply = HealthReply.model_validate(await (await broker.request(b"", subjects.health("learner"))).decode())
+    assert reply.service == "learner"
+    assert reply.details == {
+        "applied": 0,
+        "duplicates": 0,
+        "dead_letters": 0,
+        "reviews": 0,
+        "feedback": 0,
+        "transitions": 0,
+    }

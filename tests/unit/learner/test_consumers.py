@@ -1,0 +1,147 @@
+"""What a learner consumer does with each message, in memory (FastStream's TestNatsBroker): acknowledge after the
+batch applied, redeliver a failed batch, dead-letter what is malformed or refers to nothing for too long."""
+
+import asyncio
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from faststream.nats import JStream, NatsBroker, TestNatsBroker
+from faststream.nats.annotations import NatsMessage
+from faststream.nats.testing import PatchedMessage
+
+from contracts import OutcomeEvent, subjects
+from services.learner import consumers
+from services.learner.consumers import EventKind
+from services.learner.state import Applied, LearnerState
+from toolsel.settings import Settings
+
+Log = list[tuple[str, Any]]
+
+
+@dataclass
+class Harness:
+    """A broker with one outcome consumer whose batches are applied by ``verdict`` (or fail with ``error``)."""
+
+    broker: NatsBroker
+    state: LearnerState
+    log: Log
+    verdict: Applied = "applied"
+    error: Exception | None = None
+    dead_letters: list[tuple[bytes, str]] = field(default_factory=list)
+
+    async def apply(self, state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
+        self.log.append(("apply", len(batch)))
+        if self.error is not None:
+            raise self.error
+        return [self.verdict] * len(batch)
+
+    async def publish(self, body: bytes, delivered: int = 1, age_s: float = 0.0) -> None:
+        """As JetStream delivers: the ack subject carries the delivery count and the time the event was stored."""
+        stored_ns = int((time.time() - age_s) * 1e9)
+        ack = f"$JS.ACK.{subjects.EVENTS_STREAM}.toolsel-learner-outcome.{delivered}.1.1.{stored_ns}.0"
+        await self.broker.publish(body, subjects.OUTCOME_EVENTS, stream=subjects.EVENTS_STREAM, reply_to=ack)
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> Log:
+    """Every ack and nak of an in-memory event message, in order, with what the batches did."""
+    calls: Log = []
+
+    async def ack(self: PatchedMessage) -> None:
+        if self.subject == subjects.OUTCOME_EVENTS:
+            calls.append(("ack", None))
+
+    async def nak(self: PatchedMessage, delay: float | None = None) -> None:
+        if self.subject == subjects.OUTCOME_EVENTS:
+            calls.append(("nak", delay))
+
+    monkeypatch.setattr(PatchedMessage, "ack", ack)
+    monkeypatch.setattr(PatchedMessage, "nak", nak)
+    return calls
+
+
+@pytest.fixture
+async def harness(log: Log) -> AsyncIterator[Harness]:
+    settings = Settings(
+        home=Path(tempfile.mkdtemp(prefix="toolsel-unit-")),
+        learner_batch_size=3,
+        learner_batch_timeout_s=0.01,
+        orphan_timeout_s=60,
+        max_deliver=4,
+    )
+    broker = NatsBroker()
+    state = LearnerState.from_settings(
+        settings, broker, broker.publisher(subjects.POSTERIORS_UPDATED), broker.publisher(subjects.TOOL_STATE_CHANGED)
+    )
+    harness = Harness(broker, state, log)
+    kinds = [
+        EventKind("outcome", subjects.OUTCOME_EVENTS, OutcomeEvent, harness.apply, lambda e: f"no {e.selection_id}")
+    ]
+    state.batchers = consumers.batchers(state, kinds)
+    broker.include_router(consumers.router(state, kinds))
+
+    @broker.subscriber(subjects.dead_letter("outcome"), stream=JStream(subjects.DLQ_STREAM, declare=False))
+    async def dead_letter(msg: NatsMessage) -> None:
+        harness.dead_letters.append((msg.body, msg.headers["toolsel-reason"]))
+
+    async with TestNatsBroker(broker):
+        yield harness
+
+
+def _outcome() -> OutcomeEvent:
+    return OutcomeEvent(selection_id=uuid4())
+
+
+async def test_an_event_is_acknowledged_after_its_batch_applied(harness: Harness) -> None:
+    await harness.publish(_outcome().model_dump_json().encode())
+    assert harness.log == [("apply", 1), ("ack", None)]
+    assert harness.dead_letters == []
+
+
+async def test_concurrent_events_are_applied_in_one_batch_then_each_acknowledged(harness: Harness) -> None:
+    await asyncio.gather(*(harness.publish(_outcome().model_dump_json().encode()) for _ in range(3)))
+    assert harness.log == [("apply", 3), ("ack", None), ("ack", None), ("ack", None)]
+
+
+async def test_a_failed_batch_is_redelivered_not_acknowledged(harness: Harness) -> None:
+    harness.error = RuntimeError("database went away")
+    await harness.publish(_outcome().model_dump_json().encode())
+    assert harness.log == [("apply", 1), ("nak", consumers.FAILED_BATCH_DELAY_S)]
+    assert harness.dead_letters == []
+
+
+async def test_a_malformed_event_is_dead_lettered_with_the_reason_and_acknowledged(harness: Harness) -> None:
+    await harness.publish(b'{"selection_id": "not a uuid"}')
+    assert harness.log == [("ack", None)]
+    ((body, reason),) = harness.dead_letters
+    assert body == b'{"selection_id": "not a uuid"}'
+    assert reason.startswith("malformed: ")
+    assert harness.state.counters.dead_letters == 1
+
+
+async def test_an_event_of_an_unknown_selection_is_retried_with_backoff(harness: Harness) -> None:
+    harness.verdict = "unknown"
+    await harness.publish(_outcome().model_dump_json().encode(), delivered=2)
+    assert harness.log == [("apply", 1), ("nak", consumers.backoff_s(2))]
+    assert consumers.backoff_s(2) == pytest.approx(0.2)
+    assert consumers.backoff_s(50) == consumers.MAX_BACKOFF_S
+    assert harness.dead_letters == []
+
+
+@pytest.mark.parametrize(("delivered", "age_s"), [(4, 0.0), (1, 61.0)])
+async def test_an_event_of_an_unknown_selection_is_dead_lettered_at_last(
+    harness: Harness, delivered: int, age_s: float
+) -> None:
+    """After ``max_deliver`` deliveries, or once older than ``orphan_timeout_s``."""
+    harness.verdict = "unknown"
+    event = _outcome()
+    await harness.publish(event.model_dump_json().encode(), delivered=delivered, age_s=age_s)
+    assert harness.log == [("apply", 1), ("ack", None)]
+    assert [reason for _, reason in harness.dead_letters] == [f"no {event.selection_id}"]
+    assert harness.state.counters.dead_letters == 1

@@ -1,0 +1,44 @@
+"""User history: the asking user's own success rate with each tool, from the events the selector saw."""
+
+from uuid import uuid4
+
+from contracts import OutcomeEvent, SelectionEvent, SelectRequest, ToolCall
+from services.selector.history import UserHistory
+from services.selector.signals.user_history import USER_HISTORY
+from tests.unit.selector.factory import T, catalog, rerank_context
+
+CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
+
+
+def _history() -> UserHistory:
+    history = UserHistory()
+    for success in (True, False):
+        selection = uuid4()
+        history.record_selection(
+            SelectionEvent(
+                selection_id=selection,
+                tenant_id="*",
+                user_id="u1",
+                query="q",
+                tier="free",
+                context_key="c",
+                method="hybrid",
+                tools=[],
+                candidate_count=0,
+                latency_ms=0,
+                tokens_selected=0,
+                tokens_catalog=0,
+            )
+        )
+        history.record_outcome(
+            OutcomeEvent(selection_id=selection, calls=[ToolCall(plugin_id="p", name="b", success=success)])
+        )
+    return history
+
+
+def test_is_the_users_success_rate_and_nothing_for_others() -> None:
+    history = _history()
+    mine = rerank_context(CAT, request=SelectRequest(query="q", user_id="u1"), user_history=history)
+    theirs = rerank_context(CAT, request=SelectRequest(query="q", user_id="u2"), user_history=history)
+    assert USER_HISTORY.scores(mine).tolist() == [0.0, 0.5]
+    assert USER_HISTORY.scores(theirs).tolist() == [0.0, 0.0]

@@ -1,0 +1,196 @@
+"""The selector app built from given settings and run on FastStream's in-memory broker: the store and the
+model are stand-ins, the handlers, lifespan and refresh logic are the real ones."""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from faststream import TestApp
+from faststream.nats import NatsBroker, TestNatsBroker
+from pgvector import Vector
+
+from contracts import (
+    HealthReply,
+    PosteriorsUpdated,
+    PosteriorUpdate,
+    RegistryChanged,
+    SelectionEvent,
+    SelectReply,
+    SelectRequest,
+    subjects,
+)
+from services.selector import app as selector_app
+from tests.unit.selector.factory import DIM, AxisEmbedder
+from toolsel.messaging import events_stream
+from toolsel.settings import Settings
+from toolsel.store import catalog as store
+
+EMBED = AxisEmbedder({"email": 0, "weather": 1, "flight": 2})
+
+
+def tool_row(name: str, description: str, axis: int) -> dict[str, Any]:
+    """A row of ``store.LIVE_TOOLS`` as PostgreSQL would return it."""
+    vector = [0.0] * DIM
+    vector[axis] = 1.0
+    return {
+        "id": axis,
+        "plugin_id": "p",
+        "name": name,
+        "tenant_id": "*",
+        "category": None,
+        "spec": json.dumps({"name": name, "description": description, "parameters": {"type": "object"}}),
+        "embedding": Vector(vector),
+        "is_always_pinned": False,
+        "pin_weight": 0,
+        "quarantined": False,
+        "rating_sum": None,
+        "rating_count": None,
+        "last_success_at": None,
+        "calls": None,
+        "failures": None,
+        "latency_sum_ms": None,
+        "latency_count": None,
+    }
+
+
+@dataclass
+class FakeStore:
+    """Answers the selector's named queries from rows the test sets; ``down`` makes every read fail."""
+
+    rows: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    down: bool = False
+    closed: bool = False
+
+    async def fetch(self, sql: str) -> list[Mapping[str, Any]]:
+        if self.down:
+            raise ConnectionError("the store is down")
+        return self.rows.get(sql, [])
+
+    async def fetchrow(self, sql: str) -> tuple[int, int]:
+        assert sql == store.REVIEW_INDEX_VERSION
+        return len(self.rows.get(store.REVIEW_INDEX, [])), 0
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake_store(monkeypatch: pytest.MonkeyPatch) -> FakeStore:
+    fake = FakeStore({store.LIVE_TOOLS: [tool_row("send_email", "send an email", 0)]})
+
+    async def open_store(settings: Settings) -> FakeStore:
+        return fake
+
+    async def load_model(settings: Settings, *, cache: bool = True) -> AxisEmbedder:
+        return EMBED
+
+    monkeypatch.setattr(selector_app, "open_store", open_store)
+    monkeypatch.setattr(selector_app, "load_model", load_model)
+    return fake
+
+
+@pytest.fixture
+def recorded() -> list[SelectionEvent]:
+    """The selection events the app published."""
+    return []
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(nats_url="nats://in-memory:4222", thompson_sampling=False, exploration_slots=0)
+
+
+@pytest.fixture
+async def broker(
+    settings: Settings, fake_store: FakeStore, recorded: list[SelectionEvent]
+) -> AsyncIterator[NatsBroker]:
+    app = selector_app.create_app(settings)
+
+    @app.broker.subscriber(subjects.SELECTION_EVENTS, stream=events_stream())  # as the learner consumes them
+    async def record(event: SelectionEvent) -> None:
+        recorded.append(event)
+
+    async with TestNatsBroker(app.broker) as test_broker, TestApp(app):
+        yield test_broker
+    assert fake_store.closed
+
+
+async def select(broker: NatsBroker, **request: Any) -> SelectReply:
+    response = await broker.request(SelectRequest(**request), subjects.SELECT)
+    return SelectReply.model_validate_json(response.body)
+
+
+async def test_select_answers_from_the_catalog_read_at_start(broker: NatsBroker) -> None:
+    reply = await select(broker, query="send an email", k=1, dry_run=True)
+    assert [t.name for t in reply.tools] == ["send_email"]
+    assert reply.method == "hybrid"
+    assert reply.degraded == []
+
+
+async def test_a_bad_request_gets_a_typed_error_reply(broker: NatsBroker) -> None:
+    response = await broker.request({"query": "", "k": 0}, subjects.SELECT)
+    assert json.loads(response.body)["error"]["code"] == "invalid_request"
+
+
+async def test_the_selection_event_is_published_unless_a_dry_run(
+    broker: NatsBroker, recorded: list[SelectionEvent]
+) -> None:
+    await select(broker, query="send an email", k=1, dry_run=True)
+    reply = await select(broker, query="send an email", k=1)
+    for _ in range(100):
+        if recorded:
+            break
+        await asyncio.sleep(0.01)
+    assert [e.selection_id for e in recorded] == [reply.selection_id]
+    health = HealthReply.model_validate_json((await broker.request(None, subjects.health("selector"))).body)
+    assert health.details == {"tools": 1, "selections": 2}
+
+
+async def test_a_registry_broadcast_reloads_the_catalog(broker: NatsBroker, fake_store: FakeStore) -> None:
+    fake_store.rows[store.LIVE_TOOLS] = [
+        tool_row("send_email", "send an email", 0),
+        tool_row("get_weather", "weather forecast for a city", 1),
+    ]
+    assert [t.name for t in (await select(broker, query="weather", k=5, dry_run=True)).tools] == ["send_email"]
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    reply = await select(broker, query="weather in Oslo", k=1, dry_run=True)
+    assert [t.name for t in reply.tools] == ["get_weather"]
+
+
+async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsBroker, fake_store: FakeStore) -> None:
+    fake_store.down = True
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    reply = await select(broker, query="send an email", k=1, dry_run=True)
+    assert reply.degraded == ["registry.stale"]
+    assert [t.name for t in reply.tools] == ["send_email"]
+    fake_store.down = False
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    assert (await select(broker, query="send an email", k=1, dry_run=True)).degraded == []
+
+
+async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
+    update = PosteriorUpdate(plugin_id="p", name="send_email", context_key="free:*:general", alpha=9.0, beta=2.0)
+    await broker.publish(PosteriorsUpdated(updates=[update]), subjects.POSTERIORS_UPDATED)
+    reply = await select(broker, query="send an email", k=1, dry_run=True)
+    assert (reply.tools[0].breakdown.alpha, reply.tools[0].breakdown.beta) == (9.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    "settings", [Settings(nats_url="nats://in-memory:4222", tool_list_cache_ttl_s=0.02, exploration_slots=0)]
+)
+async def test_the_catalog_is_reloaded_on_its_ttl_without_a_broadcast(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    fake_store.rows[store.LIVE_TOOLS] = [tool_row("get_weather", "weather forecast for a city", 1)]
+
+    async def names() -> list[str]:
+        return [t.name for t in (await select(broker, query="weather", k=5, dry_run=True)).tools]
+
+    for _ in range(200):
+        if await names() == ["get_weather"]:
+            break
+        await asyncio.sleep(0.01)
+    assert await names() == ["get_weather"]

@@ -1,0 +1,198 @@
+"""The whole selection over an in-memory catalog: every stage, the quarantine on every path, tenants, pins."""
+
+import numpy as np
+import pytest
+
+from contracts import SelectRequest, ToolRef
+from services.selector.policy import Rule
+from services.selector.selector import Selector
+from tests.unit.selector.factory import AxisEmbedder, T, catalog
+from toolsel.settings import Settings
+
+TOOLS = [
+    T("send_email", "send an email message to a recipient", 0, category="mail"),
+    T("read_inbox", "read the email inbox messages", 1, category="mail"),
+    T("get_weather", "weather forecast for a city", 2, category="weather"),
+    T("search_flights", "search flights between airports", 3, category="travel"),
+    T("book_hotel", "book a hotel room", 4, category="travel"),
+    T("search_tools", "find more tools", 5, pinned=True, pin_weight=10),
+]
+EMBED = AxisEmbedder({"email": 0, "inbox": 1, "weather": 2, "flight": 3, "hotel": 4})
+
+
+def selector(tools: list[T] = TOOLS, **settings: object) -> Selector:
+    defaults: dict[str, object] = {"exploration_slots": 0, "thompson_sampling": False}
+    return Selector(Settings(**{**defaults, **settings}), catalog(tools), EMBED)  # type: ignore[arg-type]
+
+
+def names(sel: Selector, **request: object) -> list[str]:
+    reply, _ = sel.select(SelectRequest(**request))  # type: ignore[arg-type]
+    return [t.name for t in reply.tools]
+
+
+def test_the_matching_tool_comes_first_after_the_pins() -> None:
+    assert names(selector(), query="send an email to Bob", k=2)[:2] == ["search_tools", "send_email"]
+
+
+def test_pins_come_first_by_weight_and_may_exceed_k() -> None:
+    tools = [*TOOLS, T("health", "health check", 6, pinned=True, pin_weight=50)]
+    got = names(selector(tools), query="weather in Oslo", k=2)
+    assert got[:2] == ["health", "search_tools"]
+    assert len(got) == 4
+
+
+@pytest.mark.parametrize(
+    "request_fields",
+    [
+        {"query": "email please"},
+        {"query": "email please", "dry_run": True},
+        {"query": "email please", "retrieval": "bm25"},
+        {"query": "email please", "rerank": False},
+    ],
+)
+def test_a_quarantined_tool_never_appears(request_fields: dict[str, object]) -> None:
+    tools = [
+        T("send_email", "send an email", 0, quarantined=True),
+        T("pinned_bad", "email", 1, pinned=True, quarantined=True),
+        T("read_inbox", "email inbox", 1),
+    ]
+    assert "send_email" not in names(selector(tools), **request_fields)
+    assert "pinned_bad" not in names(selector(tools), **request_fields)
+    assert "send_email" not in names(
+        selector(tools, bm25_fast_path=True, bm25_confidence_threshold=0.0), **request_fields
+    )
+
+
+def test_tenant_isolation() -> None:
+    tools = [
+        T("mine", "email tool", 0, tenant="acme"),
+        T("theirs", "email tool", 0, tenant="globex"),
+        T("shared", "email tool", 1),
+    ]
+    assert sorted(names(selector(tools), query="email", tenant_id="acme")) == ["mine", "shared"]
+
+
+def test_same_name_in_two_plugins_are_two_tools() -> None:
+    tools = [T("search", "search the web", 0, plugin="web"), T("search", "search files", 0, plugin="files")]
+    reply, _ = selector(tools).select(SelectRequest(query="email", k=5))
+    assert sorted(t.key for t in reply.tools) == ["files/search", "web/search"]
+
+
+def test_exclude_removes_a_rejected_tool_even_a_pinned_one() -> None:
+    got = names(
+        selector(),
+        query="send email",
+        filters={"exclude": [ToolRef(plugin_id="p", name="send_email"), ToolRef(plugin_id="p", name="search_tools")]},
+    )
+    assert "send_email" not in got
+    assert "search_tools" not in got
+
+
+def test_page_filter_narrows_to_mapped_categories_and_falls_back_when_empty() -> None:
+    sel = selector()
+    sel.catalog = catalog(TOOLS, mappings=[("p", "/travel*", "travel", 0), ("p", "/empty", "nothing", 0)])
+    travel = names(sel, query="weather please", page="/travel/rome", k=5)
+    assert set(travel) == {"search_tools", "search_flights", "book_hotel"}
+    reply, _ = sel.select(SelectRequest(query="weather please", page="/empty", k=5))
+    assert "page_filter.empty" in reply.degraded
+    assert "get_weather" in [t.name for t in reply.tools]
+
+
+def test_visibility_rules_apply() -> None:
+    sel = selector()
+    sel.rules = [
+        Rule("*", "tier", "deny", "category", "p/travel", {}, 0),
+        Rule("*", "tier", "allow", "category", "p/travel", {"tier": {"gte": "teams"}}, 10),
+    ]
+    assert "book_hotel" not in names(sel, query="hotel", tier="free", k=5)
+    assert "book_hotel" in names(sel, query="hotel", tier="enterprise", k=5)
+
+
+def test_bm25_alone_when_vectors_are_unavailable() -> None:
+    sel = selector()
+    sel.embedder = None
+    reply, _ = sel.select(SelectRequest(query="weather forecast", k=2))
+    assert "retrieval.vectors" in reply.degraded
+    assert reply.method == "bm25"
+    assert reply.tools[1].name == "get_weather"
+
+
+def test_compound_query_gets_a_tool_for_each_need() -> None:
+    reply, _ = selector().select(SelectRequest(query="search a flight to Rome and then book a hotel", k=2))
+    assert {t.name for t in reply.tools} >= {"search_flights", "book_hotel"}
+    assert "decomposed(2)" in reply.method
+
+
+def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
+    sel = selector(exploration_slots=1, thompson_sampling=True)
+    reply, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1))
+    retrieved = [t for t in reply.tools if not t.pinned]
+    assert [t.exploration for t in retrieved] == [False, False, True]
+
+
+def test_learnt_posterior_moves_a_tool_up() -> None:
+    twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]  # equal relevance
+    sel = selector(twins)
+    assert names(sel, query="email", k=2) == ["alpha_mail", "beta_mail"]
+    sel.learn("p/alpha_mail", "free:*:general", 1.0, 30.0)
+    sel.learn("p/beta_mail", "free:*:general", 30.0, 1.0)
+    assert names(sel, query="email", k=2) == ["beta_mail", "alpha_mail"]
+
+
+def test_reply_reports_counts_tokens_and_breakdown() -> None:
+    reply, event = selector().select(SelectRequest(query="send an email", k=2))
+    assert reply.candidate_counts["catalog"] == len(TOOLS)
+    assert reply.tokens.selected == 10 * len(reply.tools)
+    assert reply.tokens.catalog == 10 * len(TOOLS)
+    top = reply.tools[1]
+    assert top.breakdown.similarity == pytest.approx(1.0)
+    assert top.breakdown.bm25 > 0
+    assert event.selection_id == reply.selection_id
+    assert [t.name for t in event.tools] == [t.name for t in reply.tools]
+
+
+def test_min_score_drops_weak_candidates() -> None:
+    got = names(selector(), query="send email", k=5, filters={"min_score": 0.6})
+    assert got == ["search_tools", "send_email"]
+
+
+def test_seeded_requests_are_reproducible() -> None:
+    sel = selector(exploration_slots=1, thompson_sampling=True)
+    first = names(sel, query="email", k=3, seed=42)
+    assert all(names(sel, query="email", k=3, seed=42) == first for _ in range(5))
+    assert np.isfinite(sel.select(SelectRequest(query="email", seed=1))[0].tools[0].score)
+
+
+def test_intent_context_key_names_the_top_retrieved_tool() -> None:
+    sel = selector(context_key_template="{tier}:{page}:{intent}")
+    reply, event = sel.select(SelectRequest(query="weather in Oslo", tier="pro", page="/home"))
+    assert reply.context_key == "pro:/home:p/get_weather"
+    assert event.context_key == reply.context_key
+    assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
+
+
+def test_bm25_counts_in_the_fusion_as_much_as_its_confidence() -> None:
+    # "flight" is in search_flights' text (BM25) but the query vector points at the weather tool
+    sel = selector(bm25_confidence_scale=1000.0)  # BM25 barely trusted: the vectors decide
+    embed = AxisEmbedder({"flight": 2})
+    sel.embedder = embed  # type: ignore[assignment]
+    assert names(sel, query="flights", k=1, rerank=False) == ["get_weather"]
+    trusting = selector(fusion_bm25_by_confidence=False)
+    trusting.embedder = embed  # type: ignore[assignment]
+    top_two = names(trusting, query="flights", k=2, rerank=False)
+    assert set(top_two) == {"get_weather", "search_flights"}
+
+
+def test_a_replaced_review_index_is_mapped_anew() -> None:
+    from services.selector.catalog import ReviewIndex
+
+    def index(n: int) -> ReviewIndex:
+        centroids = np.zeros((n, 384), dtype=np.float32)
+        centroids[:, 0] = 1.0
+        return ReviewIndex(["p/send_email"] * n, centroids, np.full(n, 1.4))
+
+    sel = selector()
+    for size in (3, 5, 2, 7):  # copies come and go; each answer must use the current one
+        sel.reviews = index(size)
+        reply, _ = sel.select(SelectRequest(query="email", k=2))
+        assert reply.tools[1].breakdown.fitness == pytest.approx(1.4)

@@ -1,0 +1,279 @@
+"""The pure selection stages, with hand-computed expectations."""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from services.selector.stages import (
+    category_mask,
+    choose,
+    composite,
+    cosine,
+    epoch_seconds,
+    inject_pins,
+    narrow,
+    page_categories,
+    page_matches,
+    posterior_mean,
+    recency,
+    tenant_mask,
+    thompson,
+    top_n,
+    with_descendants,
+)
+
+
+def _rows(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def _floats(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float64)
+
+
+# --- pages and categories -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "page", "expected"),
+    [
+        ("/billing", "/billing", True),
+        ("/billing", "/billing/new", False),
+        ("/billing", "/bill", False),
+        ("/billing*", "/billing", True),
+        ("/billing*", "/billing/invoices/3", True),
+        ("/billing*", "/crm/billing", False),
+        ("*/edit", "/invoices/3/edit", True),
+        ("*/edit", "/edit", True),
+        ("*/edit", "/invoices/edit/3", False),
+        ("*invoice*", "/billing/invoices/3", True),
+        ("*invoice*", "invoice", True),
+        ("*invoice*", "/billing/bills", False),
+    ],
+)
+def test_page_matches(pattern: str, page: str, expected: bool) -> None:
+    assert page_matches(pattern, page) is expected
+
+
+PARENTS: dict[tuple[str, str], str | None] = {
+    ("billing", "money"): None,
+    ("billing", "invoices"): "money",
+    ("billing", "drafts"): "invoices",
+    ("billing", "reports"): None,
+    ("crm", "money"): None,
+    ("crm", "invoices"): "money",
+}
+
+
+def test_with_descendants_adds_children_and_grandchildren_within_the_plugin() -> None:
+    assert with_descendants({("billing", "money")}, PARENTS) == {
+        ("billing", "money"),
+        ("billing", "invoices"),
+        ("billing", "drafts"),
+    }
+
+
+def test_with_descendants_of_a_leaf_is_the_leaf() -> None:
+    assert with_descendants({("billing", "drafts")}, PARENTS) == {("billing", "drafts")}
+
+
+def test_page_categories_expands_hierarchy_and_ignores_non_matching_mappings() -> None:
+    mappings = [
+        ("billing", "/billing*", "money", 0),
+        ("billing", "/reports", "reports", 0),
+        ("crm", "/crm*", "money", 0),
+    ]
+    assert page_categories(mappings, "/billing/new", PARENTS) == {
+        ("billing", "money"),
+        ("billing", "invoices"),
+        ("billing", "drafts"),
+    }
+    assert page_categories(mappings, "/reports", PARENTS) == {("billing", "reports")}
+    assert page_categories(mappings, "/nowhere", PARENTS) == set()
+
+
+def test_empty_page_maps_to_nothing_even_with_a_catch_all() -> None:
+    assert page_categories([("billing", "*", "money", 0)], "", PARENTS) == set()
+
+
+def test_category_mask() -> None:
+    wanted = {("billing", "invoices")}
+    mask = category_mask(["billing", "crm", "billing", "billing"], ["invoices", "invoices", None, "money"], wanted)
+    assert mask.tolist() == [True, False, False, False]
+
+
+# --- masks ----------------------------------------------------------------------------------------------------
+
+
+def test_tenant_mask_is_own_plus_shared_never_another() -> None:
+    tenants = np.array(["acme", "*", "globex", "acme", "acme-eu"])
+    assert tenant_mask(tenants, "acme").tolist() == [True, True, False, True, False]
+    assert tenant_mask(tenants, "initech").tolist() == [False, True, False, False, False]
+
+
+def test_narrow_applies_a_filter_that_leaves_something() -> None:
+    mask = np.array([True, True, False, True])
+    keep = np.array([False, True, True, False])
+    narrowed, applied = narrow(mask, keep)
+    assert applied is True
+    assert narrowed.tolist() == [False, True, False, False]
+
+
+def test_narrow_falls_back_when_the_filter_would_leave_nothing() -> None:
+    mask = np.array([True, False, True])
+    narrowed, applied = narrow(mask, np.array([False, True, False]))
+    assert applied is False
+    assert narrowed.tolist() == [True, False, True]
+
+
+# --- scores ---------------------------------------------------------------------------------------------------
+
+
+def test_cosine_of_unit_vectors() -> None:
+    vectors = np.array([[1, 0], [0, 1], [0.6, 0.8], [-1, 0]], dtype=np.float32)
+    query = np.array([0.6, 0.8], dtype=np.float32)
+    assert cosine(vectors, query) == pytest.approx([0.6, 0.8, 1.0, -0.6])
+    assert cosine(vectors, query).dtype == np.float64
+
+
+def test_top_n_best_first_within_mask() -> None:
+    scores = _floats(0.1, 0.9, 0.5, 0.95, 0.7)
+    mask = np.array([True, True, True, False, True])
+    assert top_n(scores, mask, 3).tolist() == [1, 4, 2]
+    assert top_n(scores, mask, 10).tolist() == [1, 4, 2, 0]
+
+
+def test_top_n_ties_keep_row_order() -> None:
+    scores = _floats(0.5, 0.9, 0.5, 0.9, 0.5)
+    assert top_n(scores, np.ones(5, dtype=bool), 5).tolist() == [1, 3, 0, 2, 4]
+
+
+def test_top_n_of_empty_mask_is_empty() -> None:
+    result = top_n(_floats(1.0, 2.0), np.zeros(2, dtype=bool), 3)
+    assert result.size == 0
+    assert result.dtype == np.int64
+
+
+def test_recency_decays_by_half_life() -> None:
+    now = datetime(2024, 6, 1, tzinfo=UTC)
+    last = [None, now, now - timedelta(days=14), now - timedelta(days=28), now + timedelta(days=1)]
+    assert recency(epoch_seconds(last), now.timestamp(), half_life_days=14.0) == pytest.approx(
+        [0.0, 1.0, 0.5, 0.25, 1.0]
+    )
+
+
+def test_posterior_mean() -> None:
+    assert posterior_mean(_floats(1, 3, 9), _floats(1, 1, 1)) == pytest.approx([0.5, 0.75, 0.9])
+
+
+def test_thompson_without_rng_is_the_posterior_mean() -> None:
+    alpha, beta = _floats(1, 3, 2), _floats(1, 1, 6)
+    assert thompson(alpha, beta, None) == pytest.approx([0.5, 0.75, 0.25])
+
+
+def test_thompson_with_seeded_rng_is_reproducible_and_in_unit_interval() -> None:
+    alpha, beta = _floats(1, 2, 5, 0.5), _floats(1, 7, 1, 0.5)
+    first = thompson(alpha, beta, np.random.default_rng(42))
+    second = thompson(alpha, beta, np.random.default_rng(42))
+    assert first.tolist() == second.tolist()
+    assert ((first > 0) & (first < 1)).all()
+    assert not np.allclose(first, posterior_mean(alpha, beta))
+
+
+def test_thompson_of_a_confident_posterior_stays_near_one() -> None:
+    n = 2000
+    draws = thompson(np.full(n, 1000.0), np.ones(n), np.random.default_rng(7))
+    assert draws.mean() > 0.99
+    assert draws.min() > 0.98
+
+
+def test_composite_is_the_weighted_sum_of_the_signals() -> None:
+    # 0.6*0.8 + 0.3*(0.6*0.5) + 0.1*1.0 = 0.48 + 0.09 + 0.1 = 0.67
+    # 0.6*0.2 + 0.3*(1.0*1.0) + 0.1*0.0 = 0.12 + 0.3 + 0.0 = 0.42
+    signals = {"relevance": _floats(0.8, 0.2), "quality": _floats(0.6 * 0.5, 1.0 * 1.0), "recency": _floats(1.0, 0.0)}
+    result = composite(signals, {"relevance": 0.6, "quality": 0.3, "recency": 0.1}, {})
+    assert result == pytest.approx([0.67, 0.42])
+
+
+def test_composite_weighs_the_distance_from_neutral_and_skips_unweighted_signals() -> None:
+    signals = {"relevance": _floats(0.5, 0.5), "fitness": _floats(1.4, 0.75), "popularity": _floats(9.0, 9.0)}
+    result = composite(signals, {"relevance": 1.0, "fitness": 0.5}, {"fitness": 1.0})
+    assert result == pytest.approx([0.5 + 0.5 * 0.4, 0.5 - 0.5 * 0.25])
+
+
+# --- choosing -------------------------------------------------------------------------------------------------
+
+EXPLOIT = _floats(0.9, 0.8, 0.7, 0.6, 0.5, 0.0)
+EXPLORE = _floats(0.0, 0.0, 0.1, 0.2, 0.95, 1.0)
+CANDIDATES = _rows(4, 2, 0, 3, 1)  # row 5 is not a candidate
+
+
+def test_choose_exploits_k_minus_one_and_explores_the_best_sampled_of_the_rest() -> None:
+    chosen, explored = choose(CANDIDATES, EXPLOIT, EXPLORE, k=3, exploration_slots=1)
+    assert chosen.tolist() == [0, 1, 4]
+    assert explored.tolist() == [4]
+
+
+def test_choose_exploration_ignores_rows_outside_the_candidates() -> None:
+    chosen, explored = choose(_rows(0, 1, 2, 3), EXPLOIT, EXPLORE, k=3, exploration_slots=1)
+    assert chosen.tolist() == [0, 1, 3]
+    assert explored.tolist() == [3]
+
+
+def test_choose_without_exploration_slots_is_top_k() -> None:
+    chosen, explored = choose(CANDIDATES, EXPLOIT, EXPLORE, k=3, exploration_slots=0)
+    assert chosen.tolist() == [0, 1, 2]
+    assert explored.size == 0
+
+
+def test_choose_k_one_never_explores() -> None:
+    chosen, explored = choose(CANDIDATES, EXPLOIT, EXPLORE, k=1, exploration_slots=1)
+    assert chosen.tolist() == [0]
+    assert explored.size == 0
+
+
+def test_choose_with_more_slots_than_k_keeps_one_exploited() -> None:
+    chosen, explored = choose(CANDIDATES, EXPLOIT, EXPLORE, k=3, exploration_slots=5)
+    assert chosen.tolist() == [0, 4, 3]
+    assert explored.tolist() == [4, 3]
+
+
+def test_choose_with_fewer_candidates_than_k_returns_them_all() -> None:
+    chosen, explored = choose(_rows(3, 1), EXPLOIT, EXPLORE, k=5, exploration_slots=1)
+    assert chosen.tolist() == [1, 3]
+    assert explored.size == 0
+    assert chosen.dtype == np.int64
+
+
+def test_choose_with_negative_exploration_slots_still_returns_at_most_k() -> None:
+    # Settings.exploration_slots is an unvalidated int (TOOLSEL_EXPLORATION_SLOTS=-1 is accepted); a negative
+    # count must not widen the answer past K: it should mean "no exploration", i.e. the plain top-K.
+    chosen, explored = choose(CANDIDATES, EXPLOIT, EXPLORE, k=3, exploration_slots=-1)
+    assert chosen.tolist() == [0, 1, 2]
+    assert explored.size == 0
+
+
+def test_choose_of_no_candidates_is_empty() -> None:
+    chosen, explored = choose(_rows(), EXPLOIT, EXPLORE, k=3, exploration_slots=1)
+    assert chosen.size == 0
+    assert explored.size == 0
+
+
+PIN_WEIGHT = np.array([0, 10, 0, 0, 50, 0, 30], dtype=np.int64)
+
+
+def test_inject_pins_puts_pins_first_by_weight_and_may_exceed_k() -> None:
+    assert inject_pins(_rows(0, 2, 3), _rows(1, 4, 6), PIN_WEIGHT).tolist() == [4, 6, 1, 0, 2, 3]
+
+
+def test_inject_pins_drops_a_chosen_pin_from_the_rest() -> None:
+    assert inject_pins(_rows(0, 6, 3), _rows(1, 6), PIN_WEIGHT).tolist() == [6, 1, 0, 3]
+
+
+def test_inject_pins_equal_weights_keep_given_order() -> None:
+    assert inject_pins(_rows(0), _rows(5, 2), PIN_WEIGHT).tolist() == [5, 2, 0]
+
+
+def test_inject_no_pins_keeps_the_choice() -> None:
+    assert inject_pins(_rows(3, 0, 2), _rows(), PIN_WEIGHT).tolist() == [3, 0, 2]

@@ -1,0 +1,59 @@
+"""What every toolsel service is built from: its broker, its FastStream app with the AsyncAPI document, and
+at start-up the streams, the store and (for some) the embedding model. The services' ``create_app``
+factories call these; nothing here knows a service."""
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import asyncpg
+from faststream import FastStream
+from faststream.nats import NatsBroker
+from faststream.specification import AsyncAPI
+
+from toolsel import __version__
+from toolsel.embedder import Embedder, load_embedder
+from toolsel.messaging import ensure_streams, make_broker
+from toolsel.settings import Settings
+from toolsel.store import create_pool
+
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+Lifespan = Callable[..., AbstractAsyncContextManager[Any]]
+
+
+def nats_url(settings: Settings) -> str:
+    """The configured NATS server, or the default local one."""
+    return settings.nats_url or DEFAULT_NATS_URL
+
+
+def service_broker(settings: Settings, name: str) -> NatsBroker:
+    """The NATS broker of one service, named ``toolsel-<name>`` in the server's connection list."""
+    return make_broker(nats_url(settings), name)
+
+
+def service_app(broker: NatsBroker, name: str, description: str, lifespan: Lifespan) -> FastStream:
+    """The FastStream app of one service with its AsyncAPI document (``app.schema``) and lifespan."""
+    asyncapi = AsyncAPI(broker, title=f"toolsel {name}", version=__version__, description=description)
+    return FastStream(broker, specification=asyncapi, lifespan=lifespan)
+
+
+async def open_store(settings: Settings) -> asyncpg.Pool:
+    """Streams first (consumers bind to them), then the migrated store."""
+    if not settings.database_url:
+        raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
+    await ensure_streams(nats_url(settings))
+    return await create_pool(settings.database_url)
+
+
+async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
+    """The embedding model, loaded off the event loop; ``cache`` keeps repeated queries (the selector's case)."""
+    return await asyncio.to_thread(
+        load_embedder,
+        settings.model_dir,
+        settings.home,
+        threads=settings.embedding_threads,
+        batch_size=settings.embedding_batch_size,
+        cache_size=settings.query_cache_size if cache else 0,
+    )

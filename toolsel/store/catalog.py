@@ -1,0 +1,75 @@
+"""The selector's read model: the live registry with its learnt quality, the posteriors, the visibility rules
+and the review index, as the selector loads them into memory.
+
+Read-only: the tables belong to ``registry``, ``learning`` and ``reviews``; these are the selector's views of
+them, one named query each.
+"""
+
+import asyncpg
+
+LIVE_TOOLS = """
+SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
+       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at,
+       tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
+FROM tools t
+LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
+LEFT JOIN tool_quality tq ON tq.tool_id = t.id
+WHERE t.deleted_at IS NULL AND t.status = 'active'
+ORDER BY t.pin_weight DESC, t.plugin_id, t.name
+"""
+CATEGORIES = "SELECT plugin_id, name, parent, workflow_hint FROM tool_categories"
+PAGE_MAPPINGS = "SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings ORDER BY priority DESC"
+POSTERIORS = """
+SELECT t.plugin_id || '/' || t.name AS key, s.context_key, s.alpha, s.beta
+FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id
+"""
+ACTIVE_RULES = """
+SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority
+FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id
+"""
+REVIEW_INDEX = """
+SELECT t.plugin_id || '/' || t.name AS key, r.centroid, r.fitness
+FROM review_index r JOIN tools t ON t.id = r.tool_id WHERE t.deleted_at IS NULL
+"""
+REVIEW_INDEX_VERSION = "SELECT count(*), coalesce(max(id), 0) FROM review_index"
+
+
+async def _fetch(pool: asyncpg.Pool, sql: str) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await pool.fetch(sql)
+    return rows
+
+
+async def live_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Active, not deleted tools, with their quarantine flag and call statistics; pinned first."""
+    return await _fetch(pool, LIVE_TOOLS)
+
+
+async def categories(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Every category with its parent and workflow hint."""
+    return await _fetch(pool, CATEGORIES)
+
+
+async def page_mappings(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Page patterns to categories, highest priority first."""
+    return await _fetch(pool, PAGE_MAPPINGS)
+
+
+async def posteriors(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """The Beta posterior of every tool with learnt statistics, by context key."""
+    return await _fetch(pool, POSTERIORS)
+
+
+async def active_rules(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Active visibility rules, highest priority first."""
+    return await _fetch(pool, ACTIVE_RULES)
+
+
+async def review_index(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Every review-index entry of a live tool: its tool's key, centroid and fitness."""
+    return await _fetch(pool, REVIEW_INDEX)
+
+
+async def review_index_version(pool: asyncpg.Pool) -> tuple[int, int]:
+    """(entries, highest id): changes whenever the index does, read far more cheaply than the index."""
+    row = await pool.fetchrow(REVIEW_INDEX_VERSION)
+    return int(row[0]), int(row[1])

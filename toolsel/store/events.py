@@ -1,0 +1,183 @@
+"""The event history: selection events, outcomes, reviews (the processed-review ids) and tool feedback.
+
+The only module that writes these tables (the learner stores what it consumes). Inserts are idempotent by
+event id: a redelivered event is recognised here and changes nothing.
+"""
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import TypeAlias
+from uuid import UUID
+
+import asyncpg
+from pydantic import TypeAdapter
+
+from contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall
+
+Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
+
+INSERT_SELECTIONS = """
+INSERT INTO selection_events (selection_id, occurred_at, tenant_id, user_id, session_id, query, page, tier, role,
+    context_key, method, tools, candidate_count, latency_ms, tokens_selected, tokens_catalog)
+SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::int[], $16::int[])
+ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
+"""
+
+SELECTION_KEYS = """
+SELECT selection_id, context_key,
+       ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys
+FROM selection_events"""
+"""A stored selection's context and its tools' ``plugin/name`` keys, unpacked by the database."""
+
+SELECTIONS_OF = SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])"
+
+SELECTION_QUERIES = """
+SELECT selection_id, query, ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name')
+                                  FROM jsonb_array_elements(tools) t) AS keys
+FROM selection_events WHERE selection_id = ANY($1::uuid[])
+"""
+
+INSERT_OUTCOMES = """
+INSERT INTO outcomes (event_id, selection_id, occurred_at, calls)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[])
+ON CONFLICT (event_id) DO NOTHING RETURNING event_id
+"""
+
+OUTCOME_HISTORY = f"""
+SELECT o.event_id, o.selection_id, o.occurred_at, o.calls, s.context_key, s.keys
+FROM outcomes o JOIN ({SELECTION_KEYS}) s USING (selection_id)
+ORDER BY o.applied_at, o.event_id
+"""
+"""Every stored outcome with its selection's context and tool keys, in the order they were applied."""
+
+INSERT_REVIEWS = """
+INSERT INTO reviews (event_id, selection_id, occurred_at, reviews, none_of_these)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::bool[])
+ON CONFLICT (event_id) DO NOTHING RETURNING event_id
+"""
+
+INSERT_FEEDBACK = """
+INSERT INTO tool_feedback (event_id, tool_id, tenant_id, rating, comment, author, occurred_at)
+SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[])
+     AS u(event_id, plugin_id, name, tenant, rating, comment, author, at)
+JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name
+ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, rating
+"""
+
+STORED_FEEDBACK = "SELECT event_id FROM tool_feedback WHERE event_id = ANY($1::uuid[])"
+
+FEEDBACK_TOTALS = "SELECT tool_id, sum(rating) AS total, count(*) AS n FROM tool_feedback GROUP BY tool_id"
+
+CALL_LIST = TypeAdapter(list[ToolCall])
+"""One serialisation of a whole call list (in pydantic's core) instead of a model per call: the hot path."""
+
+
+async def insert_selections(conn: Conn, events: Sequence[SelectionEvent]) -> int:
+    """Record selection events; a repeated one changes nothing. Returns how many were new."""
+    if not events:
+        return 0
+    rows = [
+        (
+            e.selection_id,
+            e.occurred_at,
+            e.tenant_id,
+            e.user_id,
+            e.session_id,
+            e.query,
+            e.page,
+            e.tier,
+            e.role,
+            e.context_key,
+            e.method,
+            json.dumps([t.model_dump(mode="json") for t in e.tools]),
+            e.candidate_count,
+            e.latency_ms,
+            e.tokens_selected,
+            e.tokens_catalog,
+        )
+        for e in events
+    ]
+    return len(await conn.fetch(INSERT_SELECTIONS, *map(list, zip(*rows, strict=True))))
+
+
+async def selection_keys(conn: Conn, selection_ids: Sequence[UUID]) -> dict[UUID, asyncpg.Record]:
+    """The stored selections among these ids: each one's ``context_key`` and tool ``keys``."""
+    return {r["selection_id"]: r for r in await conn.fetch(SELECTIONS_OF, list(selection_ids))}
+
+
+async def selection_queries(conn: Conn, selection_ids: Sequence[UUID]) -> dict[UUID, asyncpg.Record]:
+    """The stored selections among these ids: each one's ``query`` and suggested tool ``keys``, in rank order."""
+    return {r["selection_id"]: r for r in await conn.fetch(SELECTION_QUERIES, list(selection_ids))}
+
+
+async def insert_outcomes(conn: asyncpg.Connection, events: Sequence[OutcomeEvent]) -> set[UUID]:
+    """Store outcomes; returns the event ids that were new (the others were stored before)."""
+    rows = await conn.fetch(
+        INSERT_OUTCOMES,
+        [e.event_id for e in events],
+        [e.selection_id for e in events],
+        [e.occurred_at for e in events],
+        [CALL_LIST.dump_json(e.calls, exclude_none=True).decode() for e in events],
+    )
+    return {r["event_id"] for r in rows}
+
+
+async def outcome_history(conn: asyncpg.Connection, chunk: int) -> AsyncIterator[list[asyncpg.Record]]:
+    """Every stored outcome (``OUTCOME_HISTORY``), ``chunk`` rows at a time; only inside a transaction."""
+    cursor = await conn.cursor(OUTCOME_HISTORY)
+    while rows := await cursor.fetch(chunk):
+        yield rows
+
+
+def history_events(rows: Sequence[asyncpg.Record]) -> list[OutcomeEvent]:
+    """Outcome events again, from rows of ``outcome_history``."""
+    return [
+        OutcomeEvent(
+            event_id=r["event_id"],
+            selection_id=r["selection_id"],
+            occurred_at=r["occurred_at"],
+            calls=CALL_LIST.validate_json(r["calls"]),
+        )
+        for r in rows
+    ]
+
+
+async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]) -> set[UUID]:
+    """Store reviews by event id; returns the ids that were new."""
+    rows = await conn.fetch(
+        INSERT_REVIEWS,
+        [e.event_id for e in events],
+        [e.selection_id for e in events],
+        [e.occurred_at for e in events],
+        [json.dumps([r.model_dump(mode="json") for r in e.reviews]) for e in events],
+        [e.none_of_these for e in events],
+    )
+    return {r["event_id"] for r in rows}
+
+
+async def insert_feedback(conn: asyncpg.Connection, events: Sequence[FeedbackEvent]) -> dict[UUID, tuple[int, float]]:
+    """Store feedback on registered tools; returns (tool id, rating) of each new event."""
+    rows = await conn.fetch(
+        INSERT_FEEDBACK,
+        [e.event_id for e in events],
+        [e.plugin_id for e in events],
+        [e.name for e in events],
+        [e.tenant_id for e in events],
+        [e.rating for e in events],
+        [e.comment for e in events],
+        [e.author for e in events],
+        [e.occurred_at for e in events],
+    )
+    return {r["event_id"]: (r["tool_id"], r["rating"]) for r in rows}
+
+
+async def stored_feedback(conn: asyncpg.Connection, event_ids: Sequence[UUID]) -> set[UUID]:
+    """Which of these feedback events are stored (new or from before)."""
+    return {r["event_id"] for r in await conn.fetch(STORED_FEEDBACK, list(event_ids))}
+
+
+async def feedback_totals(conn: asyncpg.Connection) -> dict[int, tuple[float, int]]:
+    """(sum of ratings, number of ratings) of every tool with stored feedback."""
+    return {r["tool_id"]: (r["total"], r["n"]) for r in await conn.fetch(FEEDBACK_TOTALS)}

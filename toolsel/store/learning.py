@@ -1,0 +1,222 @@
+"""What the learner learnt: posteriors (tool_bandit_stats), quality and health (tool_quality), quarantine.
+
+The only module that writes these tables. Batches are written with one statement per table over arrays, rows
+in tool-id order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides
+what the rows are.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+
+Row = tuple[Any, ...]
+
+TOOL_IDS = "SELECT id, plugin_id || '/' || name AS key FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])"
+TOOL_ID = "SELECT id FROM tools WHERE plugin_id = $1 AND name = $2"
+TOOL_KEYS = "SELECT plugin_id, name FROM tools WHERE id = ANY($1::bigint[]) ORDER BY id"
+
+UPSERT_POSTERIORS = """
+INSERT INTO tool_bandit_stats AS s (tool_id, context_key, alpha, beta, selections, successes, failures)
+SELECT u.tool_id, u.ctx, $8 + u.da, $9 + u.db, u.n, u.ok, u.ko
+FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[], $5::bigint[], $6::bigint[], $7::bigint[])
+     AS u(tool_id, ctx, da, db, n, ok, ko)
+ON CONFLICT (tool_id, context_key) DO UPDATE SET
+    alpha = s.alpha + (excluded.alpha - $8), beta = s.beta + (excluded.beta - $9),
+    selections = s.selections + excluded.selections, successes = s.successes + excluded.successes,
+    failures = s.failures + excluded.failures, updated_at = now()
+RETURNING tool_id, context_key, alpha, beta
+"""
+
+ADD_CALLS = """
+INSERT INTO tool_quality AS q (tool_id, calls, successes, failures, rating_sum, rating_count, latency_sum_ms,
+                               latency_count, latency_hist, last_success_at)
+SELECT u.tool_id, u.calls, u.ok, u.ko, u.rs, u.rc, u.ls, u.lc, u.hist::bigint[], u.last
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::float8[], $6::bigint[], $7::float8[],
+            $8::bigint[], $9::text[], $10::timestamptz[]) AS u(tool_id, calls, ok, ko, rs, rc, ls, lc, hist, last)
+ON CONFLICT (tool_id) DO UPDATE SET
+    calls = q.calls + excluded.calls, successes = q.successes + excluded.successes,
+    failures = q.failures + excluded.failures, rating_sum = q.rating_sum + excluded.rating_sum,
+    rating_count = q.rating_count + excluded.rating_count, latency_sum_ms = q.latency_sum_ms + excluded.latency_sum_ms,
+    latency_count = q.latency_count + excluded.latency_count,
+    latency_hist = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+                         FROM unnest(q.latency_hist, excluded.latency_hist) WITH ORDINALITY AS h(a, b, i) ORDER BY i),
+    last_success_at = GREATEST(q.last_success_at, excluded.last_success_at), updated_at = now()
+RETURNING tool_id, latency_hist, rolling_score, state, degraded_since, consecutive_degraded, probation_calls
+"""
+
+ADD_RATINGS = """
+INSERT INTO tool_quality AS q (tool_id, rating_sum, rating_count)
+SELECT * FROM unnest($1::bigint[], $2::float8[], $3::bigint[])
+ON CONFLICT (tool_id) DO UPDATE SET rating_sum = q.rating_sum + excluded.rating_sum,
+    rating_count = q.rating_count + excluded.rating_count, updated_at = now()
+"""
+
+UPDATE_HEALTH = """
+UPDATE tool_quality q SET rolling_score = u.score, state = u.state, degraded_since = u.since,
+    consecutive_degraded = u.n, probation_calls = u.probation, latency_p50_ms = u.p50, latency_p99_ms = u.p99,
+    state_changed_at = CASE WHEN u.changed THEN now() ELSE q.state_changed_at END
+FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::float8[],
+            $8::float8[], $9::bool[]) AS u(tool_id, score, state, since, n, probation, p50, p99, changed)
+WHERE q.tool_id = u.tool_id
+"""
+
+LOCK_QUALITY = "SELECT 1 FROM tool_quality WHERE tool_id = ANY($1::bigint[]) ORDER BY tool_id FOR UPDATE"
+
+ON_PROBATION = """
+UPDATE tool_quality SET state = $2, rolling_score = $3, degraded_since = NULL, consecutive_degraded = 0,
+    probation_calls = 0, state_changed_at = now()
+WHERE tool_id = ANY($1::bigint[])
+"""
+
+QUARANTINE = """
+INSERT INTO tool_quarantine AS q (tool_id, reason)
+SELECT * FROM unnest($1::bigint[], $2::text[])
+ON CONFLICT (tool_id) DO UPDATE SET reason = excluded.reason, since = now(), released_at = NULL, released_by = NULL
+"""
+
+RELEASE = """
+UPDATE tool_quarantine SET released_at = now(), released_by = $2
+WHERE tool_id = ANY($1::bigint[]) AND released_at IS NULL
+RETURNING tool_id
+"""
+
+DUE_FOR_RELEASE = """
+SELECT tool_id FROM tool_quarantine WHERE released_at IS NULL AND since <= now() - make_interval(secs => $1)
+"""
+
+LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality IN EXCLUSIVE MODE"
+RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
+RESET_COUNTERS = """
+UPDATE tool_quality SET calls = 0, successes = 0, failures = 0, rating_sum = 0, rating_count = 0,
+    latency_sum_ms = 0, latency_count = 0, latency_hist = '{}', last_success_at = NULL,
+    latency_p50_ms = NULL, latency_p99_ms = NULL, updated_at = now()
+"""
+LATENCY_HISTOGRAMS = "SELECT tool_id, latency_hist FROM tool_quality ORDER BY tool_id"
+SET_PERCENTILES = """
+UPDATE tool_quality q SET latency_p50_ms = u.p50, latency_p99_ms = u.p99
+FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS u(tool_id, p50, p99)
+WHERE q.tool_id = u.tool_id
+"""
+COUNT_POSTERIORS = "SELECT count(*) FROM tool_bandit_stats"
+
+
+def _columns(rows: Sequence[Row]) -> list[list[Any]]:
+    """Rows as one list per column: what ``unnest`` takes."""
+    return list(map(list, zip(*rows, strict=True)))
+
+
+# the registry as the learner sees it (read only)
+
+
+async def tool_ids(conn: asyncpg.Connection, keys: Sequence[str]) -> dict[str, int]:
+    """Tool id of each ``plugin/name`` key that is registered."""
+    return {r["key"]: r["id"] for r in await conn.fetch(TOOL_IDS, sorted(set(keys)))}
+
+
+async def tool_id(conn: asyncpg.Connection, plugin_id: str, name: str) -> int | None:
+    found: int | None = await conn.fetchval(TOOL_ID, plugin_id, name)
+    return found
+
+
+async def tool_keys(conn: asyncpg.Connection, ids: Sequence[int]) -> list[tuple[str, str]]:
+    """(plugin id, name) of these tools, in id order."""
+    return [(r["plugin_id"], r["name"]) for r in await conn.fetch(TOOL_KEYS, list(ids))]
+
+
+# posteriors and quality counters
+
+
+async def upsert_posteriors(
+    conn: asyncpg.Connection, rows: Sequence[Row], prior_alpha: float, prior_beta: float
+) -> list[asyncpg.Record]:
+    """Add (tool id, context, d_alpha, d_beta, selections, successes, failures) rows to the posteriors (a new
+    one starts from the prior); returns each row's (tool_id, context_key, alpha, beta) as it now stands."""
+    if not rows:
+        return []
+    result: list[asyncpg.Record] = await conn.fetch(UPSERT_POSTERIORS, *_columns(rows), prior_alpha, prior_beta)
+    return result
+
+
+async def add_calls(conn: asyncpg.Connection, rows: Sequence[Row]) -> list[asyncpg.Record]:
+    """Add call counters (tool id, calls, successes, failures, rating sum, ratings, latency sum, latencies,
+    histogram as array text, last success) to the tools' quality; returns the rows' health columns as they now
+    stand, locked until commit."""
+    if not rows:
+        return []
+    result: list[asyncpg.Record] = await conn.fetch(ADD_CALLS, *_columns(rows))
+    return result
+
+
+async def add_ratings(conn: asyncpg.Connection, totals: Mapping[int, tuple[float, int]]) -> None:
+    """Add (sum of ratings, number of ratings) per tool id to the tools' quality, in id order."""
+    if totals:
+        ordered = sorted(totals.items())
+        await conn.execute(
+            ADD_RATINGS, [t for t, _ in ordered], [s for _, (s, _) in ordered], [n for _, (_, n) in ordered]
+        )
+
+
+async def update_health(conn: asyncpg.Connection, rows: Sequence[Row]) -> None:
+    """Store (tool id, rolling score, state, degraded since, consecutive degraded, probation calls, p50, p99,
+    state changed) per tool."""
+    if rows:
+        await conn.execute(UPDATE_HEALTH, *_columns(rows))
+
+
+# quarantine
+
+
+async def quarantine(conn: asyncpg.Connection, reasons: Mapping[int, str]) -> None:
+    """Quarantine these tools with their reasons (again, when an earlier quarantine was released)."""
+    if reasons:
+        ordered = sorted(reasons.items())
+        await conn.execute(QUARANTINE, [t for t, _ in ordered], [r for _, r in ordered])
+
+
+async def release(conn: asyncpg.Connection, ids: Sequence[int], by: str, state: str, score: float) -> list[int]:
+    """End these tools' open quarantines and set their health to ``state`` with ``score``; returns the tools
+    released (those that were quarantined). Quality rows are locked first, in id order, as an outcome batch
+    locks them: no deadlock with a batch in flight."""
+    await conn.execute(LOCK_QUALITY, list(ids))
+    released = [r["tool_id"] for r in await conn.fetch(RELEASE, sorted(ids), by)]
+    if released:
+        await conn.execute(ON_PROBATION, released, state, score)
+    return released
+
+
+async def due_for_release(conn: asyncpg.Connection, after_s: float) -> list[int]:
+    """Tools quarantined for ``after_s`` seconds or more and not released."""
+    return [r["tool_id"] for r in await conn.fetch(DUE_FOR_RELEASE, after_s)]
+
+
+# rebuild
+
+
+async def reset_counters(conn: asyncpg.Connection) -> None:
+    """Empty the posteriors and zero the quality counters (not the health), holding both tables until commit:
+    running learners wait and add their batches on top of the rebuilt state."""
+    await conn.execute(LOCK_FOR_REBUILD)
+    await conn.execute(RESET_POSTERIORS)
+    await conn.execute(RESET_COUNTERS)
+
+
+async def latency_histograms(conn: asyncpg.Connection) -> dict[int, list[int]]:
+    return {r["tool_id"]: r["latency_hist"] for r in await conn.fetch(LATENCY_HISTOGRAMS)}
+
+
+async def set_percentiles(
+    conn: asyncpg.Connection, percentiles: Mapping[int, tuple[float | None, float | None]]
+) -> None:
+    """Store (p50, p99) latency per tool id."""
+    await conn.execute(
+        SET_PERCENTILES,
+        list(percentiles),
+        [p50 for p50, _ in percentiles.values()],
+        [p99 for _, p99 in percentiles.values()],
+    )
+
+
+async def count_posteriors(conn: asyncpg.Connection) -> int:
+    count: int = await conn.fetchval(COUNT_POSTERIORS)
+    return count

@@ -1,0 +1,489 @@
+"""The tool registry: tools, their versions, categories, page mappings and visibility rules.
+
+The only module that writes these tables (the indexer keeps them true to what plugins declare and what
+operators change). Writes that must not interleave with another writer of the same plugin take ``lock_plugin``
+inside the caller's transaction.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+import asyncpg
+import numpy as np
+
+from contracts import (
+    CategorySpec,
+    PageMapping,
+    PageMappingSpec,
+    RuleFields,
+    ToolQuery,
+    ToolSpec,
+    ToolSummary,
+    VisibilityRule,
+)
+
+Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
+
+# tools
+
+SUMMARY_COLUMNS = (
+    "plugin_id, name, tenant_id, plugin_version, status, schema_version, embedding_status, last_embedded_at,"
+    " review_flag, approved, updated_at, deleted_at"
+)
+"""The columns of a tool's summary (``ToolSummary``)."""
+
+RESTORED_COLUMNS = (
+    "tenant_id",
+    "plugin_version",
+    "spec",
+    "category",
+    "is_always_pinned",
+    "pin_weight",
+    "status",
+    "schema_version",
+    "content_hash",
+    "embed_hash",
+    "review_flag",
+    "approved",
+    "deleted_at",
+)
+"""Columns a rollback takes from a snapshot; identity, timestamps and the embedding state are the row's own."""
+
+LOCK_PLUGIN = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+STORED_TOOLS = "SELECT id, name, content_hash, deleted_at IS NOT NULL AS deleted, spec FROM tools WHERE plugin_id = $1"
+
+TOOL_RECORD = f"""
+SELECT {SUMMARY_COLUMNS}, id, content_hash, spec, to_jsonb(t) - 'embedding' AS record
+FROM tools t WHERE plugin_id = $1 AND name = $2
+"""
+
+LIVE_TOOL = (
+    "SELECT tenant_id, plugin_version, spec FROM tools WHERE plugin_id = $1 AND name = $2 AND deleted_at IS NULL"
+)
+
+LIST_TOOLS = f"""
+SELECT {SUMMARY_COLUMNS} FROM tools
+WHERE ($1::text IS NULL OR plugin_id = $1) AND ($2::text IS NULL OR status = $2)
+  AND ($3::boolean IS NULL OR review_flag = $3) AND ($4 OR deleted_at IS NULL)
+ORDER BY plugin_id, name LIMIT $5
+"""
+
+PLUGIN_VERSION = "SELECT coalesce(max(plugin_version), '0.0.0') FROM tools WHERE plugin_id = $1"
+
+REVIEW_STATES = "SELECT id, approved, status FROM tools WHERE id = ANY($1::bigint[])"
+
+INSERT_TOOL = """
+INSERT INTO tools (plugin_id, name, tenant_id, plugin_version, spec, category, is_always_pinned, pin_weight,
+                   schema_version, content_hash, embed_hash, embedding_status)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending') RETURNING id
+"""
+
+UPDATE_TOOL = """
+UPDATE tools SET spec = $2, tenant_id = $3, plugin_version = $4, category = $5, is_always_pinned = $6,
+       pin_weight = $7, schema_version = $8, content_hash = $9,
+       embedding_status = CASE WHEN embed_hash IS DISTINCT FROM $10 THEN 'stale' ELSE embedding_status END,
+       embed_hash = $10, review_flag = review_flag OR $11, status = $12, deleted_at = NULL, updated_at = now()
+WHERE id = $1
+"""
+
+SOFT_DELETE = "UPDATE tools SET deleted_at = now(), updated_at = now() WHERE id = ANY($1::bigint[])"
+
+APPROVE = """
+UPDATE tools t SET approved = true, review_flag = false, status = $2, updated_at = now()
+WHERE id = $1 RETURNING to_jsonb(t) - 'embedding' AS record
+"""
+
+RESTORE = f"""
+UPDATE tools t SET {", ".join(f"{name} = s.{name}" for name in RESTORED_COLUMNS)},
+       embedding_status = CASE WHEN t.embed_hash IS DISTINCT FROM s.embed_hash THEN 'stale'
+                               ELSE t.embedding_status END,
+       updated_at = now()
+FROM jsonb_populate_record(NULL::tools, $2::jsonb) s WHERE t.id = $1
+"""
+
+# embeddings
+
+TO_EMBED = """
+SELECT id, spec, embed_hash FROM tools WHERE embedding_status <> 'current' AND deleted_at IS NULL
+ORDER BY id LIMIT $1
+"""
+
+# the hash guard keeps a vector computed from a spec that changed meanwhile from being marked current
+STORE_VECTOR = """
+UPDATE tools SET embedding = $2, embedding_status = 'current', last_embedded_at = now()
+WHERE id = $1 AND embed_hash = $3
+"""
+
+EMBEDDING_AGES = """
+SELECT plugin_id, name, embedding_status, last_embedded_at, now() AS now FROM tools
+WHERE deleted_at IS NULL AND ($1::text IS NULL OR plugin_id = $1)
+"""
+
+MARK_ALL_STALE = """
+UPDATE tools SET embedding_status = 'stale'
+WHERE deleted_at IS NULL AND ($1::text IS NULL OR plugin_id = $1) AND embedding_status = 'current'
+"""
+
+MARK_STALE = "UPDATE tools SET embedding_status = 'stale' WHERE plugin_id = $1 AND name = $2"
+
+WAITING_FOR_EMBEDDING = """
+SELECT count(*) FROM tools
+WHERE deleted_at IS NULL AND embedding_status <> 'current' AND ($1::text IS NULL OR plugin_id = $1)
+"""
+
+# versions
+
+SNAPSHOT = """
+INSERT INTO tool_versions (tool_id, version, snapshot, changed_fields, content_hash, reason)
+SELECT t.id, COALESCE((SELECT max(version) FROM tool_versions WHERE tool_id = t.id), 0) + 1,
+       to_jsonb(t) - 'embedding', $2, $3, $4
+FROM tools t WHERE t.id = $1 RETURNING version
+"""
+
+VERSION_COUNT = "SELECT count(*) FROM tool_versions WHERE tool_id = $1"
+
+LATEST_VERSION = "SELECT max(version) FROM tool_versions WHERE tool_id = $1"
+
+VERSIONS = """
+SELECT version, created_at, reason, changed_fields, content_hash, snapshot FROM tool_versions
+WHERE tool_id = $1 ORDER BY version
+"""
+
+VERSION_SNAPSHOT = "SELECT snapshot FROM tool_versions WHERE tool_id = $1 AND version = $2"
+
+# categories and page mappings
+
+UPSERT_CATEGORIES = """
+INSERT INTO tool_categories (plugin_id, name, parent, description, workflow_hint) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (plugin_id, name) DO UPDATE SET parent = excluded.parent, description = excluded.description,
+    workflow_hint = excluded.workflow_hint, updated_at = now()
+"""
+
+DELETE_UNDECLARED_CATEGORIES = "DELETE FROM tool_categories WHERE plugin_id = $1 AND NOT (name = ANY($2::text[]))"
+
+CATEGORY_EXISTS = "SELECT true FROM tool_categories WHERE plugin_id = $1 AND name = $2"
+
+CATEGORIES = """
+SELECT plugin_id, name, parent, description, workflow_hint FROM tool_categories
+WHERE $1::text IS NULL OR plugin_id = $1 ORDER BY plugin_id, name
+"""
+
+CATEGORY_PARENTS = "SELECT plugin_id, name, parent FROM tool_categories"
+
+DELETE_PAGE_MAPPINGS = "DELETE FROM tool_page_mappings WHERE plugin_id = $1"
+
+UPSERT_PAGE_MAPPING = """
+INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority) VALUES ($1, $2, $3, $4)
+ON CONFLICT (plugin_id, page_pattern, category) DO UPDATE SET priority = excluded.priority
+"""
+
+PAGE_MAPPINGS = """
+SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings
+WHERE ($1::text IS NULL OR plugin_id = $1) AND ($2::text IS NULL OR category = $2)
+ORDER BY priority DESC, plugin_id, page_pattern, category
+"""
+
+DELETE_PAGE_MAPPING = """
+DELETE FROM tool_page_mappings WHERE plugin_id = $1 AND page_pattern = $2 AND category = $3 RETURNING priority
+"""
+
+# visibility rules
+
+RULE_COLUMNS = "id, tenant_id, rule_type, effect, target_kind, target, conditions, priority, active, created_at"
+
+RULES = f"""
+SELECT {RULE_COLUMNS} FROM tool_visibility_rules
+WHERE ($1::text IS NULL OR tenant_id = $1) AND (active OR $2) ORDER BY priority DESC, id
+"""
+
+INSERT_RULE = f"""
+INSERT INTO tool_visibility_rules (tenant_id, rule_type, effect, target_kind, target, conditions, priority, active)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) RETURNING {RULE_COLUMNS}
+"""
+
+UPDATE_RULE = f"""
+UPDATE tool_visibility_rules SET tenant_id = $2, rule_type = $3, effect = $4, target_kind = $5, target = $6,
+       conditions = $7::jsonb, priority = $8, active = $9
+WHERE id = $1 RETURNING {RULE_COLUMNS}
+"""
+
+DELETE_RULE = f"DELETE FROM tool_visibility_rules WHERE id = $1 RETURNING {RULE_COLUMNS}"
+
+
+async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
+    """Serialise the writes to one plugin's registry (syncs, operators' writes) until the transaction ends."""
+    await conn.execute(LOCK_PLUGIN, plugin_id)
+
+
+# tools
+
+
+async def stored_tools(conn: Conn, plugin_id: str) -> list[asyncpg.Record]:
+    """Every tool of the plugin, deleted ones too: id, name, content_hash, deleted and spec (JSON text)."""
+    rows: list[asyncpg.Record] = await conn.fetch(STORED_TOOLS, plugin_id)
+    return rows
+
+
+async def tool_record(conn: Conn, plugin_id: str, name: str) -> asyncpg.Record | None:
+    """The tool's summary columns, id, content hash, spec and whole row as JSON text (``record``, as a
+    version snapshot holds it)."""
+    return await conn.fetchrow(TOOL_RECORD, plugin_id, name)
+
+
+async def live_tool(conn: Conn, plugin_id: str, name: str) -> asyncpg.Record | None:
+    """Tenant, plugin version and spec of a tool that is not deleted."""
+    return await conn.fetchrow(LIVE_TOOL, plugin_id, name)
+
+
+def summary(row: asyncpg.Record) -> ToolSummary:
+    """The ``ToolSummary`` of a row holding (at least) the ``SUMMARY_COLUMNS``."""
+    return ToolSummary.model_validate({name: row[name] for name in ToolSummary.model_fields})
+
+
+async def list_tools(conn: Conn, query: ToolQuery) -> list[ToolSummary]:
+    """The tools the query's filters keep, by plugin and name."""
+    rows = await conn.fetch(
+        LIST_TOOLS, query.plugin_id, query.status, query.flagged, query.include_deleted, query.limit
+    )
+    return [summary(r) for r in rows]
+
+
+async def plugin_version(conn: Conn, plugin_id: str) -> str:
+    """The highest plugin version recorded with the plugin's tools (0.0.0 for a plugin with none)."""
+    version: str = await conn.fetchval(PLUGIN_VERSION, plugin_id)
+    return version
+
+
+async def review_states(conn: Conn, tool_ids: Sequence[int]) -> dict[int, tuple[bool, str]]:
+    """Tool id -> (approved, status)."""
+    return {r["id"]: (r["approved"], r["status"]) for r in await conn.fetch(REVIEW_STATES, list(tool_ids))}
+
+
+async def insert_tool(
+    conn: Conn,
+    plugin_id: str,
+    tenant_id: str,
+    plugin_version: str,
+    spec: ToolSpec,
+    content_hash: str,
+    embed_hash: str,
+) -> int:
+    """A new tool waiting for its vector; returns its id."""
+    tool_id: int = await conn.fetchval(
+        INSERT_TOOL,
+        plugin_id,
+        spec.name,
+        tenant_id,
+        plugin_version,
+        spec.model_dump_json(),
+        spec.category,
+        spec.pinned,
+        spec.pin_weight,
+        spec.schema_version,
+        content_hash,
+        embed_hash,
+    )
+    return tool_id
+
+
+async def update_tool(
+    conn: Conn,
+    tool_id: int,
+    tenant_id: str,
+    plugin_version: str,
+    spec: ToolSpec,
+    content_hash: str,
+    embed_hash: str,
+    *,
+    flag_review: bool,
+    status: str,
+) -> None:
+    """Write a new spec over a tool (reviving it when deleted); its vector goes stale when its inputs changed."""
+    await conn.execute(
+        UPDATE_TOOL,
+        tool_id,
+        spec.model_dump_json(),
+        tenant_id,
+        plugin_version,
+        spec.category,
+        spec.pinned,
+        spec.pin_weight,
+        spec.schema_version,
+        content_hash,
+        embed_hash,
+        flag_review,
+        status,
+    )
+
+
+async def soft_delete(conn: Conn, tool_ids: Sequence[int]) -> None:
+    await conn.execute(SOFT_DELETE, list(tool_ids))
+
+
+async def approve(conn: Conn, tool_id: int, status: str) -> dict[str, Any]:
+    """Mark a tool approved with its review flag cleared; returns the row as it now stands (as a snapshot)."""
+    record: dict[str, Any] = json.loads(await conn.fetchval(APPROVE, tool_id, status))
+    return record
+
+
+async def restore(conn: Conn, tool_id: int, values: Mapping[str, Any]) -> None:
+    """Write the ``RESTORED_COLUMNS`` of ``values`` (a snapshot's) over the tool."""
+    await conn.execute(RESTORE, tool_id, json.dumps(values))
+
+
+# embeddings
+
+
+async def tools_to_embed(conn: Conn, limit: int) -> list[asyncpg.Record]:
+    """Live tools whose vector is pending or stale, by id: id, spec (JSON text) and embed_hash."""
+    rows: list[asyncpg.Record] = await conn.fetch(TO_EMBED, limit)
+    return rows
+
+
+async def store_vectors(conn: Conn, rows: Sequence[tuple[int, np.ndarray, str]]) -> None:
+    """(tool id, vector, the embed_hash it was computed for): a tool whose inputs changed since keeps waiting."""
+    await conn.executemany(STORE_VECTOR, rows)
+
+
+async def embedding_ages(conn: Conn, plugin_id: str | None) -> list[asyncpg.Record]:
+    """Live tools' plugin_id, name, embedding_status and last_embedded_at, with the database's ``now``."""
+    rows: list[asyncpg.Record] = await conn.fetch(EMBEDDING_AGES, plugin_id)
+    return rows
+
+
+async def mark_all_stale(conn: Conn, plugin_id: str | None) -> None:
+    """Every live tool in scope (all plugins for None) waits for a new vector."""
+    await conn.execute(MARK_ALL_STALE, plugin_id)
+
+
+async def mark_stale(conn: Conn, tools: Sequence[tuple[str, str]]) -> None:
+    """These (plugin, name) tools wait for a new vector."""
+    await conn.executemany(MARK_STALE, tools)
+
+
+async def waiting_for_embedding(conn: Conn, plugin_id: str | None) -> int:
+    count: int = await conn.fetchval(WAITING_FOR_EMBEDDING, plugin_id)
+    return count
+
+
+# versions
+
+
+async def snapshot_version(conn: Conn, tool_id: int, fields: Sequence[str], digest: str, reason: str) -> int:
+    """Append the row as it now stands to its history; returns the new version number."""
+    version: int = await conn.fetchval(SNAPSHOT, tool_id, list(fields), digest, reason)
+    return version
+
+
+async def version_count(conn: Conn, tool_id: int) -> int:
+    count: int = await conn.fetchval(VERSION_COUNT, tool_id)
+    return count
+
+
+async def latest_version(conn: Conn, tool_id: int) -> int:
+    version: int = await conn.fetchval(LATEST_VERSION, tool_id)
+    return version
+
+
+async def versions(conn: Conn, tool_id: int) -> list[dict[str, Any]]:
+    """The tool's history in version order: version, created_at, reason, changed_fields, content_hash and
+    snapshot (as a dict)."""
+    return [{**r, "snapshot": json.loads(r["snapshot"])} for r in await conn.fetch(VERSIONS, tool_id)]
+
+
+async def version_snapshot(conn: Conn, tool_id: int, version: int) -> dict[str, Any] | None:
+    """The row as it stood at ``version``, or None when the tool has no such version."""
+    snapshot = await conn.fetchval(VERSION_SNAPSHOT, tool_id, version)
+    return None if snapshot is None else dict(json.loads(snapshot))
+
+
+# categories and page mappings
+
+
+async def replace_categories(conn: Conn, plugin_id: str, categories: Sequence[CategorySpec]) -> None:
+    """Make the plugin's categories exactly these."""
+    await conn.executemany(
+        UPSERT_CATEGORIES, [(plugin_id, c.name, c.parent, c.description, c.workflow_hint) for c in categories]
+    )
+    await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
+
+
+async def category_exists(conn: Conn, plugin_id: str, name: str) -> bool:
+    return bool(await conn.fetchval(CATEGORY_EXISTS, plugin_id, name))
+
+
+async def categories(conn: Conn, plugin_id: str | None) -> list[asyncpg.Record]:
+    """Categories (of one plugin, or all) by plugin and name: plugin_id, name, parent, description, hint."""
+    rows: list[asyncpg.Record] = await conn.fetch(CATEGORIES, plugin_id)
+    return rows
+
+
+async def category_parents(conn: Conn) -> dict[tuple[str, str], str | None]:
+    """(plugin, category) -> its parent, of every category."""
+    return {(r["plugin_id"], r["name"]): r["parent"] for r in await conn.fetch(CATEGORY_PARENTS)}
+
+
+async def replace_page_mappings(conn: Conn, plugin_id: str, mappings: Sequence[PageMappingSpec]) -> None:
+    """Make the plugin's page mappings exactly these."""
+    await conn.execute(DELETE_PAGE_MAPPINGS, plugin_id)
+    await conn.executemany(UPSERT_PAGE_MAPPING, [(plugin_id, m.page_pattern, m.category, m.priority) for m in mappings])
+
+
+async def page_mappings(conn: Conn, plugin_id: str | None, category: str | None) -> list[PageMapping]:
+    """Mappings (of one plugin and category when given), highest priority first."""
+    return [PageMapping(**r) for r in await conn.fetch(PAGE_MAPPINGS, plugin_id, category)]
+
+
+async def upsert_page_mapping(conn: Conn, plugin_id: str, mapping: PageMappingSpec) -> None:
+    """Map a page pattern to a category; an existing mapping takes the new priority."""
+    await conn.execute(UPSERT_PAGE_MAPPING, plugin_id, mapping.page_pattern, mapping.category, mapping.priority)
+
+
+async def delete_page_mapping(conn: Conn, plugin_id: str, page_pattern: str, category: str) -> int | None:
+    """Delete a mapping; returns the priority it had, or None when there was none."""
+    priority: int | None = await conn.fetchval(DELETE_PAGE_MAPPING, plugin_id, page_pattern, category)
+    return priority
+
+
+# visibility rules
+
+
+def _rule_values(rule: RuleFields) -> list[Any]:
+    return [
+        rule.tenant_id,
+        rule.rule_type,
+        rule.effect,
+        rule.target_kind,
+        rule.target,
+        json.dumps(rule.conditions),
+        rule.priority,
+        rule.active,
+    ]
+
+
+def _rule(row: asyncpg.Record) -> VisibilityRule:
+    return VisibilityRule(**{**row, "conditions": json.loads(row["conditions"])})
+
+
+async def rules(conn: Conn, tenant_id: str | None, include_inactive: bool) -> list[VisibilityRule]:
+    """Rules (of one tenant, or all), highest priority first; active ones unless ``include_inactive``."""
+    return [_rule(r) for r in await conn.fetch(RULES, tenant_id, include_inactive)]
+
+
+async def insert_rule(conn: Conn, rule: RuleFields) -> VisibilityRule:
+    """The new rule with its id and creation time."""
+    return _rule(await conn.fetchrow(INSERT_RULE, *_rule_values(rule)))
+
+
+async def update_rule(conn: Conn, rule_id: int, rule: RuleFields) -> VisibilityRule | None:
+    """The rule as it now stands, or None when there is no such rule."""
+    row = await conn.fetchrow(UPDATE_RULE, rule_id, *_rule_values(rule))
+    return None if row is None else _rule(row)
+
+
+async def delete_rule(conn: Conn, rule_id: int) -> VisibilityRule | None:
+    """The rule deleted, or None when there was no such rule."""
+    row = await conn.fetchrow(DELETE_RULE, rule_id)
+    return None if row is None else _rule(row)
