@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.tree import Tree
 
-from cli.running import AsJson, request, show_rows
+from cli.running import USAGE, AsJson, Format, Output, chosen, fail, request, show_rows, validated
 from contracts import QuarantineRelease, SelectReply, SelectRequest, ToolStateChanged, subjects
 from contracts.admin import (
     CategoryNode,
@@ -52,7 +52,9 @@ def _branch(tree: Tree, node: CategoryNode) -> None:
 
 @app.command("categories")
 def categories(
-    plugin: Annotated[str | None, typer.Option(help="only this plugin's")] = None, as_json: AsJson = False
+    plugin: Annotated[str | None, typer.Option(help="only this plugin's")] = None,
+    fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """Categories as a tree, per plugin."""
 
@@ -63,19 +65,25 @@ def categories(
         for tree in plugins.values():
             console.print(tree)
 
+    body = validated(CategoryQuery, {"plugin_id": plugin}, "categories")
+
     request(
-        lambda c: c.admin(subjects.ADMIN_CATEGORIES_LIST, CategoryQuery(plugin_id=plugin), CategoryTree), as_json, show
+        lambda c: c.admin(subjects.ADMIN_CATEGORIES_LIST, body, CategoryTree),
+        chosen(as_json, fmt),
+        show,
+        rows="categories",
     )
 
 
 @app.command("page-categories")
-def page_categories(page: str, as_json: AsJson = False) -> None:
+def page_categories(page: str, fmt: Output = Format.table, as_json: AsJson = False) -> None:
     """The categories PAGE brings in (what the selector's page filter keeps)."""
-    body = PageQuery(page=page)
+    body = validated(PageQuery, {"page": page}, "page-categories")
     request(
         lambda c: c.admin(subjects.ADMIN_CATEGORIES_FOR_PAGE, body, PageCategories),
-        as_json,
+        chosen(as_json, fmt),
         show_rows(f"categories for {page}", "categories"),
+        rows="categories",
     )
 
 
@@ -83,29 +91,37 @@ def page_categories(page: str, as_json: AsJson = False) -> None:
 def mappings_list(
     plugin: Annotated[str | None, typer.Option()] = None,
     category: Annotated[str | None, typer.Option()] = None,
+    fmt: Output = Format.table,
     as_json: AsJson = False,
 ) -> None:
     """Page mappings, highest priority first."""
-    body = PageMappingQuery(plugin_id=plugin, category=category)
+    body = validated(PageMappingQuery, {"plugin_id": plugin, "category": category}, "page mappings")
     request(
         lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_LIST, body, PageMappingList),
-        as_json,
+        chosen(as_json, fmt),
         show_rows("page mappings", "mappings"),
+        rows="mappings",
     )
 
 
 @mappings_app.command("create")
 def mappings_create(plugin: str, pattern: str, category: str, priority: int = 0, as_json: AsJson = False) -> None:
     """Map PATTERN (/exact, /prefix*, *suffix, *contains*) to PLUGIN's CATEGORY."""
-    body = PageMappingWrite(plugin_id=plugin, page_pattern=pattern, category=category, priority=priority)
-    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_CREATE, body, PageMapping), as_json, console.print)
+    body = validated(
+        PageMappingWrite,
+        {"plugin_id": plugin, "page_pattern": pattern, "category": category, "priority": priority},
+        "page mapping",
+    )
+    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_CREATE, body, PageMapping), chosen(as_json), console.print)
 
 
 @mappings_app.command("delete")
 def mappings_delete(plugin: str, pattern: str, category: str, as_json: AsJson = False) -> None:
     """Delete a page mapping."""
-    body = PageMappingWrite(plugin_id=plugin, page_pattern=pattern, category=category)
-    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, body, PageMapping), as_json, console.print)
+    body = validated(
+        PageMappingWrite, {"plugin_id": plugin, "page_pattern": pattern, "category": category}, "page mapping"
+    )
+    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, body, PageMapping), chosen(as_json), console.print)
 
 
 # visibility rules
@@ -121,18 +137,21 @@ def _rule(
     tenant: str,
     active: bool,
 ) -> RuleFields:
-    return RuleFields.model_validate(
-        {
-            "tenant_id": tenant,
-            "rule_type": rule_type,
-            "effect": effect,
-            "target_kind": target_kind,
-            "target": target,
-            "conditions": json.loads(conditions),
-            "priority": priority,
-            "active": active,
-        }
-    )
+    try:
+        parsed = json.loads(conditions)
+    except json.JSONDecodeError as error:
+        fail(f"--conditions: not JSON ({error})", USAGE)
+    fields = {
+        "tenant_id": tenant,
+        "rule_type": rule_type,
+        "effect": effect,
+        "target_kind": target_kind,
+        "target": target,
+        "conditions": parsed,
+        "priority": priority,
+        "active": active,
+    }
+    return validated(RuleFields, fields, "rule")
 
 
 RuleType = Annotated[str, typer.Option("--type", help="org, user, page, role, tier or composite")]
@@ -146,12 +165,16 @@ Tenant = Annotated[str, typer.Option(help="tenant the rule applies to, * for all
 def rules_list(
     tenant: Annotated[str | None, typer.Option()] = None,
     inactive: Annotated[bool, typer.Option("--all", help="include inactive rules")] = False,
+    fmt: Output = Format.table,
     as_json: AsJson = False,
 ) -> None:
     """Visibility rules, highest priority first."""
-    body = RuleQuery(tenant_id=tenant, include_inactive=inactive)
+    body = validated(RuleQuery, {"tenant_id": tenant, "include_inactive": inactive}, "rules")
     request(
-        lambda c: c.admin(subjects.ADMIN_RULES_LIST, body, RuleList), as_json, show_rows("visibility rules", "rules")
+        lambda c: c.admin(subjects.ADMIN_RULES_LIST, body, RuleList),
+        chosen(as_json, fmt),
+        show_rows("visibility rules", "rules"),
+        rows="rules",
     )
 
 
@@ -169,7 +192,7 @@ def rules_create(
 ) -> None:
     """Create a visibility rule for TARGET."""
     body = RuleCreate(rule=_rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active))
-    request(lambda c: c.admin(subjects.ADMIN_RULES_CREATE, body, VisibilityRule), as_json, console.print)
+    request(lambda c: c.admin(subjects.ADMIN_RULES_CREATE, body, VisibilityRule), chosen(as_json), console.print)
 
 
 @rules_app.command("update")
@@ -188,14 +211,14 @@ def rules_update(
     """Replace the fields of rule RULE_ID."""
     rule = _rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active)
     body = RuleUpdate(id=rule_id, rule=rule)
-    request(lambda c: c.admin(subjects.ADMIN_RULES_UPDATE, body, VisibilityRule), as_json, console.print)
+    request(lambda c: c.admin(subjects.ADMIN_RULES_UPDATE, body, VisibilityRule), chosen(as_json), console.print)
 
 
 @rules_app.command("delete")
 def rules_delete(rule_id: int, as_json: AsJson = False) -> None:
     """Delete rule RULE_ID."""
     body = RuleKey(id=rule_id)
-    request(lambda c: c.admin(subjects.ADMIN_RULES_DELETE, body, VisibilityRule), as_json, console.print)
+    request(lambda c: c.admin(subjects.ADMIN_RULES_DELETE, body, VisibilityRule), chosen(as_json), console.print)
 
 
 # test selection and quarantine
@@ -213,36 +236,38 @@ def dry_run_selection(
     as_json: AsJson = False,
 ) -> None:
     """A dry run (nothing recorded) with every part of each score."""
-    body = SelectRequest(
-        query=query, page=page, tenant_id=tenant, tier=tier, role=role, user_id=user, k=k, dry_run=True
-    )
+    fields = {"query": query, "page": page, "tenant_id": tenant, "tier": tier, "role": role, "user_id": user, "k": k}
+    body = validated(SelectRequest, fields | {"dry_run": True}, "test-selection")
 
     def show(reply: SelectReply) -> None:
-        console.print(selection_table(reply, query, EXPLAIN))
+        console.print(selection_table(reply, query, EXPLAIN, k))
         console.print(f"[dim]method {reply.method}; degraded: {', '.join(reply.degraded) or 'nothing'}[/]")
 
-    request(lambda c: c.select(body), as_json, show)
+    request(lambda c: c.select(body), chosen(as_json), show)
 
 
 @quarantine_app.command("list")
 def quarantine_list(
-    released: Annotated[bool, typer.Option("--all", help="include released tools")] = False, as_json: AsJson = False
+    released: Annotated[bool, typer.Option("--all", help="include released tools")] = False,
+    fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """Quarantined tools, most recent first."""
     body = QuarantineQuery(include_released=released)
     request(
         lambda c: c.admin(subjects.ADMIN_QUARANTINE_LIST, body, QuarantineList),
-        as_json,
+        chosen(as_json, fmt),
         show_rows("quarantine", "entries"),
+        rows="entries",
     )
 
 
 @quarantine_app.command("release")
 def quarantine_release(plugin: str, name: str, by: str = "operator", as_json: AsJson = False) -> None:
     """Put a quarantined tool on probation (the learner's release request)."""
-    body = QuarantineRelease(plugin_id=plugin, name=name, released_by=by)
+    body = validated(QuarantineRelease, {"plugin_id": plugin, "name": name, "released_by": by}, "release")
     request(
         lambda c: c.admin(subjects.ADMIN_QUARANTINE_RELEASE, body, ToolStateChanged),
-        as_json,
+        chosen(as_json),
         lambda change: console.print(f"{plugin}/{name}: {change.state}"),
     )

@@ -11,7 +11,7 @@ import polars as pl
 import typer
 from pydantic import BaseModel
 
-from cli.running import AsJson, print_reply, request, show_rows, with_database
+from cli.running import USAGE, AsJson, Format, Output, chosen, fail, print_reply, request, show_rows, with_database
 from contracts import subjects
 from contracts.admin import AnalyticsQuery
 from toolsel.analytics import replies
@@ -46,6 +46,8 @@ def export_(
 def _local(export_dir: Path, since: date | None, until: date | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     from toolsel.analytics.load import from_export
 
+    if not export_dir.is_dir():
+        fail(f"{export_dir}: no such export directory (write one with `toolsel export --out DIR`)", USAGE)
     return from_export(export_dir, "selections", since, until), from_export(export_dir, "outcomes", since, until)
 
 
@@ -53,45 +55,53 @@ def _analytics(
     subject: str,
     measure: Callable[[pl.DataFrame, pl.DataFrame], R],
     window: tuple[date | None, date | None, Path | None],
-    as_json: bool,
+    fmt: Format,
     show: Callable[[Any], None],
+    rows: str | None = None,
 ) -> None:
     """Ask the service (the store), or measure an export locally with the same function the service uses."""
     since, until, export_dir = window
     if export_dir is None:
         query = AnalyticsQuery(since=since, until=until)
         reply_type: type[R] = get_type_hints(measure)["return"]
-        request(lambda c: c.admin(subject, query, reply_type), as_json, show)
+        request(lambda c: c.admin(subject, query, reply_type), fmt, show, rows)
     else:
-        print_reply(measure(*_local(export_dir, since, until)), as_json, show)
+        print_reply(measure(*_local(export_dir, since, until)), fmt, show, rows)
 
 
 @analytics_app.command("metrics")
 def analytics_metrics(since: Since = None, until: Until = None, export_dir: ExportDir = None) -> None:
     """Selections, latency percentiles, methods, outcomes and average tokens saved (JSON)."""
     window = (_day(since), _day(until), export_dir)
-    _analytics(subjects.ADMIN_ANALYTICS_METRICS, replies.metrics_reply, window, True, console.print)
+    _analytics(subjects.ADMIN_ANALYTICS_METRICS, replies.metrics_reply, window, Format.json, console.print)
 
 
 @analytics_app.command("heatmap")
 def analytics_heatmap(
-    since: Since = None, until: Until = None, export_dir: ExportDir = None, as_json: AsJson = False
+    since: Since = None,
+    until: Until = None,
+    export_dir: ExportDir = None,
+    fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """How often each tool was selected on each page."""
     window = (_day(since), _day(until), export_dir)
-    _analytics(
-        subjects.ADMIN_ANALYTICS_HEATMAP, replies.heatmap_reply, window, as_json, show_rows("tool x page", "cells")
-    )
+    show = show_rows("tool x page", "cells")
+    _analytics(subjects.ADMIN_ANALYTICS_HEATMAP, replies.heatmap_reply, window, chosen(as_json, fmt), show, "cells")
 
 
 @analytics_app.command("accuracy")
 def analytics_accuracy(
-    since: Since = None, until: Until = None, export_dir: ExportDir = None, as_json: AsJson = False
+    since: Since = None,
+    until: Until = None,
+    export_dir: ExportDir = None,
+    fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """Daily share of outcomes whose called tools were all among the selected."""
     window = (_day(since), _day(until), export_dir)
     show = show_rows("retrieval accuracy", "points")
-    _analytics(subjects.ADMIN_ANALYTICS_ACCURACY, replies.accuracy_reply, window, as_json, show)
+    _analytics(subjects.ADMIN_ANALYTICS_ACCURACY, replies.accuracy_reply, window, chosen(as_json, fmt), show, "points")
 
 
 @app.command("report")

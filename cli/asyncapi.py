@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from toolsel.render import console
+from cli.running import fail
 from toolsel.settings import Settings
 
 app = typer.Typer()
@@ -49,5 +49,4 @@ def asyncapi(
             out.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     if stale:
-        console.print(f"[red]stale AsyncAPI documents:[/] {', '.join(stale)}; run `toolsel asyncapi`")
-        raise typer.Exit(1)
+        fail(f"stale AsyncAPI documents: {', '.join(stale)}; run `toolsel asyncapi`")

@@ -1,5 +1,6 @@
-"""The scenario of ``toolsel demo``: sync the packaged catalog, select, report outcomes, and show the ranking
-move."""
+"""The scenario of ``toolsel demo``: sync the packaged catalog, select, report outcomes, show the ranking move and
+say what it left behind; ``toolsel demo --reset`` removes it. Every demo plugin id starts with ``demo-``, so the
+demo never touches a plugin of the user's own."""
 
 import asyncio
 import json
@@ -9,8 +10,9 @@ from typing import Any
 
 from rich.progress import track
 
+from cli.plugins import removal
 from contracts import OutcomeEvent, PluginSync, SelectReply, ToolCall
-from toolsel.client import ToolselClient
+from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console, selection_table, sync_table
 
 DEMO_QUERIES = (
@@ -22,12 +24,15 @@ LEARNING_QUERY = ("book a hotel room in Rome for the weekend", "/travel")
 ROUNDS = 25
 LEARNING = ("relevance", "quality", "thompson", "alpha", "beta")
 """The parts of the score the demo shows: what the outcomes move."""
+DEMO_PREFIX = "demo-"
+"""Put before every plugin id of the packaged catalog: the demo's plugins are told apart from the user's."""
 
 
 def demo_catalog() -> list[PluginSync]:
-    """The packaged demo catalog (MetaTool plugin descriptions, MIT; see toolsel/demo/NOTICE.md)."""
+    """The packaged demo catalog (MetaTool plugin descriptions, MIT; see toolsel/demo/NOTICE.md), its plugin ids
+    prefixed with ``DEMO_PREFIX``."""
     raw: dict[str, Any] = json.loads(resources.files("toolsel.demo").joinpath("catalog.json").read_text("utf-8"))
-    return [PluginSync.model_validate(p) for p in raw["plugins"]]
+    return [PluginSync.model_validate(p | {"plugin_id": DEMO_PREFIX + p["plugin_id"]}) for p in raw["plugins"]]
 
 
 async def _wait_for_learning(client: ToolselClient, query: str, page: str, key: str, alpha: float) -> SelectReply:
@@ -41,9 +46,31 @@ async def _wait_for_learning(client: ToolselClient, query: str, page: str, key: 
         await asyncio.sleep(0.2)
 
 
-async def run_demo(client: ToolselClient) -> None:
-    reports = [await client.sync(p) for p in track(demo_catalog(), description="syncing the demo catalog")]
+async def reset_demo(client: ToolselClient) -> None:
+    """Remove every demo plugin: tools soft-deleted, categories and page mappings dropped."""
+    reports = [await client.sync(removal(p.plugin_id)) for p in demo_catalog()]
     console.print(sync_table(reports))
+    console.print(
+        f"removed the demo: {sum(r.deleted for r in reports)} tools of {len(reports)} {DEMO_PREFIX}* plugins "
+        "soft-deleted, their categories and page mappings dropped (learnt posteriors and events stay, unused)."
+    )
+
+
+async def _quarantined(client: ToolselClient) -> list[str]:
+    """The demo's tools the learner has quarantined, as lines to print (none when the admin API refuses)."""
+    try:
+        listed = await client.list_quarantine()
+    except ToolselError:
+        return []
+    return [f"{e.plugin_id}/{e.name} ({e.reason})" for e in listed.entries if e.plugin_id.startswith(DEMO_PREFIX)]
+
+
+async def run_demo(client: ToolselClient) -> None:
+    catalog = demo_catalog()
+    reports = [await client.sync(p) for p in track(catalog, description="syncing the demo catalog")]
+    console.print(sync_table(reports))
+    tools = sum(len(p.tools) for p in catalog)
+    console.print(f"synced {tools} demo tools as {len(catalog)} plugins named {DEMO_PREFIX}*.")
     for query, page in DEMO_QUERIES:
         reply = await client.select(query=query, page=page, dry_run=True, seed=1)
         console.print(selection_table(reply, f"{query!r} on page {page or '-'}"))
@@ -55,7 +82,7 @@ async def run_demo(client: ToolselClient) -> None:
     console.print(
         f"The agent now runs {ROUNDS} times: [red]{first.name}[/] fails when called, [green]{second.name}[/] works."
     )
-    wins = 0
+    wins = failures = 0
     for _ in track(range(ROUNDS), description="selections and outcomes"):
         reply = await client.select(query=query, page=page)
         calls = [
@@ -64,6 +91,7 @@ async def run_demo(client: ToolselClient) -> None:
             if t.key in {first.key, second.key}
         ]
         wins += sum(c.success for c in calls)
+        failures += sum(not c.success for c in calls)
         await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=calls)])
     after = await _wait_for_learning(client, query, page, second.key, second.breakdown.alpha + wins)
     console.print(selection_table(after, f"after learning: {query!r}", LEARNING))
@@ -72,3 +100,13 @@ async def run_demo(client: ToolselClient) -> None:
         f"Among the retrieved tools, {second.name} moved from 2nd to {rank.get(second.key, 'dropped')} and "
         f"{first.name} from 1st to {rank.get(first.key, 'dropped')}."
     )
+    console.print(
+        f"The demo recorded {ROUNDS} selections and their outcomes: {wins} successful calls of {second.name}, "
+        f"{failures} failed calls of {first.name}."
+    )
+    for line in await _quarantined(client):
+        console.print(
+            f"[yellow]The learner quarantined {line}[/]: it is offered to no one until released "
+            f"(`toolsel admin quarantine list`, `toolsel admin quarantine release PLUGIN NAME`)."
+        )
+    console.print("`toolsel demo --reset` removes the demo's plugins; your own plugins were not touched.")

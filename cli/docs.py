@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from toolsel.render import console
+from cli.running import fail
 from toolsel.settings import Settings
 from toolsel.settings_table import settings_table, with_settings_table
 
@@ -26,7 +26,6 @@ def config(
     text = readme.read_text()
     current = with_settings_table(text, table)
     if check and current != text:
-        console.print(f"[red]{readme}'s configuration table is stale:[/] run `toolsel docs config --write`")
-        raise typer.Exit(1)
+        fail(f"{readme}'s configuration table is stale: run `toolsel docs config --write`")
     if write:
         readme.write_text(current)

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from cli.running import run
+from toolsel.evaluation.plan import Scenario
 from toolsel.render import console
 
 app = typer.Typer()
@@ -25,23 +26,47 @@ def eval_(
     holdout: Annotated[int, typer.Option(help="online: held-out queries measured, never streamed")] = 200,
     json_file: Annotated[Path | None, typer.Option("--json", help="write every number and the settings")] = None,
     out: Annotated[Path, typer.Option(help="online: directory for the curve's CSV and PNG")] = Path("eval-out"),
+    scenario: Annotated[
+        Scenario,
+        typer.Option(
+            help="online: stream (plain), drift (a tool fails, then recovers), new-tool (a copy of a tool added "
+            "mid-stream), tenants (two tenants share the catalog, one streams)"
+        ),
+    ] = "stream",
+    drift_at: Annotated[int | None, typer.Option(help="drift: event its calls start failing (default n/3)")] = None,
+    recover_at: Annotated[int | None, typer.Option(help="drift: event it works again (default 2n/3)")] = None,
+    add_at: Annotated[int | None, typer.Option(help="new-tool: event the tool is synced (default n/3)")] = None,
 ) -> None:
     """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""
     from toolsel.evaluation import report
     from toolsel.evaluation.online import Point
     from toolsel.evaluation.run import Options, run_offline, run_online
 
-    options = Options(path, train_fraction, seed, max_queries, online, events, every, holdout, out=out)
+    options = Options(
+        path,
+        train_fraction,
+        seed,
+        max_queries,
+        online,
+        events,
+        every,
+        holdout,
+        out=out,
+        scenario=scenario,
+        drift_at=drift_at,
+        recover_at=recover_at,
+        add_at=add_at,
+    )
     if not (path / "tools.jsonl").is_file() or not (path / "queries.jsonl").is_file():
         console.print(f"[red]{path} needs tools.jsonl and queries.jsonl[/]")
         raise typer.Exit(2)
     result = run(lambda: run_online(options) if online else run_offline(options))
     if online:
-        curve = [Point(**p) for p in result["curve"]]
-        console.print(report.curve_table(curve))
-        report.write_curve_csv(out / f"{result['set']}-curve.csv", curve)
-        report.write_curve_png(out / f"{result['set']}-curve.png", curve, f"{result['set']}: learning online")
-        console.print(f"curve written to {out}/{result['set']}-curve.csv and .png")
+        console.print(report.curve_table([Point(**p) for p in result["curve"]]))
+        for line in report.scenario_lines(result["scenario"]):
+            console.print(line)
+        written = report.write_online(out, result)
+        console.print(f"curve written to {written} and .png")
     else:
         for table in report.offline_tables(result):
             console.print(table)

@@ -5,23 +5,34 @@ from typing import Annotated
 
 import typer
 
-from cli.running import client, request, run, settings, show_rows, with_database
-from contracts import FeedbackEvent, subjects
+from cli.running import (
+    USAGE,
+    Format,
+    Output,
+    client,
+    fail,
+    request,
+    run,
+    settings,
+    show_rows,
+    validated,
+    warn,
+    with_database,
+)
+from contracts import ErrorCode, FeedbackEvent, subjects
 from contracts.admin import FeedbackList, FeedbackQuery, QualityList, QualityQuery
+from toolsel.client import ToolselError
 from toolsel.render import console
 
 app = typer.Typer()
 feedback_app = typer.Typer(help="People's ratings of tools (seed 004's tool-feedback).", no_args_is_help=True)
 app.add_typer(feedback_app, name="feedback")
 
-Format = Annotated[str, typer.Option("--format", help="table or json")]
-
 
 def _tool(ref: str) -> tuple[str, str]:
     plugin, _, name = ref.partition("/")
     if not plugin or not name:
-        console.print(f"[red]--tool takes PLUGIN/NAME, not {ref!r}[/]")
-        raise typer.Exit(2)
+        fail(f"--tool takes PLUGIN/NAME, not {ref!r}", USAGE)
     return plugin, name
 
 
@@ -33,12 +44,19 @@ def feedback_submit(
     tenant: str = "default",
     author: str | None = None,
 ) -> None:
-    """Rate a tool; published durably for the learner (toolsel.events.feedback)."""
+    """Rate a tool; published durably for the learner (toolsel.events.feedback) once the registry knows it."""
     plugin, name = _tool(tool)
-    event = FeedbackEvent(plugin_id=plugin, name=name, rating=rating, comment=comment, tenant_id=tenant, author=author)
+    fields = {"plugin_id": plugin, "name": name, "rating": rating, "comment": comment, "tenant_id": tenant}
+    event = validated(FeedbackEvent, fields | {"author": author}, "feedback")
 
     async def main() -> None:
         async with client() as connected:
+            try:
+                await connected.show_tool(plugin, name)
+            except ToolselError as error:
+                if error.detail.code is ErrorCode.NOT_FOUND:
+                    fail(f"unknown tool {tool}: the registry has no such tool, nothing was sent")
+                warn(f"could not check that {tool} exists ({error}); sending anyway")
             await connected.report([event])
 
     run(main)
@@ -47,13 +65,16 @@ def feedback_submit(
 
 @feedback_app.command("list")
 def feedback_list(
-    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")], limit: int = 20, fmt: Format = "table"
+    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")], limit: int = 20, fmt: Output = Format.table
 ) -> None:
     """A tool's most recent feedback."""
     plugin, name = _tool(tool)
-    body = FeedbackQuery(plugin_id=plugin, name=name, limit=limit)
+    body = validated(FeedbackQuery, {"plugin_id": plugin, "name": name, "limit": limit}, "feedback")
     request(
-        lambda c: c.admin(subjects.ADMIN_FEEDBACK_LIST, body, FeedbackList), fmt == "json", show_rows(tool, "feedback")
+        lambda c: c.admin(subjects.ADMIN_FEEDBACK_LIST, body, FeedbackList),
+        fmt,
+        show_rows(tool, "feedback"),
+        "feedback",
     )
 
 
@@ -61,13 +82,13 @@ def feedback_list(
 def feedback_metrics(
     tool: Annotated[str | None, typer.Option(help="PLUGIN/NAME")] = None,
     degraded: Annotated[bool, typer.Option(help="every tool that is not healthy")] = False,
-    fmt: Format = "table",
+    fmt: Output = Format.table,
 ) -> None:
     """Quality of one tool (calls, success rate, ratings, latency, state) or of the degraded ones."""
     plugin, name = _tool(tool) if tool else (None, None)
-    body = QualityQuery(plugin_id=plugin, name=name, degraded=degraded)
+    body = validated(QualityQuery, {"plugin_id": plugin, "name": name, "degraded": degraded}, "feedback")
     request(
-        lambda c: c.admin(subjects.ADMIN_QUALITY, body, QualityList), fmt == "json", show_rows("tool quality", "tools")
+        lambda c: c.admin(subjects.ADMIN_QUALITY, body, QualityList), fmt, show_rows("tool quality", "tools"), "tools"
     )
 
 
@@ -87,12 +108,11 @@ def compact(
 
 def rebuild_from_history() -> None:
     """Recompute posteriors and quality from the stored event history (``toolsel learner --rebuild``)."""
+    from services.learner.outcomes import OutcomeRules
     from services.learner.rebuild import rebuild
 
     current = settings()
-    done = with_database(
-        lambda pool: rebuild(pool, current.prior_alpha, current.prior_beta, current.not_called_penalty)
-    )
+    done = with_database(lambda pool: rebuild(pool, OutcomeRules.from_settings(current)))
     console.print(
         f"rebuilt {done.posteriors} posteriors and the quality of {done.tools} tools"
         f" from {done.outcomes} outcomes and {done.feedback} feedback ratings"

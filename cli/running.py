@@ -1,18 +1,25 @@
-"""What every command shares: the settings, a client of the running stack, a database pool, and how a failed
-request becomes an exit code."""
+"""What every command shares: the settings, a client of the running stack, a database pool, how input files are
+read, how replies are printed (table, JSON or CSV), and how a failure becomes one line on stderr and an exit
+code: 2 for bad input (usage), 1 for a failure."""
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, TypeVar
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import asyncpg
+import nats.errors
 import typer
 from pydantic import BaseModel, ValidationError
+from rich.markup import escape
 
+from contracts import ErrorCode
 from toolsel.client import ToolselClient, ToolselError
-from toolsel.messaging import validation_reply
-from toolsel.render import console, rows_table
+from toolsel.embedded import admin_token, redacted
+from toolsel.render import console, errors, rows_csv, rows_table
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import configured_endpoints
 from toolsel.store import create_pool
@@ -20,7 +27,40 @@ from toolsel.store import create_pool
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
 
-AsJson = Annotated[bool, typer.Option("--json", help="print the raw reply")]
+USAGE = 2
+"""Exit code of bad input: a file, a field or an option the command cannot use."""
+FAILED = 1
+"""Exit code of a failure: the stack refused, is away, or broke."""
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+Output = Annotated[Format, typer.Option("--format", help="table, json or csv")]
+AsJson = Annotated[bool, typer.Option("--json", help="same as --format json")]
+
+
+def chosen(as_json: bool, fmt: Format = Format.table) -> Format:
+    """The format asked for, ``--json`` being short for ``--format json``."""
+    return Format.json if as_json else fmt
+
+
+def complain(message: str) -> None:
+    """Print ``message`` as one error line on stderr."""
+    errors.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def fail(message: str, code: int = FAILED) -> NoReturn:
+    """Print ``message`` as one line on stderr and exit with ``code``."""
+    complain(message)
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    errors.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
 
 
 def settings() -> Settings:
@@ -28,43 +68,102 @@ def settings() -> Settings:
     return get_settings()
 
 
+def operator_token(current: Settings) -> str | None:
+    """TOOLSEL_ADMIN_TOKEN, else the token ``toolsel up`` keeps in the home."""
+    return current.admin_token or admin_token(current.home)
+
+
 @asynccontextmanager
 async def client() -> AsyncIterator[ToolselClient]:
-    """A client of the configured (or running) stack; exit 2 when there is none."""
-    endpoints = configured_endpoints(settings())
+    """A client of the configured (or running) stack, carrying the operators' token; exit 2 when there is none."""
+    current = settings()
+    endpoints = configured_endpoints(current)
     if endpoints is None:
-        console.print("[red]No running toolsel:[/] start one with `toolsel up`, or set TOOLSEL_NATS_URL.")
-        raise typer.Exit(2)
-    async with ToolselClient(endpoints.nats_url) as connected:
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", USAGE)
+    async with ToolselClient(endpoints.nats_url, admin_token=operator_token(current)) as connected:
         yield connected
 
 
+def _why(error: ToolselError) -> str:
+    if error.detail.code is ErrorCode.UNAUTHORIZED and "disabled" in error.detail.message:
+        return f"{error} (the services were started without a token: restart `toolsel up`, or see `toolsel env`)"
+    return str(error)
+
+
 def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run one coroutine; a typed error reply exits 1, invalid input exits 2, each with its message."""
+    """Run one coroutine; a typed error reply or an unreachable stack exits 1, invalid input exits 2, each with
+    one line that says why."""
     try:
         return asyncio.run(main())
     except ToolselError as error:
-        console.print(f"[red]{error}[/]")
-        raise typer.Exit(1) from error
+        fail(_why(error), USAGE if error.detail.code is ErrorCode.INVALID_REQUEST else FAILED)
     except ValidationError as error:
-        reply = validation_reply(error)
-        console.print(f"[red]{reply.error.message} ({reply.error.field})[/]")
-        raise typer.Exit(2) from error
+        fail(first_problem(error), USAGE)
+    except nats.errors.NoRespondersError:
+        fail("no service answers that request: is every service up? (`toolsel status`)")
+    except nats.errors.TimeoutError:
+        fail("the stack did not answer in time: see `toolsel status` and the services' logs")
+    except (nats.errors.NoServersError, ConnectionRefusedError):
+        url = getattr(configured_endpoints(settings()), "nats_url", None)
+        fail(f"cannot reach NATS at {redacted(url) if url else 'the configured URL'}: is toolsel up?")
 
 
-def request(call: Callable[[ToolselClient], Awaitable[R]], as_json: bool, show: Callable[[R], None]) -> None:
-    """Send one request and print its reply, raw or as ``show`` renders it."""
+def first_problem(error: ValidationError) -> str:
+    """A validation error as one line: the first offending field and why (and how many more there are)."""
+    problems = error.errors()
+    first = problems[0]
+    field = ".".join(str(part) for part in first["loc"])
+    why = first["msg"].removeprefix("Value error, ")
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{field}: {why}{more}" if field else f"{why}{more}"
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``; exit 2 naming the file when it is missing, unreadable, empty or not JSON."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        fail(f"{path}: no such file", USAGE)
+    except IsADirectoryError:
+        fail(f"{path}: is a directory, not a JSON file", USAGE)
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"{path}: cannot read it ({error})", USAGE)
+    if not text.strip():
+        fail(f"{path}: empty file, expected JSON", USAGE)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        fail(f"{path}: not JSON ({error})", USAGE)
+
+
+def validated(model: type[R], data: Any, where: str) -> R:
+    """``data`` as ``model``; exit 2 naming ``where`` and the offending field when it is not one."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        fail(f"{where}: {first_problem(error)}", USAGE)
+
+
+def request(
+    call: Callable[[ToolselClient], Awaitable[R]], fmt: Format, show: Callable[[R], None], rows: str | None = None
+) -> None:
+    """Send one request and print its reply (see ``print_reply``)."""
 
     async def main() -> R:
         async with client() as connected:
             return await call(connected)
 
-    print_reply(run(main), as_json, show)
+    print_reply(run(main), fmt, show, rows)
 
 
-def print_reply(reply: R, as_json: bool, show: Callable[[R], None]) -> None:
-    if as_json:
+def print_reply(reply: R, fmt: Format, show: Callable[[R], None], rows: str | None = None) -> None:
+    """The reply as JSON, as CSV of its list ``rows``, or as ``show`` renders it; csv needs ``rows``."""
+    if fmt is Format.json:
         print(reply.model_dump_json(indent=2))
+    elif fmt is Format.csv:
+        if rows is None:
+            fail("this command has no csv output: use --format table or json", USAGE)
+        print(rows_csv([item.model_dump(mode="json") for item in getattr(reply, rows)]), end="")
     else:
         show(reply)
 
@@ -79,8 +178,7 @@ def with_database(job: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
     current = settings()
     url = current.database_url or getattr(configured_endpoints(current), "database_url", None)
     if not url:
-        console.print("[red]No database:[/] start toolsel with `toolsel up`, or set TOOLSEL_DATABASE_URL.")
-        raise typer.Exit(2)
+        fail("no database: start toolsel with `toolsel up`, or set TOOLSEL_DATABASE_URL", USAGE)
 
     async def main() -> T:
         pool = await create_pool(url)

@@ -1,6 +1,7 @@
 """Stack commands: ``up``, ``demo``, ``status`` and ``migrate``."""
 
 import asyncio
+import shlex
 import signal
 import time
 from typing import Annotated
@@ -8,12 +9,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.demo import run_demo
-from cli.running import client, run, settings
+from cli.demo import reset_demo, run_demo
+from cli.running import USAGE, client, fail, operator_token, run, settings
 from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
-from toolsel.render import console, status_table
-from toolsel.stack import Stack, configured_endpoints, health_all
+from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
+from toolsel.render import console, new_table, status_table
+from toolsel.stack import OPERATOR, Stack, StackRunning, configured_endpoints, health_all, stack_info
 from toolsel.store import migrate as apply_migrations
 
 app = typer.Typer()
@@ -21,18 +23,34 @@ app = typer.Typer()
 
 def _where(stack: Stack) -> Table:
     assert stack.endpoints is not None
-    table = Table(title="toolsel is up", title_justify="left", show_header=False)
+    table = new_table("toolsel is up", "what", "where", show_header=False)
     table.add_row("data directory", str(stack.settings.home))
-    table.add_row("NATS", stack.endpoints.nats_url + ("  (embedded)" if stack.nats else ""))
+    table.add_row("NATS", redacted(stack.endpoints.nats_url) + ("  (embedded)" if stack.nats else ""))
+    if stack.nats:
+        table.add_row("NATS credentials", str(stack.nats.directory / CREDENTIALS_FILE))
     table.add_row("PostgreSQL", stack.endpoints.database_url + ("  (embedded)" if stack.postgres else ""))
-    table.add_row("logs", str(stack.settings.home / "logs"))
+    if not stack.settings.admin_token:
+        table.add_row("admin token", str(stack.settings.home / ADMIN_TOKEN_FILE))
+    table.add_row("logs", _logs(stack))
     table.add_row("select subject", subjects.SELECT)
+    table.caption = "`toolsel env` prints the exports another shell or a script needs"
+    table.caption_justify = "left"
     return table
+
+
+def _start(stack: Stack, doing: str) -> None:
+    """Start ``stack``; exit 1 with the reason when another stack runs on its home."""
+    try:
+        with console.status(doing):
+            asyncio.run(stack.start())
+    except StackRunning as running:
+        fail(str(running))
 
 
 @app.command()
 def up() -> None:
-    """Start NATS, PostgreSQL (embedded unless configured) and the three services; Ctrl-C stops all."""
+    """Start NATS, PostgreSQL (embedded unless configured) and the three services, restarting any service that
+    exits; Ctrl-C stops all. Refuses when a stack already runs on this home."""
     stack = Stack(settings())
     stopping = False
 
@@ -43,40 +61,45 @@ def up() -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     try:
-        with console.status("starting toolsel"):
-            asyncio.run(stack.start())
+        _start(stack, "starting toolsel")
         console.print(_where(stack))
         console.print("Press Ctrl-C to stop.")
         while not stopping:
-            dead = stack.dead_services()
-            if dead:
-                console.print(f"[red]service(s) exited: {', '.join(dead)}[/]; see {stack.settings.home / 'logs'}")
-                raise typer.Exit(1)
+            for name in stack.supervise():
+                restarts = stack.supervision[name].restarts
+                console.print(f"[yellow]{name} exited and was restarted ({restarts})[/]; see its log in {_logs(stack)}")
             time.sleep(0.2)
     finally:
-        stack.stop()
-        console.print("toolsel stopped.")
+        if stack.lock is not None:
+            stack.stop()
+            console.print("toolsel stopped.")
+
+
+def _logs(stack: Stack) -> str:
+    return str(stack.settings.home / "logs")
 
 
 @app.command()
-def demo() -> None:
-    """Sync the demo catalog, select, report outcomes and show the ranking move (starts a stack if none)."""
+def demo(
+    reset: Annotated[bool, typer.Option(help="remove the demo's plugins (demo-*) instead of running it")] = False,
+) -> None:
+    """Sync the demo catalog (plugins demo-*), select, report outcomes and show the ranking move (starts a stack if
+    none); --reset removes what it synced."""
     current = settings()
     endpoints = configured_endpoints(current)
     stack: Stack | None = None
     try:
         if endpoints is None:
             stack = Stack(current)
-            with console.status("starting an embedded toolsel for the demo"):
-                asyncio.run(stack.start())
+            _start(stack, "starting an embedded toolsel for the demo")
             console.print(_where(stack))
             endpoints = stack.endpoints
         assert endpoints is not None
-        url = endpoints.nats_url
+        url, token = endpoints.nats_url, operator_token(current)
 
         async def main() -> None:
-            async with ToolselClient(url) as connected:
-                await run_demo(connected)
+            async with ToolselClient(url, admin_token=token) as connected:
+                await (reset_demo(connected) if reset else run_demo(connected))
 
         run(main)
     finally:
@@ -87,6 +110,8 @@ def demo() -> None:
 @app.command()
 def status(service: Annotated[str | None, typer.Option(help="check one service only")] = None) -> None:
     """Ask every service for its health; exit 0 only when all answer."""
+    if service is not None and service not in subjects.SERVICES:
+        fail(f"unknown service {service!r}: toolsel's services are {', '.join(subjects.SERVICES)}", USAGE)
     services = (service,) if service else subjects.SERVICES
 
     async def main() -> dict[str, HealthReply | str]:
@@ -95,6 +120,10 @@ def status(service: Annotated[str | None, typer.Option(help="check one service o
 
     replies = run(main)
     console.print(status_table(replies))
+    info = stack_info(settings().home)
+    if info is not None:
+        restarts = ", ".join(f"{name} {count}" for name, count in info.get("restarts", {}).items())
+        console.print(f"restarts since toolsel up (pid {info['pid']}): {restarts}")
     if not all(isinstance(r, HealthReply) for r in replies.values()):
         raise typer.Exit(1)
 
@@ -104,7 +133,29 @@ def migrate() -> None:
     """Apply the database migrations and exit."""
     url = settings().database_url
     if not url:
-        console.print("[red]Set TOOLSEL_DATABASE_URL.[/]")
-        raise typer.Exit(2)
+        fail("set TOOLSEL_DATABASE_URL", USAGE)
     applied = asyncio.run(apply_migrations(url))
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+@app.command()
+def env(
+    user: Annotated[str, typer.Option(help="NATS user of the URL: operator (admin commands) or agent")] = OPERATOR,
+) -> None:
+    """Print the `export TOOLSEL_...` lines that reach the running toolsel from another shell or a script:
+    eval "$(toolsel env)"."""
+    current = settings()
+    if user not in (OPERATOR, "agent"):
+        fail(f"unknown NATS user {user!r}: operator or agent", USAGE)
+    endpoints = configured_endpoints(current, user)
+    if endpoints is None:
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL")
+    exports = {
+        "TOOLSEL_HOME": str(current.home),
+        "TOOLSEL_NATS_URL": endpoints.nats_url,
+        "TOOLSEL_DATABASE_URL": endpoints.database_url,
+        "TOOLSEL_ADMIN_TOKEN": operator_token(current) if user == OPERATOR else None,
+    }
+    for name, value in exports.items():
+        if value:
+            print(f"export {name}={shlex.quote(value)}")

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.running import AsJson, request
+from cli.running import AsJson, Format, Output, chosen, read_json, request, validated
 from contracts import (
     DriftReport,
     RecomputeReport,
@@ -22,15 +22,13 @@ from contracts import (
     subjects,
 )
 from contracts.admin import ToolRegister, ToolUpdate, ToolWriteReport
-from toolsel.render import console
+from toolsel.render import console, new_table
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
 
 def _tools_table(title: str, tools: Iterable[ToolSummary]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("tool", "tenant", "status", "schema", "embedding", "embedded at", "review", "deleted"):
-        table.add_column(column)
+    table = new_table(title, "tool", "tenant", "status", "schema", "embedding", "embedded at", "review", "deleted")
     for t in tools:
         review = "flagged" if t.review_flag else "approved" if t.approved else ""
         embedded = f"{t.last_embedded_at:%Y-%m-%d %H:%M}" if t.last_embedded_at else "-"
@@ -53,13 +51,15 @@ def tools_list(
     status: Annotated[str | None, typer.Option(help="draft, active, deprecated or retired")] = None,
     flagged: Annotated[bool | None, typer.Option("--flagged/--not-flagged", help="by review flag")] = None,
     deleted: Annotated[bool, typer.Option(help="include soft-deleted tools")] = False,
+    fmt: Output = Format.table,
     as_json: AsJson = False,
 ) -> None:
     """List tools in the registry."""
     request(
         lambda c: c.list_tools(plugin_id=plugin, status=status, flagged=flagged, include_deleted=deleted),
-        as_json,
+        chosen(as_json, fmt),
         lambda r: console.print(_tools_table(f"{len(r.tools)} tools", r.tools)),
+        rows="tools",
     )
 
 
@@ -71,24 +71,22 @@ def tools_show(plugin: str, name: str, as_json: AsJson = False) -> None:
         console.print(_tools_table(f"{plugin}/{name} · {detail.versions} versions", [detail.tool]))
         console.print_json(json.dumps(detail.spec))
 
-    request(lambda c: c.show_tool(plugin, name), as_json, show)
+    request(lambda c: c.show_tool(plugin, name), chosen(as_json), show)
 
 
 @app.command("versions")
-def tools_versions(plugin: str, name: str, as_json: AsJson = False) -> None:
+def tools_versions(plugin: str, name: str, fmt: Output = Format.table, as_json: AsJson = False) -> None:
     """A tool's version history with what each version changed."""
 
     def show(history: ToolVersions) -> None:
-        table = Table(title=f"{plugin}/{name}", title_justify="left")
-        for column in ("version", "at", "reason", "field", "before", "after"):
-            table.add_column(column)
+        table = new_table(f"{plugin}/{name}", "version", "at", "reason", "field", "before", "after")
         for v in history.versions:
             for i, (field, change) in enumerate(v.diff.items()):
                 head = (f"v{v.version}", f"{v.created_at:%Y-%m-%d %H:%M:%S}", v.reason) if i == 0 else ("", "", "")
                 table.add_row(*head, field, _short(change.before), _short(change.after))
         console.print(table)
 
-    request(lambda c: c.tool_versions(plugin, name), as_json, show)
+    request(lambda c: c.tool_versions(plugin, name), chosen(as_json, fmt), show, rows="versions")
 
 
 def _short(value: object, width: int = 60) -> str:
@@ -106,14 +104,16 @@ def tools_rollback(plugin: str, name: str, version: int, as_json: AsJson = False
             f"{plugin}/{name}: restored v{report.restored_version} as v{report.new_version}; changed {changed}"
         )
 
-    request(lambda c: c.rollback_tool(plugin, name, version), as_json, show)
+    request(lambda c: c.rollback_tool(plugin, name, version), chosen(as_json), show)
 
 
 @app.command("approve")
 def tools_approve(plugin: str, name: str, as_json: AsJson = False) -> None:
     """Approve a tool: clear its review flag and make it selectable again."""
     request(
-        lambda c: c.approve_tool(plugin, name), as_json, lambda d: console.print(_tools_table("approved", [d.tool]))
+        lambda c: c.approve_tool(plugin, name),
+        chosen(as_json),
+        lambda d: console.print(_tools_table("approved", [d.tool])),
     )
 
 
@@ -128,27 +128,27 @@ def tools_recompute(
     def show(report: RecomputeReport) -> None:
         console.print(f"to embed: {report.marked}, embedded: {report.embedded} in {report.duration_ms:.0f} ms")
 
-    request(lambda c: c.recompute_embeddings(plugin, force=force), as_json, show)
+    request(lambda c: c.recompute_embeddings(plugin, force=force), chosen(as_json), show)
 
 
 @app.command("drift")
 def tools_drift(
     plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
     days: Annotated[float | None, typer.Option(help="age counted as drift (default TOOLSEL_DRIFT_DAYS)")] = None,
+    fmt: Output = Format.table,
     as_json: AsJson = False,
 ) -> None:
     """Tools whose embedding is missing, stale or older than the drift age."""
 
     def show(report: DriftReport) -> None:
-        table = Table(title=f"embedding drift (older than {report.days:g} days)", title_justify="left")
-        for column in ("tool", "reason", "status", "days since embedded"):
-            table.add_column(column)
+        title = f"embedding drift (older than {report.days:g} days)"
+        table = new_table(title, "tool", "reason", "status", "days since embedded")
         for t in report.tools:
             age = "-" if t.days_since_embed is None else f"{t.days_since_embed:.1f}"
             table.add_row(f"{t.plugin_id}/{t.name}", t.reason, t.embedding_status, age)
         console.print(table)
 
-    request(lambda c: c.drift(plugin, days), as_json, show)
+    request(lambda c: c.drift(plugin, days), chosen(as_json, fmt), show, rows="tools")
 
 
 # writes: register, update, soft-delete
@@ -170,8 +170,9 @@ def tools_register(
     as_json: AsJson = False,
 ) -> None:
     """Register a tool in PLUGIN (as a sync would: hash, version, embedding, selectors told)."""
-    body = ToolRegister(plugin_id=plugin, tenant_id=tenant, tool=ToolSpec.model_validate_json(spec.read_text()))
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_REGISTER, body, ToolWriteReport), as_json, _written)
+    tool = validated(ToolSpec, read_json(spec), str(spec))
+    body = validated(ToolRegister, {"plugin_id": plugin, "tenant_id": tenant, "tool": tool}, "register")
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_REGISTER, body, ToolWriteReport), chosen(as_json), _written)
 
 
 @app.command("update")
@@ -189,12 +190,12 @@ def tools_update(
             parsed[field] = json.loads(value)
         except json.JSONDecodeError:
             parsed[field] = value
-    body = ToolUpdate(plugin_id=plugin, name=name, changes=parsed)
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_UPDATE, body, ToolWriteReport), as_json, _written)
+    body = validated(ToolUpdate, {"plugin_id": plugin, "name": name, "changes": parsed}, "update")
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_UPDATE, body, ToolWriteReport), chosen(as_json), _written)
 
 
 @app.command("delete")
 def tools_delete(plugin: str, name: str, as_json: AsJson = False) -> None:
     """Soft-delete a tool (its plugin's next sync that declares it brings it back)."""
-    body = ToolKey(plugin_id=plugin, name=name)
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_DELETE, body, ToolWriteReport), as_json, _written)
+    body = validated(ToolKey, {"plugin_id": plugin, "name": name}, "delete")
+    request(lambda c: c.admin(subjects.ADMIN_TOOLS_DELETE, body, ToolWriteReport), chosen(as_json), _written)

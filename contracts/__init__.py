@@ -89,6 +89,7 @@ from contracts.health import (
     HealthReply,
     HealthRequest,
 )
+from contracts.learning import UsageUpdated
 from contracts.registry import (
     CategorySpec,
     PageMappingSpec,
@@ -200,6 +201,7 @@ __all__ = [
     "ToolVersion",
     "ToolVersions",
     "ToolWriteReport",
+    "UsageUpdated",
     "Verdict",
     "VisibilityRule",
     "canonical_json",

@@ -1,18 +1,82 @@
 """Pieces shared by every message: the schema version, tool references and the typed error reply."""
 
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 SCHEMA_VERSION: Final = 1
 SHARED_TENANT: Final = "*"
 """Tenant id of tools that every tenant may see."""
 
+# What PostgreSQL (and the arithmetic on it) can hold: the wire types refuse the rest at the edge, so nothing
+# that passed validation can fail later in the store and hold back the events batched with it.
+INT32_MAX: Final = 2**31 - 1
+EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(3000, 1, 1, tzinfo=UTC)
+MAX_JSON_DEPTH: Final = 32
+"""How deep a free-form JSON value (tool parameters, rule conditions) may nest."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """PostgreSQL text holds neither NUL nor a lone surrogate (no UTF-8 for it): refuse both."""
+    if not value.isascii() or "\x00" in value:
+        found = _UNSTORABLE.search(value)
+        if found is not None:
+            raise ValueError(f"character U+{ord(found.group()):04X} at {found.start()} cannot be stored")
+    return value
+
+
+def in_range(value: datetime) -> datetime:
+    """In UTC, between 1970 and 3000: later offsets could overflow Python's year 9999 in any arithmetic."""
+    out_of_range = ValueError(f"timestamp out of range ({EARLIEST.year}-{LATEST.year} UTC)")
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise out_of_range from None
+    if not EARLIEST <= utc < LATEST:
+        raise out_of_range
+    return utc
+
+
+def storable_json(value: Any, depth: int = 0) -> Any:
+    """A free-form JSON value jsonb can hold and code can walk: bounded depth, storable text, finite numbers."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        storable_text(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("JSON numbers must be finite")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            storable_text(str(key))
+            storable_json(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            storable_json(item, depth + 1)
+    return value
+
+
+Storable = AfterValidator(storable_text)
+"""Put last in a text type's annotations (after its constraints): the text as it will be stored is checked."""
+Text = Annotated[str, Storable]
+"""Text bound for the store; bound its length too where it is declared."""
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 """Ids a stranger can send: tenants, users, sessions, plugins."""
-ToolName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$")]
-ShortText = Annotated[str, StringConstraints(max_length=256)]
+ToolName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"), Storable]
+ShortText = Annotated[Text, StringConstraints(max_length=256)]
+Timestamp = Annotated[AwareDatetime, AfterValidator(in_range)]
+"""A moment with its offset (a naive one is ambiguous), stored in UTC."""
+Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
+"""A non-negative integer a PostgreSQL ``int`` column holds."""
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(storable_json)]
 
 
 class Message(BaseModel):
@@ -31,7 +95,7 @@ class Frozen(BaseModel):
 class AdminRequest(Message):
     """Base of every admin request: it carries the operator's credential (``TOOLSEL_ADMIN_TOKEN``)."""
 
-    admin_token: str | None = Field(default=None, max_length=512, repr=False)
+    admin_token: Text | None = Field(default=None, max_length=512, repr=False)
 
 
 class ToolRef(BaseModel):

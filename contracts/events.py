@@ -7,7 +7,9 @@ from uuid import UUID, uuid4
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import Identifier, Message, ToolRef
+from contracts.common import Identifier, Message, Text, Timestamp, ToolRef
+
+Comment = Annotated[Text, StringConstraints(max_length=2000)]
 
 
 def _now() -> datetime:
@@ -19,14 +21,14 @@ class ToolCall(ToolRef):
 
     success: bool
     latency_ms: float | None = Field(default=None, ge=0, le=3_600_000)
-    error: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    error: Comment | None = None
     rating: float | None = Field(default=None, ge=0.0, le=1.0)
     """Optional quality rating of the result (an LLM judge or the runtime)."""
 
 
 class OutcomeEvent(Message):
     event_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=_now)
+    occurred_at: Timestamp = Field(default_factory=_now)
     selection_id: UUID
     calls: list[ToolCall] = Field(default_factory=list, max_length=200)
 
@@ -46,7 +48,7 @@ class ReviewEvent(Message):
     """Millwright review of a selection; ``none_of_these`` marks every suggestion unrelated."""
 
     event_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=_now)
+    occurred_at: Timestamp = Field(default_factory=_now)
     selection_id: UUID
     reviews: list[ToolReview] = Field(default_factory=list, max_length=200)
     none_of_these: bool = False
@@ -60,10 +62,10 @@ class ReviewEvent(Message):
 
 class FeedbackEvent(ToolRef, Message):
     event_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=_now)
+    occurred_at: Timestamp = Field(default_factory=_now)
     tenant_id: Identifier = "default"
     rating: float = Field(ge=0.0, le=1.0)
-    comment: Annotated[str, StringConstraints(max_length=2000)] = ""
+    comment: Comment = ""
     author: Identifier | None = None
 
 
@@ -77,15 +79,19 @@ class ToolState(StrEnum):
 
 class ToolStateChanged(ToolRef, Message):
     event_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=_now)
+    occurred_at: Timestamp = Field(default_factory=_now)
     state: ToolState
     reason: str = ""
 
 
 class PosteriorUpdate(ToolRef):
+    tenant_id: str
+    """Whose selections taught it: a posterior moves only its tenant's ranking."""
     context_key: str
     alpha: float
     beta: float
+    last_success_at: datetime | None = None
+    """The last counted success in this tenant and context (recency is learnt where it happened)."""
 
 
 class PosteriorsUpdated(Message):

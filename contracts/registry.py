@@ -10,13 +10,15 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, Identifier, Message, ShortText, ToolName
+from contracts.common import SHARED_TENANT, Identifier, JsonObject, Message, ShortText, Text, Timestamp, ToolName
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
-ExampleQuery = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+Tag = Annotated[Text, StringConstraints(min_length=1, max_length=64)]
+ExampleQuery = Annotated[Text, StringConstraints(min_length=1, max_length=1000)]
 SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
-LongText = Annotated[str, StringConstraints(max_length=8000)]
+LongText = Annotated[Text, StringConstraints(max_length=8000)]
+Hint = Annotated[Text, StringConstraints(max_length=2000)]
+Summary = Annotated[Text, StringConstraints(max_length=1000)]
 
 
 def _now() -> datetime:
@@ -30,19 +32,19 @@ class ToolSpec(BaseModel):
     name: ToolName
     display_name: ShortText = ""
     description: LongText
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    return_schema: dict[str, Any] | None = None
-    function_summary: Annotated[str, StringConstraints(max_length=1000)] = ""
+    parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    return_schema: JsonObject | None = None
+    function_summary: Summary = ""
     tags: list[Tag] = Field(default_factory=list, max_length=32)
-    when_to_use: Annotated[str, StringConstraints(max_length=2000)] = ""
-    limitations: Annotated[str, StringConstraints(max_length=2000)] = ""
+    when_to_use: Hint = ""
+    limitations: Hint = ""
     example_queries: list[ExampleQuery] = Field(default_factory=list, max_length=200)
-    usage_hint: Annotated[str, StringConstraints(max_length=2000)] = ""
+    usage_hint: Hint = ""
     related_tools: list[ToolName] = Field(default_factory=list, max_length=32)
     category: Slug | None = None
     server: ShortText = ""
     execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
-    execution_config: dict[str, Any] = Field(default_factory=dict)
+    execution_config: JsonObject = Field(default_factory=dict)
     pinned: bool = False
     pin_weight: int = Field(default=0, ge=0, le=1000)
     schema_version: SemVer = "1.0.0"
@@ -52,15 +54,15 @@ class CategorySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: Slug
     parent: Slug | None = None
-    description: Annotated[str, StringConstraints(max_length=1000)] = ""
-    workflow_hint: Annotated[str, StringConstraints(max_length=2000)] = ""
+    description: Summary = ""
+    workflow_hint: Hint = ""
 
 
 class PageMappingSpec(BaseModel):
     """Maps a page pattern (exact, ``prefix*``, ``*suffix`` or ``*contains*``) to a category."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    page_pattern: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    page_pattern: Annotated[Text, StringConstraints(min_length=1, max_length=256)]
     category: Slug
     priority: int = Field(default=0, ge=-1000, le=1000)
 
@@ -69,11 +71,11 @@ class PluginSync(Message):
     """A plugin's whole declaration. Tools missing from it are soft-deleted."""
 
     event_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=_now)
+    occurred_at: Timestamp = Field(default_factory=_now)
     plugin_id: Slug
     plugin_version: SemVer
     tenant_id: Identifier | Literal["*"] = SHARED_TENANT
-    credential: Annotated[str, StringConstraints(max_length=512)] | None = None
+    credential: Annotated[Text, StringConstraints(max_length=512)] | None = None
     tools: list[ToolSpec] = Field(max_length=5000)
     categories: list[CategorySpec] = Field(default_factory=list, max_length=1000)
     page_mappings: list[PageMappingSpec] = Field(default_factory=list, max_length=5000)

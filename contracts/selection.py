@@ -6,19 +6,21 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from contracts.common import Identifier, Message, ShortText, ToolRef
+from contracts.common import Count, Finite, Identifier, Message, ShortText, Storable, Text, Timestamp, ToolRef
 
-Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
-Page = Annotated[str, StringConstraints(max_length=256)]
+Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
+Page = Annotated[Text, StringConstraints(max_length=256)]
 
 
 class SelectFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     plugins: list[Identifier] = Field(default_factory=list, max_length=50)
-    servers: list[Annotated[str, StringConstraints(max_length=256)]] = Field(default_factory=list, max_length=50)
+    servers: list[ShortText] = Field(default_factory=list, max_length=50)
     categories: list[Identifier] = Field(default_factory=list, max_length=50)
-    tags: list[Annotated[str, StringConstraints(max_length=64)]] = Field(default_factory=list, max_length=50)
+    tags: list[Annotated[Text, StringConstraints(max_length=64)]] = Field(default_factory=list, max_length=50)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Least ``confidence`` (the calibrated probability that a tool fits, not the relative score) of a tool
+    returned."""
     exclude: list[ToolRef] = Field(default_factory=list, max_length=200)
     """Tools the session already rejected ("none of these")."""
 
@@ -72,9 +74,18 @@ class ScoredTool(ToolRef):
     parameters: dict[str, Any]
     category: str | None = None
     score: float
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The probability that the tool fits the query, calibrated on the evaluation sets from its raw retrieval
+    signals (unlike ``score``, not relative to the best tool): ``min_score`` filters on it."""
     breakdown: ScoreBreakdown
     pinned: bool = False
     exploration: bool = False
+    usage_hint: str | None = None
+    """How to call it well, as its plugin declares (seed 003 couples it to the tool)."""
+    related_tools: list[ToolRef] = Field(default_factory=list)
+    """Live tools its plugin says are often used with it."""
+    related_to: ToolRef | None = None
+    """Set when the tool is in the answer only as a related tool of that one, in room the ranking left."""
 
 
 class TokenEstimate(BaseModel):
@@ -94,11 +105,15 @@ class SelectReply(Message):
     workflow_hints: dict[str, str] = Field(default_factory=dict)
     tokens: TokenEstimate
     latency_ms: float
+    no_match: bool = False
+    """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``: nothing in the catalog fits."""
+    sub_queries: list[str] = Field(default_factory=list)
+    """The atomic needs a compound query was split into, each retrieved for (empty: not split)."""
 
 
 class SelectedTool(ToolRef):
-    rank: int
-    score: float
+    rank: Count
+    score: Finite
     pinned: bool = False
     exploration: bool = False
 
@@ -107,18 +122,18 @@ class SelectionEvent(Message):
     """What the selector answered; the learner stores it and joins outcomes to it."""
 
     selection_id: UUID = Field(default_factory=uuid4)
-    occurred_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    tenant_id: str
-    user_id: str | None = None
-    session_id: str | None = None
-    query: str
-    page: str = ""
-    tier: str
-    role: str | None = None
+    occurred_at: Timestamp = Field(default_factory=lambda: datetime.now(UTC))
+    tenant_id: Identifier | Literal["*"]
+    user_id: Identifier | None = None
+    session_id: Identifier | None = None
+    query: Annotated[Text, StringConstraints(max_length=2000)]
+    page: Page = ""
+    tier: Identifier
+    role: Identifier | None = None
     context_key: ShortText
-    method: str
+    method: ShortText
     tools: list[SelectedTool] = Field(max_length=200)
-    candidate_count: int
-    latency_ms: float
-    tokens_selected: int
-    tokens_catalog: int
+    candidate_count: Count
+    latency_ms: Annotated[Finite, Field(ge=0)]
+    tokens_selected: Count
+    tokens_catalog: Count

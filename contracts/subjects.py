@@ -100,6 +100,7 @@ NOTIFY_PREFIX: Final = "toolsel.notify"
 REGISTRY_CHANGED: Final = f"{NOTIFY_PREFIX}.registry_changed"
 TOOL_STATE_CHANGED: Final = f"{NOTIFY_PREFIX}.tool_state"
 POSTERIORS_UPDATED: Final = f"{NOTIFY_PREFIX}.posteriors"
+USAGE_UPDATED: Final = f"{NOTIFY_PREFIX}.usage"
 
 # dead letters (JetStream, stream DLQ_STREAM): DLQ_PREFIX.<kind>
 EVENTS_STREAM: Final = "TOOLSEL_EVENTS"

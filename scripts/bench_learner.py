@@ -5,7 +5,8 @@
 Uses TOOLSEL_DATABASE_URL, or starts an embedded PostgreSQL in a temporary directory. Registers 200 tools and
 2,000 stored selections of 7 tools in 9 page contexts, then applies outcomes (one or two calls each, with
 latency, some with a rating and a failure) in batches, each batch one transaction as the learner runs it:
-deduplication, posteriors, quality counters, the degradation state machine.
+deduplication, posteriors, quality counters, the degradation state machine, the usage memory (the selection
+queries are embedded by the packaged model, once each: a learner caches them).
 """
 
 import argparse
@@ -14,13 +15,18 @@ import gc
 import random
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from uuid import uuid4
 
+import numpy as np
+import numpy.typing as npt
+
 from contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
 from services.learner.degradation import DegradationPolicy
-from services.learner.outcomes import apply_outcomes
+from services.learner.outcomes import OutcomeRules, apply_outcomes
 from toolsel.embedded import EmbeddedPostgres
+from toolsel.runtime import load_model
 from toolsel.settings import get_settings
 from toolsel.store import create_pool
 from toolsel.store.events import insert_selections
@@ -78,13 +84,16 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
         batches = [outcomes[i : i + batch] for i in range(0, len(outcomes), batch)]
         gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
 
-        policy = DegradationPolicy.from_settings(settings)
+        policy, rules = DegradationPolicy.from_settings(settings), OutcomeRules.from_settings(settings)
+        embedder = await load_model(settings)
+        vectors = dict(zip((s.query for s in selections), embedder.embed([s.query for s in selections]), strict=True))
+
+        async def embed(queries: Sequence[str]) -> npt.NDArray[np.float32]:
+            return np.vstack([vectors[q] for q in queries])
 
         async def worker(mine: list[list[OutcomeEvent]]) -> None:
             for events in mine:
-                await apply_outcomes(
-                    pool, events, settings.prior_alpha, settings.prior_beta, settings.not_called_penalty, policy
-                )
+                await apply_outcomes(pool, events, rules, policy, embed)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(batches[w::concurrency]) for w in range(concurrency)))

@@ -57,6 +57,8 @@ def endpoints(stack: Stack) -> Endpoints:
 
 @pytest.fixture
 async def client(endpoints: Endpoints) -> AsyncIterator[ToolselClient]:
+    """A client as the NATS operator (the stack's own user): tests also replay selection events, force
+    reloads and read the streams, which agents may not (test_nats_auth checks what each user may do)."""
     async with ToolselClient(endpoints.nats_url) as connected:
         yield connected
 

@@ -1,8 +1,10 @@
 """A small async client for toolsel over NATS: what agents, plugins, the CLI and the tests call."""
 
+import asyncio
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -12,32 +14,25 @@ from pydantic import BaseModel
 
 from contracts import (
     AdminRequest,
-    DriftReport,
-    DriftRequest,
     ErrorDetail,
     ErrorReply,
     FeedbackEvent,
     HealthReply,
     OutcomeEvent,
     PluginSync,
-    RecomputeReport,
-    RecomputeRequest,
     ReviewEvent,
-    RollbackReport,
-    RollbackRequest,
-    SelectReply,
-    SelectRequest,
     SyncReport,
-    ToolDetail,
-    ToolKey,
-    ToolList,
-    ToolQuery,
-    ToolVersions,
     payload_signature,
     subjects,
 )
+from toolsel.client_methods import AsyncMethods, Request, SyncMethods
+from toolsel.embedded import local_nats_url
+from toolsel.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
+SYNC_TIMEOUT_S = 1800.0
+"""A sync replies once its tools are embedded: a catalog of thousands takes minutes on a busy small machine."""
 EVENT_SUBJECTS: dict[type[BaseModel], str] = {
     OutcomeEvent: subjects.OUTCOME_EVENTS,
     ReviewEvent: subjects.REVIEW_EVENTS,
@@ -54,18 +49,35 @@ class ToolselError(Exception):
         self.detail = detail
 
 
-class ToolselClient:
-    """``async with ToolselClient(url) as client: reply = await client.select(query="...")``.
+class ToolselClient(AsyncMethods):
+    """``async with ToolselClient(url) as client: reply = await client.select(query="...")``; every method of
+    ``toolsel.client_methods.ClientMethods`` (select, the events, every admin subject) is here.
 
-    Admin requests carry ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
+    The URL carries the NATS credentials (``nats://user:password@host:4222``). Without one: TOOLSEL_NATS_URL,
+    else the embedded NATS of the ``toolsel up`` running in TOOLSEL_HOME, as NATS ``user`` (by default an
+    agent) with the password kept in that home. Admin requests carry ``admin_token`` (default: the
+    ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
 
-    def __init__(self, url: str, *, timeout_s: float = 10.0, admin_token: str | None = None):
-        self.url = url
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        user: str = "agent",
+        timeout_s: float = 10.0,
+        admin_token: str | None = None,
+        sync_timeout_s: float = SYNC_TIMEOUT_S,
+    ):
+        self.url = url or ""
+        self.user = user
         self.timeout_s = timeout_s
+        self.sync_timeout_s = sync_timeout_s
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self._nc: Client | None = None
 
     async def __aenter__(self) -> Self:
+        if not self.url:
+            settings = Settings()
+            self.url = settings.nats_url or local_nats_url(settings.home, self.user)
         self._nc = await nats.connect(self.url, name="toolsel-client", connect_timeout=2, max_reconnect_attempts=3)
         return self
 
@@ -89,16 +101,14 @@ class ToolselClient:
             raise ToolselError(ErrorReply.model_validate(body).error)
         return reply_type.model_validate(body)
 
-    async def select(self, request: SelectRequest | None = None, **fields: Any) -> SelectReply:
-        request = request or SelectRequest(**fields)
-        return await self.request(subjects.SELECT, request.model_dump_json().encode(), SelectReply)
-
     async def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
         """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature."""
         payload = sync.model_dump(mode="json")
         if signing_key is not None:
             payload["credential"] = payload_signature(payload, signing_key)
-        return await self.request(subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=300)
+        return await self.request(
+            subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
+        )
 
     async def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
         """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one."""
@@ -106,35 +116,63 @@ class ToolselClient:
             request = request.model_copy(update={"admin_token": self.admin_token})
         return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
 
-    async def list_tools(self, **filters: Any) -> ToolList:
-        return await self.admin(subjects.ADMIN_TOOLS_LIST, ToolQuery(**filters), ToolList)
-
-    async def show_tool(self, plugin_id: str, name: str) -> ToolDetail:
-        return await self.admin(subjects.ADMIN_TOOLS_SHOW, ToolKey(plugin_id=plugin_id, name=name), ToolDetail)
-
-    async def tool_versions(self, plugin_id: str, name: str) -> ToolVersions:
-        return await self.admin(subjects.ADMIN_TOOLS_VERSIONS, ToolKey(plugin_id=plugin_id, name=name), ToolVersions)
-
-    async def approve_tool(self, plugin_id: str, name: str) -> ToolDetail:
-        return await self.admin(subjects.ADMIN_TOOLS_APPROVE, ToolKey(plugin_id=plugin_id, name=name), ToolDetail)
-
-    async def rollback_tool(self, plugin_id: str, name: str, version: int) -> RollbackReport:
-        request = RollbackRequest(plugin_id=plugin_id, name=name, version=version)
-        return await self.admin(subjects.ADMIN_TOOLS_ROLLBACK, request, RollbackReport)
-
-    async def recompute_embeddings(self, plugin_id: str | None = None, *, force: bool = False) -> RecomputeReport:
-        request = RecomputeRequest(plugin_id=plugin_id, force=force)
-        return await self.admin(subjects.ADMIN_EMBEDDINGS_RECOMPUTE, request, RecomputeReport)
-
-    async def drift(self, plugin_id: str | None = None, days: float | None = None) -> DriftReport:
-        return await self.admin(subjects.ADMIN_DRIFT, DriftRequest(plugin_id=plugin_id, days=days), DriftReport)
-
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
         return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)
 
     async def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
         """Publish outcomes, reviews or people's feedback durably (JetStream acks each)."""
-        js = self.nc.jetstream()
         for event in events:
-            subject = EVENT_SUBJECTS[type(event)]
-            await js.publish(subject, event.model_dump_json().encode(), headers={"Nats-Msg-Id": str(event.event_id)})
+            await self.publish(EVENT_SUBJECTS[type(event)], event)
+
+    async def send(self, request: Request[Any, R], message: BaseModel) -> R:
+        if request.admin and isinstance(message, AdminRequest):
+            return await self.admin(request.subject, message, request.reply)
+        return await self.request(request.subject, message.model_dump_json().encode(), request.reply, request.timeout_s)
+
+    async def publish(self, subject: str, event: BaseModel) -> None:
+        """Publish one event durably; its ``event_id`` is the JetStream de-duplication id."""
+        headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
+        await self.nc.jetstream().publish(subject, event.model_dump_json().encode(), headers=headers)
+
+
+class SyncToolselClient(SyncMethods):
+    """The client for scripts: ``with SyncToolselClient() as client: client.select(query="...")``. Its own
+    event loop runs on a background thread, so it also works where a loop is already running (notebooks)."""
+
+    def __init__(self, url: str | None = None, **options: Any):
+        self._client = ToolselClient(url, **options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="toolsel-client", daemon=True)
+
+    @property
+    def aio(self) -> ToolselClient:
+        """The async client underneath (connected while the sync one is)."""
+        return self._client
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the client's loop and wait for it."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        self.run(self._client.__aenter__())
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            self.run(self._client.__aexit__(kind, error, trace))
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+    def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
+        return self.run(self._client.sync(sync, signing_key=signing_key))
+
+    def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        return self.run(self._client.health(service, timeout_s))
+
+    def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
+        self.run(self._client.report(events))

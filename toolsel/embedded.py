@@ -2,20 +2,31 @@
 
 Both reuse their data across restarts; a crashed earlier run (stale pid file, lock or socket) is recovered
 from: NATS writes a fresh ports file per pid and pgserver ignores a postmaster.pid whose process is gone.
+The embedded NATS admits only its users (``credentials.json`` beside its data, 0600), each with the
+permissions of ``toolsel.messaging.nats_permissions``; the operators' admin token is kept the same way
+(``admin-token`` in the home).
 """
 
 import ctypes
 import json
 import logging
+import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import psutil
+
+from toolsel.messaging import NATS_USERS, nats_permissions
 
 log = logging.getLogger(__name__)
 
@@ -48,26 +59,125 @@ def nats_server_binary() -> Path:
     return Path(found)
 
 
+CREDENTIALS_FILE = "credentials.json"
+CONFIG_FILE = "nats.conf"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (0600 from its creation, never readable in between)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text)
+    os.replace(staging, path)
+
+
+def nats_credentials(directory: Path, *, create: bool = False) -> dict[str, str]:
+    """Each NATS user's password; with ``create`` the missing ones are generated (on a server's first start)."""
+    path = directory / CREDENTIALS_FILE
+    try:
+        known: dict[str, str] = json.loads(path.read_text())
+    except FileNotFoundError:
+        if not create:
+            raise EmbeddedError(f"no NATS credentials in {directory}: start toolsel with `toolsel up`") from None
+        known = {}
+    missing = [user for user in NATS_USERS if user not in known]
+    if missing and create:
+        known |= {user: secrets.token_urlsafe(24) for user in missing}
+        write_private(path, json.dumps(known, indent=2))
+    elif missing:
+        raise EmbeddedError(f"{path} lacks the NATS user(s) {', '.join(missing)}")
+    return {user: known[user] for user in NATS_USERS}
+
+
+ADMIN_TOKEN_FILE = "admin-token"
+
+
+def admin_token(home: Path, *, create: bool = False) -> str | None:
+    """The operators' admin token kept in ``home`` (0600), if any; with ``create`` it is generated when missing
+    (on the first ``toolsel up``), so the admin API works without configuring anything."""
+    path = home / ADMIN_TOKEN_FILE
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        if not create:
+            return None
+    token = secrets.token_urlsafe(32)
+    write_private(path, token)
+    return token
+
+
+def login_url(url: str, user: str, password: str) -> str:
+    """``url`` with ``user:password@`` (replacing any credentials it had)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"))
+
+
+def redacted(url: str) -> str:
+    """``url`` fit to print: its password, if any, replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"))
+
+
+def nats_config(passwords: Mapping[str, str]) -> str:
+    """The NATS server's ``authorization`` block: every user of ``nats_permissions`` with its password, written
+    as given (a quoted string, or an unquoted ``$VARIABLE`` that the server reads from its environment)."""
+    lines = [
+        "# toolsel's NATS users and what each may publish and subscribe (toolsel.messaging.nats_permissions).",
+        "authorization {",
+        "  users = [",
+    ]
+    for user, permissions in nats_permissions().items():
+        lines += [f'    {{user: "{user}", password: {passwords[user]}, permissions: {{']
+        for key, value in permissions.items():
+            lines += f"      {key}: {json.dumps(value, indent=2)}".replace("\n", "\n      ").splitlines()
+        lines += ["    }}"]
+    return "\n".join([*lines, "  ]", "}", ""])
+
+
+def local_nats_url(home: Path, user: str) -> str:
+    """The URL of the embedded NATS running under ``home`` (found by its ports file), with ``user``'s
+    credentials; raises ``EmbeddedError`` when none runs there."""
+    directory = home / "nats"
+    for ports_file in directory.glob("nats-server_*.ports"):
+        if psutil.pid_exists(int(ports_file.stem.rpartition("_")[2])):
+            url = json.loads(ports_file.read_text())["nats"][0]
+            return login_url(url, user, nats_credentials(directory)[user])
+    raise EmbeddedError(f"no toolsel running in {home}: start one with `toolsel up`, or set TOOLSEL_NATS_URL")
+
+
 @dataclass
 class EmbeddedNats:
-    """A NATS server with JetStream on a free loopback port."""
+    """A NATS server with JetStream on a loopback port (a free one unless ``port`` is given)."""
 
     directory: Path
+    port: int = -1
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
 
     def start(self, timeout_s: float = 10.0) -> str:
+        """Start the server (its users' credentials are created on the first start); returns its URL, which
+        carries no credentials: see ``login_url``."""
         self.directory.mkdir(parents=True, exist_ok=True)
         for stale in self.directory.glob("nats-server_*.ports"):
             stale.unlink(missing_ok=True)
+        passwords = nats_credentials(self.directory, create=True)
+        config = self.directory / CONFIG_FILE
+        write_private(config, nats_config({user: json.dumps(password) for user, password in passwords.items()}))
         log_file = (self.directory / "nats.log").open("ab")
         self.process = subprocess.Popen(
             [
                 str(nats_server_binary()),
+                "-c",
+                str(config),
                 "-a",
                 "127.0.0.1",
                 "-p",
-                "-1",
+                str(self.port),
                 "-js",
                 "-sd",
                 str(self.directory / "jetstream"),
@@ -87,6 +197,7 @@ class EmbeddedNats:
             if ports_file.exists():
                 try:
                     self.url = json.loads(ports_file.read_text())["nats"][0]
+                    self.port = urlsplit(self.url).port or self.port
                     return self.url
                 except (ValueError, KeyError, IndexError):
                     pass  # file seen half-written; read again
@@ -103,6 +214,15 @@ class EmbeddedNats:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+    def login(self, user: str) -> str:
+        """The running server's URL with ``user``'s credentials."""
+        return login_url(self.url, user, nats_credentials(self.directory)[user])
+
+    def restart(self) -> str:
+        """Stop and start again on the same port and data (clients reconnect to it)."""
+        self.stop()
+        return self.start()
 
 
 @dataclass

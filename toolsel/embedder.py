@@ -1,4 +1,5 @@
-"""Sentence embeddings with all-MiniLM-L6-v2 through fastembed, offline, from files that packages ship."""
+"""Sentence embeddings through fastembed: all-MiniLM-L6-v2 offline from files that packages ship by default, or
+any fastembed model by name (``TOOLSEL_EMBEDDING_MODEL``) or from a local directory (``TOOLSEL_MODEL_DIR``)."""
 
 import os
 import shutil
@@ -38,24 +39,44 @@ def assemble_model_dir(target: Path) -> Path:
 class Embedder:
     """Normalised 384-d vectors; an LRU cache for repeated single queries, batches for bulk work."""
 
-    def __init__(self, model_dir: Path, *, threads: int = 1, batch_size: int = 32, cache_size: int = 4096):
+    def __init__(
+        self,
+        model_dir: Path | None,
+        *,
+        threads: int = 1,
+        batch_size: int = 32,
+        cache_size: int = 4096,
+        model_name: str = MODEL_NAME,
+        cache_dir: Path | None = None,
+    ):
+        """``model_dir``: the model's files; None: fastembed fetches ``model_name`` once into ``cache_dir``."""
         if batch_size < 1 or cache_size < 0 or threads < 1:
             raise ValueError("batch_size and threads must be >= 1, cache_size >= 0")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if model_dir is not None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from fastembed import TextEmbedding
 
-        self._model = TextEmbedding(MODEL_NAME, specific_model_path=str(model_dir), threads=threads)
+        self._model = TextEmbedding(
+            model_name,
+            threads=threads,
+            specific_model_path=None if model_dir is None else str(model_dir),
+            cache_dir=None if cache_dir is None else str(cache_dir),
+        )
         self._batch_size = batch_size
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._cache_size = cache_size
-        self.dim = 384
+        self.dim = int(self._model.embedding_size)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        """Rows of unit vectors, one per text, computed in batches."""
+        """Rows of unit vectors, one per text, computed in batches of texts of similar length: a batch is padded
+        to its longest text, so sorting by length about halves the model's work on mixed tool descriptions."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows = list(self._model.embed(list(texts), batch_size=self._batch_size))
-        return _normalise(np.asarray(rows, dtype=np.float32))
+        order = length_order(texts)
+        rows = np.asarray(list(self._model.embed([texts[i] for i in order], batch_size=self._batch_size)))
+        result = np.empty_like(rows, dtype=np.float32)
+        result[order] = rows
+        return _normalise(result)
 
     def embed_query(self, text: str) -> Matrix:
         """One unit vector, cached: agents repeat queries."""
@@ -72,6 +93,11 @@ class Embedder:
         return vector
 
 
+def length_order(texts: Sequence[str]) -> list[int]:
+    """Indices of ``texts`` from shortest to longest (stable): the order to batch them in."""
+    return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+
+
 def _normalise(rows: Matrix) -> Matrix:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     result: Matrix = (rows / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -85,7 +111,25 @@ def mean_of_normalised(rows: Iterable[Matrix]) -> Matrix:
     return result
 
 
-def load_embedder(model_dir: Path | None, home: Path, *, threads: int, batch_size: int, cache_size: int) -> Embedder:
-    """The embedder from ``model_dir``, or from the packaged model laid out under ``home``."""
-    directory = model_dir if model_dir is not None else assemble_model_dir(home / "model")
-    return Embedder(directory, threads=threads, batch_size=batch_size, cache_size=cache_size)
+def load_embedder(
+    model_dir: Path | None,
+    home: Path,
+    *,
+    threads: int,
+    batch_size: int,
+    cache_size: int,
+    model_name: str = MODEL_NAME,
+) -> Embedder:
+    """The embedder from ``model_dir``; else the packaged model laid out under ``home``, or for another model
+    name, fastembed's copy of it cached under ``home``."""
+    directory = model_dir
+    if directory is None and model_name == MODEL_NAME:
+        directory = assemble_model_dir(home / "model")
+    return Embedder(
+        directory,
+        threads=threads,
+        batch_size=batch_size,
+        cache_size=cache_size,
+        model_name=model_name,
+        cache_dir=home / "models",
+    )

@@ -1,11 +1,18 @@
 """NATS plumbing every service shares: the broker, the streams, typed error replies, health."""
 
+import asyncio
+import contextlib
 import hmac
 import logging
-from collections.abc import Callable
-from typing import Any
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
+import asyncpg
 import nats
+import nats.errors
+from faststream.message import StreamMessage
 from faststream.middlewares import ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
 from nats.js.api import StreamConfig
@@ -18,6 +25,22 @@ from toolsel import __version__
 log = logging.getLogger(__name__)
 
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
+POISON_ATTEMPTS = 3
+"""Deliveries of an event that fails on its own (not for want of a server) before it is dead-lettered."""
+TOO_DEEP = "the JSON is nested too deep"
+
+_OUTAGES = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.InsufficientResourcesError,
+    asyncpg.exceptions.TransactionRollbackError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.NoServersError,
+    nats.errors.StaleConnectionError,
+)
 
 
 def events_stream() -> JStream:
@@ -62,6 +85,30 @@ def check_admin(given: str | None, expected: str | None) -> None:
         raise RequestError(ErrorCode.UNAUTHORIZED, "missing or wrong admin token", "admin_token")
 
 
+def transient(error: BaseException) -> bool:
+    """A server away, busy or restarting, or a transaction lost to a concurrent one: not the event's fault, so
+    its batch is retried as it is. Anything else may be one event's fault: its batch is split to find it."""
+    client_side = isinstance(error, asyncpg.InterfaceError) and not isinstance(error, ValueError)
+    return client_side or isinstance(error, _OUTAGES)
+
+
+def gives_up(error: BaseException, delivered: int) -> bool:
+    """Whether an event that failed alone with ``error`` on its ``delivered``-th delivery is dead-lettered:
+    never during an outage (it passes), after ``POISON_ATTEMPTS`` deliveries otherwise."""
+    return not transient(error) and delivered >= POISON_ATTEMPTS
+
+
+def failure(error: BaseException) -> str:
+    """The dead-letter reason of an event that failed when applied."""
+    return f"failed: {type(error).__name__}: {error}"
+
+
+def undecoded(msg: StreamMessage[Any]) -> bytes:
+    """The body as received, for a handler that validates it itself with pydantic's depth-limited parser:
+    FastStream's default ``json.loads`` raises RecursionError on deep JSON, before any handler could refuse it."""
+    return msg.body
+
+
 def validation_reply(exc: ValidationError) -> ErrorReply:
     """The first validation error as a reply naming the field (without the handler's parameter name)."""
     first = exc.errors()[0]
@@ -84,6 +131,10 @@ def _rpc_errors() -> ExceptionMiddleware:
     @handlers.add_handler(RequestError, publish=True)
     def _refused(exc: RequestError) -> ErrorReply:
         return ErrorReply(error=exc.detail)
+
+    @handlers.add_handler(RecursionError, publish=True)
+    def _too_deep(exc: RecursionError) -> ErrorReply:
+        return ErrorReply(error=ErrorDetail(code=ErrorCode.INVALID_REQUEST, message=TOO_DEEP))
 
     @handlers.add_handler(Exception, publish=True)
     def _internal(exc: Exception) -> ErrorReply:
@@ -121,7 +172,178 @@ def add_health(router: NatsRouter, service: str, details: Callable[[], dict[str,
 
 async def dead_letter(broker: NatsBroker, kind: str, body: bytes, reason: str) -> None:
     """Keep an event that cannot be applied, with the reason, on the dead-letter stream."""
+    reason = _one_line(reason)[:1000]
     log.warning("dead-letter %s: %s", kind, reason)
     await broker.publish(
-        body, subjects.dead_letter(kind), stream=subjects.DLQ_STREAM, headers={"toolsel-reason": reason[:1000]}
+        body, subjects.dead_letter(kind), stream=subjects.DLQ_STREAM, headers={"toolsel-reason": reason}
     )
+
+
+def _one_line(text: str) -> str:
+    """A header holds one line of UTF-8: an error's text may hold line breaks, NUL or lone surrogates."""
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", text).encode("utf-8", "replace").decode()
+
+
+NATS_USERS = ("selector", "learner", "indexer", "agent", "operator")
+"""A NATS user per service, one for agents and one for operators (the CLI)."""
+INBOX = "_INBOX.>"
+"""Where replies come back: every requester (and JetStream publisher, for its acks) subscribes to it."""
+
+
+def _declare(stream: str) -> list[str]:
+    """The JetStream API to create or update a stream (every service does at start-up)."""
+    return [f"$JS.API.STREAM.{verb}.{stream}" for verb in ("CREATE", "UPDATE", "INFO")]
+
+
+def _consume(stream: str) -> list[str]:
+    """The JetStream API to bind, pull from and acknowledge consumers of a stream."""
+    return [
+        f"$JS.API.CONSUMER.CREATE.{stream}",
+        *(f"$JS.API.CONSUMER.{verb}.{stream}.>" for verb in ("CREATE", "DURABLE.CREATE", "INFO", "MSG.NEXT")),
+        f"$JS.ACK.{stream}.>",
+    ]
+
+
+def nats_permissions() -> dict[str, dict[str, Any]]:
+    """What each NATS user may publish and subscribe: only the learner broadcasts posteriors, tool states and
+    usage, only the indexer registry changes (and operators, to make selectors re-read the store), only a
+    selector selection events (and operators, replaying them); agents request selections and syncs and publish
+    outcome, review, feedback and sync events; admin requests are the operator's. Services answer requests
+    (``allow_responses``); the JetStream API is open only for toolsel's streams, and only as each user needs."""
+    streams = [*_declare(subjects.EVENTS_STREAM), *_declare(subjects.DLQ_STREAM), *_consume(subjects.EVENTS_STREAM)]
+    health = f"{subjects.HEALTH_PREFIX}.>"
+    agent_publish = [
+        subjects.SELECT,
+        subjects.SYNC,
+        health,
+        subjects.OUTCOME_EVENTS,
+        subjects.REVIEW_EVENTS,
+        subjects.FEEDBACK_EVENTS,
+        subjects.SYNC_EVENTS,
+    ]
+
+    def service(publish: list[str], subscribe: list[str]) -> dict[str, Any]:
+        return {
+            "publish": {"allow": [*publish, health, *streams]},
+            "subscribe": {"allow": [*subscribe, INBOX]},
+            "allow_responses": True,
+        }
+
+    return {
+        "selector": service(
+            [subjects.SELECTION_EVENTS],
+            [
+                subjects.SELECT,
+                subjects.health("selector"),
+                f"{subjects.NOTIFY_PREFIX}.>",
+                subjects.SELECTION_EVENTS,
+                subjects.OUTCOME_EVENTS,
+            ],
+        ),
+        "learner": service(
+            [
+                subjects.POSTERIORS_UPDATED,
+                subjects.TOOL_STATE_CHANGED,
+                subjects.USAGE_UPDATED,
+                f"{subjects.DLQ_PREFIX}.>",
+            ],
+            [*subjects.ADMIN_LEARNING_SUBJECTS, *subjects.ADMIN_ANALYTICS_SUBJECTS, subjects.health("learner")],
+        ),
+        "indexer": service(
+            [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
+            [subjects.SYNC, *subjects.ADMIN_REGISTRY_SUBJECTS, subjects.health("indexer")],
+        ),
+        "agent": {"publish": {"allow": agent_publish}, "subscribe": {"allow": [INBOX]}},
+        "operator": {
+            "publish": {
+                "allow": [
+                    *agent_publish,
+                    f"{subjects.ADMIN_PREFIX}.>",
+                    f"{subjects.EVENTS_PREFIX}.>",
+                    subjects.REGISTRY_CHANGED,
+                    "$JS.API.STREAM.NAMES",
+                    f"$JS.API.STREAM.INFO.{subjects.EVENTS_STREAM}",
+                    f"$JS.API.STREAM.INFO.{subjects.DLQ_STREAM}",
+                    *_consume(subjects.EVENTS_STREAM),
+                    *_consume(subjects.DLQ_STREAM),
+                    "$JS.FC.>",
+                ]
+            },
+            "subscribe": {
+                "allow": [
+                    INBOX,
+                    f"{subjects.NOTIFY_PREFIX}.>",
+                    f"{subjects.EVENTS_PREFIX}.>",
+                    f"{subjects.DLQ_PREFIX}.>",
+                ]
+            },
+        },
+    }
+
+
+T = TypeVar("T")
+OUTBOX_FIRST_RETRY_S = 0.05
+"""The first wait after a failed publish (doubled after each failure in a row)."""
+
+
+class Outbox(Generic[T]):
+    """Events that must outlive a NATS or JetStream outage: ``put`` never waits; one task publishes them in
+    order, a batch at a time, and keeps the ones that failed for its next attempt (backing off up to
+    ``retry_max_s``). Memory is bounded: beyond ``capacity`` new events are dropped and counted."""
+
+    def __init__(self, publish: Callable[[T], Awaitable[object]], capacity: int, batch: int, retry_max_s: float):
+        self.publish, self.capacity, self.batch, self.retry_max_s = publish, capacity, batch, retry_max_s
+        self.queue: deque[T] = deque()
+        self.published = 0
+        self.dropped = 0
+        self._waiting = asyncio.Event()
+        self._empty = asyncio.Event()
+        self._empty.set()
+        self._task: asyncio.Task[None] | None = None
+
+    def put(self, event: T) -> None:
+        if len(self.queue) >= self.capacity:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.error("outbox full (%d events): %d dropped so far", self.capacity, self.dropped)
+            return
+        self.queue.append(event)
+        self._empty.clear()
+        self._waiting.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self, timeout_s: float) -> None:
+        """Give what is buffered ``timeout_s`` to go out, then stop; what is left is counted as dropped."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._empty.wait(), timeout_s)
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self.queue:
+            log.error("%d events not published at shutdown", len(self.queue))
+            self.dropped += len(self.queue)
+            self.queue.clear()
+
+    async def _run(self) -> None:
+        failures = 0
+        while True:
+            if not self.queue:
+                self._empty.set()
+                self._waiting.clear()
+                await self._waiting.wait()
+            batch = [self.queue.popleft() for _ in range(min(self.batch, len(self.queue)))]
+            results = await asyncio.gather(*(self.publish(event) for event in batch), return_exceptions=True)
+            failed = [event for event, result in zip(batch, results, strict=True) if isinstance(result, BaseException)]
+            self.published += len(batch) - len(failed)
+            self.queue.extendleft(reversed(failed))
+            if failed:
+                failures += 1
+                if failures == 1:
+                    error = next(r for r in results if isinstance(r, BaseException))
+                    log.warning("publishing failed (%r); %d events buffered, retrying", error, len(self.queue))
+                await asyncio.sleep(min(OUTBOX_FIRST_RETRY_S * 2**failures, self.retry_max_s))
+            elif failures:
+                log.info("publishing again after %d failed attempts", failures)
+                failures = 0

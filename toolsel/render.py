@@ -1,58 +1,85 @@
-"""Readable terminal output: rich tables for replies, reports and status."""
+"""Readable terminal output: rich tables for replies, reports and status, sized for where they go.
 
-from collections.abc import Iterable
-from typing import Any
+On a terminal a table fits its width, wrapping long identifiers rather than cutting them; piped (a file, ``less``,
+another program) the width is unbounded, so nothing is cut or squeezed (``COLUMNS`` still wins when set)."""
+
+import csv
+import io
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from contracts import HealthReply, SelectReply, SyncReport
 
-console = Console()
+PIPED_WIDTH = 100_000
+"""A piped console's width: wider than any row, so rich never wraps or cuts one."""
+
+
+def console_for(stream: TextIO, *, stderr: bool = False) -> Console:
+    """A console for ``stream``: the terminal's width on a terminal, unbounded when piped."""
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=PIPED_WIDTH if piped else None)
+
+
+console = console_for(sys.stdout)
+errors = console_for(sys.stderr, stderr=True)
+"""Where the CLI's one-line errors and warnings go, apart from the output a pipe carries."""
+
+
+def new_table(title: str, *columns: str | Column, **options: Any) -> Table:
+    """A table whose cells wrap (``fold``) rather than end in "…": an identifier is never cut."""
+    folded = [Column(c) if isinstance(c, str) else c for c in columns]
+    for column in folded:
+        column.overflow = "fold"
+    return Table(*folded, title=title, title_justify="left", **options)
 
 
 EXPLAIN = ("similarity", "bm25", "relevance", "quality", "recency", "fitness", "thompson", "alpha", "beta")
 """The breakdown parts ``--explain`` shows, as ScoreBreakdown names them."""
 
 
-def selection_table(reply: SelectReply, title: str, parts: tuple[str, ...] = ()) -> Table:
-    """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them)."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("tool", no_wrap=True)
-    table.add_column("score", justify="right")
-    for part in parts:
-        table.add_column(part, justify="right")
-    table.add_column("note")
+def selection_table(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | None = None) -> Table:
+    """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them); given the ``k`` asked
+    for, the caption says how many pinned tools came on top of it."""
+    table = new_table(
+        title,
+        Column("#", justify="right"),
+        "tool",
+        Column("score", justify="right"),
+        *(Column(part, justify="right") for part in parts),
+        "note",
+    )
     for i, tool in enumerate(reply.tools, 1):
         note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
         values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
         table.add_row(str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note)
+    pinned = sum(t.pinned for t in reply.tools)
     table.caption = (
         f"{reply.latency_ms:.1f} ms in the selector · method {reply.method} · context "
         f"{reply.context_key} · tokens {reply.tokens.selected} of {reply.tokens.catalog}"
+        + (f" · {len(reply.tools)} tools: {pinned} pinned on top of the k={k} asked for" if k and pinned else "")
         + (f" · degraded: {', '.join(reply.degraded)}" if reply.degraded else "")
     )
     return table
 
 
 def sync_table(reports: Iterable[SyncReport]) -> Table:
-    table = Table(title="plugin sync", title_justify="left")
     fields = ("inserted", "updated", "unchanged", "deleted", "embedded", "flagged")
-    table.add_column("plugin")
-    for name in fields:
-        table.add_column(name, justify="right")
-    table.add_column("ms", justify="right")
+    table = new_table(
+        "plugin sync", "plugin", *(Column(name, justify="right") for name in fields), Column("ms", justify="right")
+    )
     for r in reports:
         table.add_row(r.plugin_id, *(str(getattr(r, name)) for name in fields), f"{r.duration_ms:.0f}")
     return table
 
 
-def status_table(replies: dict[str, HealthReply | str]) -> Table:
-    table = Table(title="toolsel services", title_justify="left")
-    table.add_column("service")
-    table.add_column("status")
-    table.add_column("details")
+def status_table(replies: Mapping[str, HealthReply | str]) -> Table:
+    table = new_table("toolsel services", "service", "status", "details")
     for service, reply in replies.items():
         if isinstance(reply, HealthReply):
             details = ", ".join(f"{k}={v}" for k, v in reply.details.items())
@@ -62,11 +89,31 @@ def status_table(replies: dict[str, HealthReply | str]) -> Table:
     return table
 
 
+def cell(value: Any) -> str:
+    """A value as one table or CSV cell: floats to three places, None blank, lists and dicts as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
 def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """Dicts of one shape as a table: a column per key, floats to three places, None as blank."""
-    table = Table(title=title, title_justify="left")
-    for column in rows[0] if rows else ():
-        table.add_column(column)
+    """Dicts of one shape as a table: a column per key."""
+    table = new_table(title, *(rows[0] if rows else ()))
     for row in rows:
-        table.add_row(*("" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()))
+        table.add_row(*(cell(v) for v in row.values()))
     return table
+
+
+def rows_csv(rows: list[dict[str, Any]]) -> str:
+    """Dicts of one shape as CSV with a header (floats in full, lists and dicts as JSON)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if rows:
+        writer.writerow(rows[0])
+    for row in rows:
+        writer.writerow(repr(v) if isinstance(v, float) else cell(v) for v in row.values())
+    return out.getvalue()

@@ -56,4 +56,5 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         threads=settings.embedding_threads,
         batch_size=settings.embedding_batch_size,
         cache_size=settings.query_cache_size if cache else 0,
+        model_name=settings.embedding_model,
     )

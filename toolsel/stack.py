@@ -1,10 +1,13 @@
 """``toolsel up``: the embedded servers (or the configured ones) plus the three services as child processes.
 
-The running stack writes ``stack.json`` in the home directory so other commands find it; a file left by a
-crashed run is recognised by its dead pid and ignored.
+One stack per home: it holds a lock on ``stack.lock`` while it runs (the kernel releases it if the process
+dies), so a second one refuses to start rather than share the servers' data. The running stack writes
+``stack.json`` (0600: it may hold credentials) so other commands find it; a file left by a crashed run is
+recognised by its dead pid and ignored. A service that exits is restarted after a backoff.
 """
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -13,15 +16,27 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 import psutil
 
 from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
-from toolsel.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
+from toolsel.embedded import (
+    EmbeddedNats,
+    EmbeddedPostgres,
+    admin_token,
+    die_with_parent,
+    login_url,
+    nats_credentials,
+    write_private,
+)
 from toolsel.settings import Settings
 
 STACK_FILE = "stack.json"
+LOCK_FILE = "stack.lock"
+OPERATOR = "operator"
+"""The NATS user of ``toolsel up`` itself and of the CLI."""
 TOOLSEL_COMMAND = (sys.executable, "-m", "cli")
 """The ``toolsel`` command line for a child process (``+ ("selector",)`` runs a selector): a command line, not
 an import, so the shared runtime never imports the CLI or a service."""
@@ -41,27 +56,80 @@ async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[s
 @dataclass
 class Endpoints:
     nats_url: str
+    """With the credentials of the NATS user it was made for."""
     database_url: str
 
 
-def running_stack(home: Path) -> Endpoints | None:
-    """The endpoints of a ``toolsel up`` that is still alive, if any."""
+class StackRunning(RuntimeError):
+    """Another stack runs on this home."""
+
+
+def stack_info(home: Path) -> dict[str, Any] | None:
+    """What the ``toolsel up`` running on ``home`` wrote in its stack file, if it is still alive."""
     path = home / STACK_FILE
     try:
-        info = json.loads(path.read_text())
+        info: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not psutil.pid_exists(int(info.get("pid", -1))):
-        path.unlink(missing_ok=True)
         return None
-    return Endpoints(info["nats_url"], info["database_url"])
+    return info
 
 
-def configured_endpoints(settings: Settings) -> Endpoints | None:
+def running_stack(home: Path, user: str = OPERATOR) -> Endpoints | None:
+    """The endpoints of a ``toolsel up`` that is still alive, if any, for NATS ``user`` (its embedded NATS's
+    credentials are read from the home)."""
+    info = stack_info(home)
+    if info is None:
+        return None
+    url = info["nats_url"]
+    if info.get("nats_embedded"):
+        url = login_url(url, user, nats_credentials(home / "nats")[user])
+    return Endpoints(url, info["database_url"])
+
+
+def configured_endpoints(settings: Settings, user: str = OPERATOR) -> Endpoints | None:
     """Explicit URLs from the environment win; else a running stack; else None (start one)."""
     if settings.nats_url and settings.database_url:
         return Endpoints(settings.nats_url, settings.database_url)
-    return running_stack(settings.home)
+    return running_stack(settings.home, user)
+
+
+def lock_home(home: Path) -> TextIO:
+    """Hold the home's stack lock (until the returned file closes or this process dies), or raise
+    ``StackRunning`` naming the process that holds it."""
+    home.mkdir(parents=True, exist_ok=True)
+    handle = (home / LOCK_FILE).open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "unknown"
+        handle.close()
+        raise StackRunning(
+            f"toolsel is already running on {home} (pid {owner}): use it, stop it first, "
+            "or set TOOLSEL_HOME to another directory"
+        ) from None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def restart_delay(quick_exits: int, first_s: float, max_s: float) -> float:
+    """Wait before restarting a service that exited, given how many quick exits in a row preceded this one:
+    doubled for each, at most ``max_s``; a service that keeps crashing does not spin."""
+    return float(min(first_s * 2**quick_exits, max_s))
+
+
+@dataclass
+class Supervision:
+    """One service's restarts: how many, how many quick exits in a row, and when the next start is due."""
+
+    restarts: int = 0
+    quick_exits: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+    due: float | None = None
 
 
 @dataclass
@@ -73,11 +141,16 @@ class Stack:
     postgres: EmbeddedPostgres | None = None
     services: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     endpoints: Endpoints | None = None
+    supervision: dict[str, Supervision] = field(default_factory=dict)
+    lock: TextIO | None = None
+    """Held from the start until ``stop``: without it this stack owns nothing and stops nothing."""
 
     async def start(self, timeout_s: float = 120) -> Endpoints:
-        """Servers, migrations, services; returns once every service answers its health request."""
+        """Lock the home, then servers, migrations, services; returns once every service answers its health
+        request. Raises ``StackRunning`` if another stack holds the home."""
         from toolsel.store import migrate
 
+        self.lock = lock_home(self.settings.home)
         endpoints = self.start_servers()  # in this thread: children die with the thread that started them
         await migrate(endpoints.database_url)
         self.start_services()
@@ -98,7 +171,8 @@ class Stack:
         nats_url = self.settings.nats_url
         if not nats_url:
             self.nats = EmbeddedNats(home / "nats")
-            nats_url = self.nats.start()
+            self.nats.start()
+            nats_url = self.nats.login(OPERATOR)
         database_url = self.settings.database_url
         if not database_url:
             self.postgres = EmbeddedPostgres(home / "pg")
@@ -107,27 +181,34 @@ class Stack:
         return self.endpoints
 
     def service_env(self) -> dict[str, str]:
+        """The environment of a ``toolsel`` process on this stack's servers, as the operator: the admin token is
+        TOOLSEL_ADMIN_TOKEN when set, else the home's (generated on the first start)."""
         assert self.endpoints is not None
         return {
             **os.environ,
             "TOOLSEL_NATS_URL": self.endpoints.nats_url,
             "TOOLSEL_DATABASE_URL": self.endpoints.database_url,
             "TOOLSEL_HOME": str(self.settings.home),
+            "TOOLSEL_ADMIN_TOKEN": self.settings.admin_token or admin_token(self.settings.home, create=True) or "",
         }
 
     def start_services(self) -> None:
         for name in subjects.SERVICES:
             self.services[name] = self.spawn(name)
+            self.supervision[name] = Supervision()
 
     def spawn(self, service: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
-        """One more process of ``service`` on this stack's servers (the way to scale out), logging to
-        ``logs/<log_name or service>.log``."""
+        """One more process of ``service`` on this stack's servers (the way to scale out), connected to the
+        embedded NATS as its own user, logging to ``logs/<log_name or service>.log``."""
         logs = self.settings.home / "logs"
         logs.mkdir(exist_ok=True)
         log_file = (logs / f"{log_name or service}.log").open("ab")
+        env = self.service_env()
+        if self.nats is not None:
+            env["TOOLSEL_NATS_URL"] = self.nats.login(service)
         return subprocess.Popen(
             [*TOOLSEL_COMMAND, service],
-            env=self.service_env(),
+            env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent,
@@ -135,22 +216,42 @@ class Stack:
 
     def write_stack_file(self) -> None:
         assert self.endpoints is not None
-        (self.settings.home / STACK_FILE).write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "nats_url": self.endpoints.nats_url,
-                    "database_url": self.endpoints.database_url,
-                    "services": {n: p.pid for n, p in self.services.items()},
-                },
-                indent=2,
-            )
-        )
+        info = {
+            "pid": os.getpid(),
+            "nats_url": self.nats.url if self.nats is not None else self.endpoints.nats_url,
+            "nats_embedded": self.nats is not None,
+            "database_url": self.endpoints.database_url,
+            "services": {n: p.pid for n, p in self.services.items()},
+            "restarts": {n: s.restarts for n, s in self.supervision.items()},
+        }
+        write_private(self.settings.home / STACK_FILE, json.dumps(info, indent=2))
 
     def dead_services(self) -> list[str]:
         return [name for name, proc in self.services.items() if proc.poll() is not None]
 
+    def supervise(self) -> list[str]:
+        """Restart each service that has exited once its backoff has passed; returns those restarted now.
+        Call it from the thread that started the stack (children die with the thread that started them)."""
+        now, restarted = time.monotonic(), []
+        first_s, max_s = self.settings.restart_backoff_s, self.settings.restart_backoff_max_s
+        for name in self.dead_services():
+            state = self.supervision[name]
+            if state.due is None:  # just found dead: a run shorter than the longest wait counts as quick
+                quick = now - state.started_at < max_s
+                state.due = now + restart_delay(state.quick_exits if quick else 0, first_s, max_s)
+                state.quick_exits = state.quick_exits + 1 if quick else 0
+            if now >= state.due:
+                self.services[name] = self.spawn(name)
+                state.restarts, state.started_at, state.due = state.restarts + 1, now, None
+                restarted.append(name)
+        if restarted:
+            self.write_stack_file()
+        return restarted
+
     def stop(self) -> None:
+        """Stop what this stack started, in reverse order; a stack that never got the home's lock stops nothing."""
+        if self.lock is None:
+            return
         (self.settings.home / STACK_FILE).unlink(missing_ok=True)
         for proc in self.services.values():
             if proc.poll() is None:
@@ -166,3 +267,5 @@ class Stack:
             self.postgres.stop()
         if self.nats is not None:
             self.nats.stop()
+        self.lock.close()
+        self.lock = None

@@ -6,7 +6,17 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, AdminRequest, Frozen, Identifier, Message, ToolName
+from contracts.common import (
+    INT32_MAX,
+    SHARED_TENANT,
+    AdminRequest,
+    Frozen,
+    Identifier,
+    JsonObject,
+    Message,
+    Text,
+    ToolName,
+)
 from contracts.registry import PageMappingSpec, SemVer, Slug, ToolSpec
 
 # tool records
@@ -83,7 +93,7 @@ class ToolVersions(Message):
 class RollbackRequest(AdminRequest):
     plugin_id: Slug
     name: ToolName
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=INT32_MAX)
 
 
 class RollbackReport(Message):
@@ -110,7 +120,7 @@ class RecomputeReport(Message):
 
 class DriftRequest(AdminRequest):
     plugin_id: Slug | None = None
-    days: float | None = Field(default=None, gt=0)
+    days: float | None = Field(default=None, gt=0, le=36_500)
     """Embedding age counted as drift; the indexer's ``drift_days`` when unset."""
 
 
@@ -146,7 +156,7 @@ class ToolUpdate(AdminRequest):
 
     plugin_id: Slug
     name: ToolName
-    changes: dict[str, Any] = Field(min_length=1, max_length=32)
+    changes: JsonObject = Field(min_length=1, max_length=32)
 
     @model_validator(mode="after")
     def _keeps_name(self) -> "ToolUpdate":
@@ -186,7 +196,7 @@ class CategoryTree(Message):
 
 
 class PageQuery(AdminRequest):
-    page: Annotated[str, StringConstraints(min_length=1, max_length=512)]
+    page: Annotated[Text, StringConstraints(min_length=1, max_length=512)]
 
 
 class PageCategory(Frozen):
@@ -229,7 +239,7 @@ RULE_TYPES: Final[tuple[str, ...]] = get_args(RuleType)
 CONDITION_KEYS: Final[tuple[str, ...]] = ("org", "user", "page", "role", "tier")
 OPERATORS: Final[tuple[str, ...]] = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
 
-ConditionValue = str | list[str] | dict[str, Any]
+ConditionValue = Text | list[Text] | JsonObject
 
 
 def check_conditions(rule_type: str, conditions: dict[str, ConditionValue]) -> None:
@@ -274,12 +284,12 @@ class RuleCreate(AdminRequest):
 class RuleUpdate(AdminRequest):
     """Replace a rule's fields (send the whole rule: it is validated as one)."""
 
-    id: int = Field(ge=1)
+    id: int = Field(ge=1, le=INT32_MAX)
     rule: RuleFields
 
 
 class RuleKey(AdminRequest):
-    id: int = Field(ge=1)
+    id: int = Field(ge=1, le=INT32_MAX)
 
 
 class RuleQuery(AdminRequest):

@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from faststream import ContextRepo, FastStream
+from faststream.exceptions import NackMessage
 from faststream.nats import NatsMessage, PullSub
 from faststream.nats.annotations import NatsMessage as RequestMessage
 from pydantic import ValidationError
@@ -14,11 +15,22 @@ from contracts import PluginSync, RegistryChanged, SyncReport, subjects
 from services.indexer.admin import admin_routers
 from services.indexer.state import STATE, IndexerState, State
 from services.indexer.sync import run_sync
-from toolsel.messaging import RequestError, add_health, dead_letter, events_stream, rpc_router, validation_reply
+from toolsel.messaging import (
+    RequestError,
+    add_health,
+    dead_letter,
+    events_stream,
+    failure,
+    gives_up,
+    rpc_router,
+    undecoded,
+    validation_reply,
+)
 from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.settings import Settings
 
 DESCRIPTION = "Keeps the tool registry true to what plugins declare; embeds what changed."
+FAILED_SYNC_DELAY_S = 1.0
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -43,10 +55,13 @@ def create_app(settings: Settings) -> FastStream:
         stream=events,
         durable=subjects.INDEXER_DURABLE,
         pull_sub=PullSub(batch_size=1, timeout=1.0),
+        decoder=undecoded,
         title="sync-events",
         description="Syncs published as durable events; the report goes to the sync-report subject.",
     )
     async def sync_event(msg: NatsMessage, state: State) -> None:
+        """Refused (malformed, unauthorised): dead-lettered at once. Failed: redelivered, and dead-lettered once
+        it keeps failing with the server there; never dropped without a dead letter."""
         try:
             report = await run_sync(state, PluginSync.model_validate_json(msg.body), json.loads(msg.body))
         except ValidationError as invalid:
@@ -54,6 +69,11 @@ def create_app(settings: Settings) -> FastStream:
             return
         except RequestError as refused:
             await dead_letter(broker, "sync", msg.body, refused.detail.message)
+            return
+        except Exception as error:
+            if not gives_up(error, msg.raw_message.metadata.num_delivered):
+                raise NackMessage(delay=FAILED_SYNC_DELAY_S) from error
+            await dead_letter(broker, "sync", msg.body, failure(error))
             return
         await sync_reports.publish(report)
 

@@ -1,5 +1,6 @@
 """The tools' vectors: embedding those that wait for one, and finding and marking those that drifted."""
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -11,12 +12,17 @@ from services.indexer.tool2vec import tool_vectors
 from toolsel.embedder import Embedder
 from toolsel.store import registry
 
+PAGE = 20_000
+"""Pending tools read per pass: every text of a sync (even a 10,000-tool catalog) goes to the model in one call."""
 
-async def embed_pending(pool: asyncpg.Pool, embedder: Embedder, batch: int = 256) -> int:
-    """Re-embed every pending or stale tool, in batches; returns how many were embedded."""
+
+async def embed_pending(pool: asyncpg.Pool, embedder: Embedder, page: int = PAGE) -> int:
+    """Re-embed every pending or stale tool; returns how many were embedded. The model runs in a worker thread
+    over all the pass's texts at once (it batches them by length), so the event loop keeps answering."""
     done = 0
-    while rows := await registry.tools_to_embed(pool, batch):
-        vectors = tool_vectors([ToolSpec.model_validate_json(r["spec"]) for r in rows], embedder)
+    while rows := await registry.tools_to_embed(pool, page):
+        specs = [ToolSpec.model_validate_json(r["spec"]) for r in rows]
+        vectors = await asyncio.to_thread(tool_vectors, specs, embedder)
         await registry.store_vectors(pool, [(r["id"], vectors[i], r["embed_hash"]) for i, r in enumerate(rows)])
         done += len(rows)
     return done

@@ -1,6 +1,7 @@
 """Content hashes over a canonical JSON of a tool: equal content, equal hash, whatever the key order."""
 
 import hashlib
+import re
 
 from contracts import ToolSpec
 from contracts.registry import canonical_json
@@ -15,17 +16,40 @@ def content_hash(spec: ToolSpec) -> str:
     return sha256_hex(canonical_json(spec.model_dump(mode="json")))
 
 
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SEPARATORS = re.compile(r"[_\-./:]+")
+
+
+def name_words(name: str) -> str:
+    """``getUserProfile`` / ``get_user_profile`` as ``get User Profile`` / ``get user profile``: the model reads
+    words, not identifiers."""
+    return " ".join(_SEPARATORS.sub(" ", _CAMEL.sub(r"\1 \2", name)).split())
+
+
 def embedding_text(spec: ToolSpec) -> str:
-    """What a tool without example queries is embedded from (seed 000, 6.2)."""
+    """What a tool without example queries is embedded from (seed 000, 6.2): ``<name in words>: <description>``,
+    then the other prose and ``Parameters: p (description); ...``. The model reads its first 256 tokens, so the
+    name and description come first; parameters lifted NDCG@10 on the evaluation sets (README, Quality)."""
     parts = [
-        spec.name,
+        f"{name_words(spec.name)}: {spec.description}".strip(),
         spec.display_name,
         spec.function_summary,
-        spec.description,
         spec.when_to_use,
         " ".join(spec.tags),
+        _parameters(spec.parameters),
     ]
     return "\n".join(part for part in parts if part)
+
+
+def _parameters(schema: object) -> str:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return ""
+    described = (
+        f"{name} ({sub['description']})" if isinstance(sub, dict) and sub.get("description") else str(name)
+        for name, sub in properties.items()
+    )
+    return "Parameters: " + "; ".join(described)
 
 
 def embedding_hash(spec: ToolSpec) -> str:

@@ -1,26 +1,48 @@
 """Micro-batching: events handled one by one by concurrent handlers are applied together, in one transaction.
 
 Each handler submits its event and awaits the outcome of the batch it landed in, so it acknowledges its own
-message only after the batch committed (or negatively acknowledges it when the batch failed).
+message only after the batch committed (or negatively acknowledges it when the batch failed). A batch that
+fails for what may be one item's fault is split in halves, each applied on its own, until the failing items
+stand alone: the others commit and only the culprits see the error.
 """
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+@dataclass(frozen=True)
+class _Failed:
+    error: Exception
+
+
+def _never(error: Exception) -> bool:
+    return False
+
+
 class Batcher(Generic[T, R]):
-    """Apply up to ``max_size`` items at once, waiting at most ``max_wait_s`` after the first one arrives."""
+    """Apply up to ``max_size`` items at once, waiting at most ``max_wait_s`` after the first one arrives.
+
+    ``isolate`` says whether a failure may be an item's fault (then the batch is split to find it) rather than
+    the whole batch's (a server away: every item gets the error, as is).
+    """
 
     def __init__(
-        self, apply: Callable[[Sequence[T]], Awaitable[Sequence[R]]], *, max_size: int, max_wait_s: float
+        self,
+        apply: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
+        *,
+        max_size: int,
+        max_wait_s: float,
+        isolate: Callable[[Exception], bool] = _never,
     ) -> None:
         if max_size < 1 or max_wait_s < 0:
             raise ValueError("max_size must be >= 1 and max_wait_s >= 0")
         self._apply = apply
+        self._isolate = isolate
         self._max_size = max_size
         self._max_wait_s = max_wait_s
         self._items: list[T] = []
@@ -29,7 +51,7 @@ class Batcher(Generic[T, R]):
         self._flushing: set[asyncio.Task[None]] = set()
 
     async def submit(self, item: T) -> R:
-        """The result of applying ``item`` (as part of a batch); raises what the batch raised."""
+        """The result of applying ``item`` (as part of a batch); raises what its batch (or, split, it) raised."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._items.append(item)
@@ -53,13 +75,23 @@ class Batcher(Generic[T, R]):
         task.add_done_callback(self._flushing.discard)
 
     async def _run(self, items: list[T], futures: list[asyncio.Future[R]]) -> None:
-        try:
-            results = await self._apply(items)
-        except Exception as error:
-            for future in futures:
-                if not future.done():
-                    future.set_exception(error)
-            return
-        for future, result in zip(futures, results, strict=True):
-            if not future.done():
+        for future, result in zip(futures, await self._settle(items), strict=True):
+            if future.done():
+                continue
+            if isinstance(result, _Failed):
+                future.set_exception(result.error)
+            else:
                 future.set_result(result)
+
+    async def _settle(self, items: Sequence[T]) -> list[R | _Failed]:
+        """One result (or failure) per item: the batch's, or, when it failed and may be split, its halves'."""
+        try:
+            results: list[R | _Failed] = list(await self._apply(items))
+        except Exception as error:
+            if len(items) == 1 or not self._isolate(error):
+                return [_Failed(error)] * len(items)
+            half = len(items) // 2
+            return [*await self._settle(items[:half]), *await self._settle(items[half:])]
+        if len(results) != len(items):
+            return [_Failed(RuntimeError(f"{len(results)} results for {len(items)} items"))] * len(items)
+        return results

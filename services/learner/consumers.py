@@ -4,10 +4,13 @@ An event kind is a row of the handlers' table (``handlers.EVENT_KINDS``): its su
 that applies a batch of it, and what to say when it refers to something not stored yet. What is done with a
 message is the same for every kind, here:
 
-- malformed: dead-lettered with the validation error, acknowledged;
-- the batch failed: negatively acknowledged, redelivered in a second;
+- malformed (deep JSON too): dead-lettered with the validation error at once, acknowledged;
+- the batch failed for want of a server: every event negatively acknowledged, redelivered in a second;
+- the batch failed otherwise: split until the failing events stand alone, the others applied; a failing
+  event is redelivered, then dead-lettered with the error once delivered ``POISON_ATTEMPTS`` times;
 - refers to something not stored (yet): redelivered with backoff (events may arrive out of order), then
-  dead-lettered once older than ``orphan_timeout_s`` or delivered ``max_deliver`` times;
+  dead-lettered once older than ``orphan_timeout_s`` or delivered ``max_deliver`` times, unless a last
+  attempt finds it applied meanwhile (by a redelivered copy in a concurrent batch): that is a duplicate;
 - applied (or a duplicate): acknowledged, after the batch's transaction committed.
 """
 
@@ -28,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from contracts import subjects
 from services.learner.batcher import Batcher
 from services.learner.state import Applied, LearnerState
-from toolsel.messaging import dead_letter, events_stream
+from toolsel.messaging import dead_letter, events_stream, failure, gives_up, transient, undecoded
 
 log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
@@ -51,7 +54,14 @@ class EventKind(Generic[E]):
 def batchers(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> dict[str, Batcher[Any, Applied]]:
     """One batcher per kind, applying with the state's store."""
     size, wait = state.settings.learner_batch_size, state.settings.learner_batch_timeout_s
-    return {kind.name: Batcher(functools.partial(kind.apply, state), max_size=size, max_wait_s=wait) for kind in kinds}
+    return {
+        kind.name: Batcher(functools.partial(kind.apply, state), max_size=size, max_wait_s=wait, isolate=_suspect)
+        for kind in kinds
+    }
+
+
+def _suspect(error: Exception) -> bool:
+    return not transient(error)
 
 
 def backoff_s(delivered: int) -> float:
@@ -65,15 +75,12 @@ async def _dead_letter(state: LearnerState, kind: str, msg: Msg, reason: str) ->
     await msg.ack()
 
 
-async def _retry_or_dead_letter(state: LearnerState, kind: str, msg: Msg, reason: str) -> None:
-    """Out of order is normal (try again shortly); forever is not: dead-letter once the event is older than
+def _given_up(state: LearnerState, msg: Msg) -> bool:
+    """Out of order is normal (try again shortly); forever is not: give up once the event is older than
     ``orphan_timeout_s``, or delivered ``max_deliver`` times."""
     meta = msg.metadata
     age_s = time.time() - meta.timestamp.timestamp() if meta.timestamp else 0.0
-    if age_s >= state.settings.orphan_timeout_s or meta.num_delivered >= state.settings.max_deliver:
-        await _dead_letter(state, kind, msg, reason)
-    else:
-        await msg.nak(delay=backoff_s(meta.num_delivered))
+    return age_s >= state.settings.orphan_timeout_s or meta.num_delivered >= state.settings.max_deliver
 
 
 async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
@@ -83,16 +90,31 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
     except ValidationError as invalid:
         await _dead_letter(state, kind.name, msg, f"malformed: {invalid.errors()[0]['msg']}")
         return
+    batcher = state.batchers[kind.name]
     try:
-        applied = await state.batchers[kind.name].submit(event)
-    except Exception:
-        log.exception("%s batch failed; redelivering", kind.name)
-        await msg.nak(delay=FAILED_BATCH_DELAY_S)
+        applied = await batcher.submit(event)
+        if applied == "unknown" and _given_up(state, msg):
+            applied = await batcher.submit(event)  # a fresh transaction sees what concurrent ones committed
+    except Exception as error:
+        await _failed(state, kind.name, msg, error)
         return
-    if applied == "unknown":
-        await _retry_or_dead_letter(state, kind.name, msg, kind.missing(event))
-    else:
+    if applied == "applied":
         await msg.ack()
+    elif _given_up(state, msg):
+        await _dead_letter(state, kind.name, msg, kind.missing(event))
+    else:
+        await msg.nak(delay=backoff_s(msg.metadata.num_delivered))
+
+
+async def _failed(state: LearnerState, kind: str, msg: Msg, error: Exception) -> None:
+    """Redeliver an event whose batch failed for want of a server, or that failed alone (for now); dead-letter
+    one that keeps failing alone."""
+    delivered = msg.metadata.num_delivered
+    if gives_up(error, delivered):
+        await _dead_letter(state, kind, msg, failure(error))
+        return
+    log.warning("%s event failed (delivery %d), redelivering: %s: %s", kind, delivered, type(error).__name__, error)
+    await msg.nak(delay=FAILED_BATCH_DELAY_S)
 
 
 def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
@@ -111,6 +133,7 @@ def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
                 ack_wait=settings.learner_ack_wait_s, max_ack_pending=4 * settings.learner_batch_size
             ),
             ack_policy=AckPolicy.MANUAL,
+            decoder=undecoded,
             title=f"{kind.name}-events",
             description=(
                 f"{kind.name.capitalize()} events ({kind.subject}): applied in batches, acknowledged after commit."

@@ -1,4 +1,7 @@
-"""People's ratings (seed 004's tool feedback): stored once each, added to the tool's average rating."""
+"""People's ratings (seed 004's tool feedback): stored once each, added to the tool's average rating.
+
+A rating counts only for a tool its tenant may see (the tool's own tenant's or a shared one); one on another
+tenant's tool is refused and changes nothing."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -6,7 +9,7 @@ from uuid import UUID
 
 import asyncpg
 
-from contracts import FeedbackEvent
+from contracts import SHARED_TENANT, FeedbackEvent
 from toolsel.store import events, learning
 
 
@@ -15,6 +18,8 @@ class FeedbackResult:
     applied: list[UUID] = field(default_factory=list)
     duplicates: list[UUID] = field(default_factory=list)
     unknown_tool: list[UUID] = field(default_factory=list)
+    refused: list[FeedbackEvent] = field(default_factory=list)
+    """Feedback on a tool its tenant may not see: to dead-letter, never to apply."""
 
 
 def rating_totals(ratings: Mapping[UUID, tuple[int, float]]) -> dict[int, tuple[float, int]]:
@@ -26,15 +31,22 @@ def rating_totals(ratings: Mapping[UUID, tuple[int, float]]) -> dict[int, tuple[
     return totals
 
 
+def visible(event: FeedbackEvent, tool: learning.Registered) -> bool:
+    return tool.tenant_id in (event.tenant_id, SHARED_TENANT)
+
+
 async def apply_feedback(pool: asyncpg.Pool, batch: Sequence[FeedbackEvent]) -> FeedbackResult:
     """Store new feedback and add it to the tools' ratings in one transaction; a repeat changes nothing."""
     result = FeedbackResult()
     unique = list({e.event_id: e for e in batch}.values())
+    tools = await learning.registered(pool, [e.key for e in unique])
+    result.refused = [e for e in unique if e.key in tools and not visible(e, tools[e.key])]
+    allowed = [e for e in unique if e.key not in tools or visible(e, tools[e.key])]
     async with pool.acquire() as conn, conn.transaction():
-        inserted = await events.insert_feedback(conn, unique)
-        known = await events.stored_feedback(conn, [e.event_id for e in unique])
-        result.applied = [e.event_id for e in unique if e.event_id in inserted]
-        result.duplicates = [e.event_id for e in unique if e.event_id in known - set(inserted)]
-        result.unknown_tool = [e.event_id for e in unique if e.event_id not in known]
+        inserted = await events.insert_feedback(conn, allowed)
+        known = await events.stored_feedback(conn, [e.event_id for e in allowed])
+        result.applied = [e.event_id for e in allowed if e.event_id in inserted]
+        result.duplicates = [e.event_id for e in allowed if e.event_id in known - set(inserted)]
+        result.unknown_tool = [e.event_id for e in allowed if e.event_id not in known]
         await learning.add_ratings(conn, rating_totals(inserted))
     return result

@@ -1,7 +1,8 @@
 """The learner's event table: each kind of event, its model and the function that applies a batch of it.
 
 Applying is the learning modules' work (``outcomes``, ``reviews``, ``feedback``) plus what the process does
-around it: count, broadcast new posteriors and tool-state changes to the selectors.
+around it: count, broadcast new posteriors, usage versions and tool-state changes to the selectors (after
+commit), dead-letter what is refused.
 """
 
 import logging
@@ -16,6 +17,7 @@ from contracts import (
     ReviewEvent,
     SelectionEvent,
     ToolStateChanged,
+    UsageUpdated,
     subjects,
 )
 from services.learner.consumers import EventKind
@@ -23,6 +25,7 @@ from services.learner.feedback import apply_feedback
 from services.learner.outcomes import apply_outcomes
 from services.learner.reviews import apply_reviews
 from services.learner.state import Applied, LearnerState
+from toolsel.messaging import dead_letter
 from toolsel.store import events
 
 log = logging.getLogger("toolsel.learner")
@@ -41,27 +44,36 @@ async def announce(state: LearnerState, changes: Sequence[ToolStateChanged]) -> 
     state.counters.transitions += len(changes)
 
 
+async def publish_usage(state: LearnerState, usage: UsageUpdated | None) -> None:
+    """Tell the selectors which usage version to fetch up to."""
+    if usage is not None:
+        await state.usage.publish(usage)
+
+
 async def selections(state: LearnerState, batch: Sequence[SelectionEvent]) -> list[Applied]:
     await events.insert_selections(state.pool, batch)
     return ["applied"] * len(batch)
 
 
 async def outcomes(state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
-    s = state.settings
-    result = await apply_outcomes(state.pool, batch, s.prior_alpha, s.prior_beta, s.not_called_penalty, state.policy)
+    result = await apply_outcomes(state.pool, batch, state.rules, state.policy, state.embed)
     state.counters.applied += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
     if result.posteriors:
         await state.posteriors.publish(PosteriorsUpdated(updates=result.posteriors))
+    await publish_usage(state, result.usage)
     await announce(state, result.transitions)
     return _applied(batch, result.unknown_selection)
 
 
 async def reviews(state: LearnerState, batch: Sequence[ReviewEvent]) -> list[Applied]:
     s = state.settings
-    result = await apply_reviews(state.pool, batch, state.embed, state.multipliers, s.review_merge_similarity)
+    result = await apply_reviews(
+        state.pool, batch, state.embed, state.multipliers, s.review_merge_similarity, state.rules.usage
+    )
     state.counters.reviews += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
+    await publish_usage(state, result.usage)
     return _applied(batch, result.unknown_selection)
 
 
@@ -69,6 +81,10 @@ async def feedback(state: LearnerState, batch: Sequence[FeedbackEvent]) -> list[
     result = await apply_feedback(state.pool, batch)
     state.counters.feedback += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
+    for event in result.refused:  # acknowledged as handled: kept aside at once, never retried
+        reason = f"tool {event.key} is not visible to tenant {event.tenant_id}"
+        await dead_letter(state.broker, "feedback", event.model_dump_json().encode(), reason)
+    state.counters.dead_letters += len(result.refused)
     return _applied(batch, result.unknown_tool)
 
 

@@ -1,9 +1,14 @@
-"""Outcomes into posteriors, quality counters and tool health: a batch in one transaction, deduplicated by
-event id. What each row becomes is computed here (pure); the store writes it."""
+"""Outcomes into posteriors, quality counters, tool health and usage memory: a batch in one transaction,
+deduplicated by event id, applied in event-id order (the order a rebuild replays them in).
+
+Only calls to tools the selection offered, and that its tenant may see, count anywhere. A posterior is kept per
+(tool, tenant, context) and discounted on each update; one actor's successes count at most
+``learning_credits_per_actor`` times per tool. What each row becomes is computed here (pure); the store writes it.
+"""
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -11,14 +16,40 @@ from uuid import UUID
 import asyncpg
 from pydantic import TypeAdapter
 
-from contracts import OutcomeEvent, PosteriorUpdate, ToolState, ToolStateChanged
+from contracts import SHARED_TENANT, OutcomeEvent, PosteriorUpdate, ToolState, ToolStateChanged, UsageUpdated
 from services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, observe
 from services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
-from services.learner.reward import rewards_by_key
+from services.learner.reward import Reward, discounted, rewards_by_key
+from services.learner.usage import POSITIVE, Embed, Example, UsageRules, remember
+from toolsel.settings import Settings
 from toolsel.store import events, learning
+from toolsel.store.learning import CreditKey, PosteriorKey, Registered
 
 POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
 """One validation of the whole list (in pydantic's core) instead of a model per row: this is the hot path."""
+
+
+@dataclass(frozen=True)
+class OutcomeRules:
+    """How outcomes move what is learnt: the Beta prior, the reward model, forgetting, the bound per actor."""
+
+    prior_alpha: float
+    prior_beta: float
+    not_called_penalty: float
+    discount: float
+    credits_per_actor: int
+    usage: UsageRules
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "OutcomeRules":
+        return cls(
+            settings.prior_alpha,
+            settings.prior_beta,
+            settings.not_called_penalty,
+            settings.posterior_discount,
+            settings.learning_credits_per_actor,
+            UsageRules.from_settings(settings),
+        )
 
 
 @dataclass
@@ -28,15 +59,40 @@ class OutcomeResult:
     unknown_selection: list[UUID] = field(default_factory=list)
     posteriors: list[PosteriorUpdate] = field(default_factory=list)
     transitions: list[ToolStateChanged] = field(default_factory=list)
+    usage: UsageUpdated | None = None
 
 
 @dataclass
-class _Delta:
-    alpha: float = 0.0
-    beta: float = 0.0
+class Posterior:
+    """A posterior as it stands, and what this batch added to its counters."""
+
+    alpha: float
+    beta: float
+    last_success_at: datetime | None
     selections: int = 0
     successes: int = 0
     failures: int = 0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One offered tool's reward in one outcome, with who asked and what."""
+
+    key: PosteriorKey
+    credit: CreditKey
+    reward: Reward
+    event_id: UUID
+    occurred_at: datetime
+    query: str
+
+
+@dataclass
+class Stepped:
+    posteriors: dict[PosteriorKey, Posterior]
+    credits: dict[CreditKey, int]
+    """Credits used per (tenant, actor, tool), as they now stand."""
+    examples: list[Example]
+    """Positive usage examples: one per outcome and tool with a counted success."""
 
 
 @dataclass
@@ -52,28 +108,93 @@ class _Calls:
     last_success_at: datetime | None = None
 
 
-def posterior_deltas(
-    events: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], not_called_penalty: float
-) -> dict[tuple[str, str], _Delta]:
-    """Posterior increments per (tool key, context key), by the reward model, for outcomes of known selections."""
-    deltas: dict[tuple[str, str], _Delta] = defaultdict(_Delta)
-    for event in events:
+def actor(selection: Mapping[str, Any]) -> str:
+    """Who a selection's outcomes speak for: its session, else its user, else the selection alone."""
+    if selection["session_id"]:
+        return f"session:{selection['session_id']}"
+    if selection["user_id"]:
+        return f"user:{selection['user_id']}"
+    return f"selection:{selection['selection_id']}"
+
+
+def teachable(selection: Mapping[str, Any], tools: Mapping[str, Registered]) -> list[str]:
+    """The selection's tools, in rank order, that exist and its tenant may see: the only ones it can teach."""
+    tenant = selection["tenant_id"]
+    return [k for k in selection["keys"] if k in tools and tools[k].tenant_id in (tenant, SHARED_TENANT)]
+
+
+def offered_only(
+    batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], tools: Mapping[str, Registered]
+) -> list[OutcomeEvent]:
+    """The outcomes with only the calls that count: to tools their selection offered, visible to its tenant
+    (a call to anything else counts nowhere: not in posteriors, quality or health)."""
+    result = []
+    for event in batch:
+        offered = set(teachable(selections[event.selection_id], tools))
+        calls = [c for c in event.calls if c.key in offered]
+        result.append(event if len(calls) == len(event.calls) else event.model_copy(update={"calls": calls}))
+    return result
+
+
+def observations(
+    batch: Sequence[OutcomeEvent],
+    selections: Mapping[UUID, Mapping[str, Any]],
+    tools: Mapping[str, Registered],
+    not_called_penalty: float,
+) -> list[Observation]:
+    """Each offered tool's reward, outcome by outcome in the given order (calls already ``offered_only``)."""
+    result = []
+    for event in batch:
         row = selections[event.selection_id]
-        context = row["context_key"]
-        for key, alpha, beta, success, failure, _ in rewards_by_key(row["keys"], event.calls, not_called_penalty):
-            d = deltas[(key, context)]
-            d.alpha += alpha
-            d.beta += beta
-            d.selections += 1
-            d.successes += success
-            d.failures += failure
-    return deltas
+        tenant, who = row["tenant_id"], actor(row)
+        for reward in rewards_by_key(teachable(row, tools), event.calls, not_called_penalty):
+            tool_id = tools[reward.tool_key].id
+            result.append(
+                Observation(
+                    (tool_id, tenant, row["context_key"]),
+                    (tenant, who, tool_id),
+                    reward,
+                    event.event_id,
+                    event.occurred_at,
+                    row["query"],
+                )
+            )
+    return result
 
 
-def call_counters(events: Sequence[OutcomeEvent], ids: Mapping[str, int]) -> dict[int, _Calls]:
-    """Per-tool call counters from the raw calls (every call counts, not only selected tools')."""
+def step(
+    seen: Sequence[Observation],
+    standing: Mapping[PosteriorKey, Posterior],
+    used: Mapping[CreditKey, int],
+    rules: OutcomeRules,
+) -> Stepped:
+    """Apply observations in order: a success counts while its actor has credits on the tool; a posterior with
+    new evidence is discounted then moved; a counted success is a positive usage example."""
+    posteriors = {key: replace(p) for key, p in standing.items()}
+    credits = dict(used)
+    examples: list[Example] = []
+    for o in seen:
+        p = posteriors[o.key]
+        counted = min(o.reward.success, max(0, rules.credits_per_actor - credits.get(o.credit, 0)))
+        if counted:
+            credits[o.credit] = credits.get(o.credit, 0) + counted
+            if p.last_success_at is None or o.occurred_at > p.last_success_at:
+                p.last_success_at = o.occurred_at
+            tool_id, tenant, _ = o.key
+            examples.append(Example(tool_id, rules.usage.scope(tenant), o.event_id, POSITIVE, o.query))
+        p.selections += 1
+        p.successes += counted
+        p.failures += o.reward.failure
+        if counted or o.reward.beta:
+            p.alpha = discounted(p.alpha, rules.prior_alpha, rules.discount, float(counted))
+            p.beta = discounted(p.beta, rules.prior_beta, rules.discount, o.reward.beta)
+    return Stepped(posteriors, credits, examples)
+
+
+def call_counters(batch: Sequence[OutcomeEvent], ids: Mapping[str, int]) -> dict[int, _Calls]:
+    """Per-tool call counters from the calls that count (``offered_only``)."""
     acc: dict[int, _Calls] = defaultdict(_Calls)
-    for event in events:
+    for event in batch:
         for call in event.calls:
             tool_id = ids.get(call.key)
             if tool_id is None:
@@ -96,35 +217,59 @@ def call_counters(events: Sequence[OutcomeEvent], ids: Mapping[str, int]) -> dic
     return acc
 
 
+@dataclass
+class Counted:
+    """What ``add_counters`` did: the outcomes as they counted, the posteriors and quality rows as they now
+    stand (locked until commit), and the usage examples to remember."""
+
+    events: list[OutcomeEvent]
+    ids: dict[str, int]
+    posteriors: list[PosteriorUpdate]
+    standing: list[asyncpg.Record]
+    examples: list[Example]
+
+
+async def _posteriors(
+    conn: asyncpg.Connection, seen: Sequence[Observation], rules: OutcomeRules
+) -> tuple[list[asyncpg.Record], list[Example]]:
+    """Lock the credits and posteriors these observations touch, step them, write them back."""
+    used = await learning.lock_credits(conn, [o.credit for o in seen if o.reward.success])
+    locked = await learning.lock_posteriors(conn, [o.key for o in seen], rules.prior_alpha, rules.prior_beta)
+    standing = {k: Posterior(r["alpha"], r["beta"], r["last_success_at"]) for k, r in locked.items()}
+    stepped = step(seen, standing, used, rules)
+    await learning.write_credits(conn, {k: n for k, n in stepped.credits.items() if n != used.get(k)})
+    rows = [
+        (*key, p.alpha, p.beta, p.last_success_at, p.selections, p.successes, p.failures)
+        for key, p in stepped.posteriors.items()
+    ]
+    return await learning.write_posteriors(conn, rows), stepped.examples
+
+
 async def add_counters(
     conn: asyncpg.Connection,
-    events: Sequence[OutcomeEvent],
+    batch: Sequence[OutcomeEvent],
     selections: Mapping[UUID, Mapping[str, Any]],
-    prior_alpha: float,
-    prior_beta: float,
-    not_called_penalty: float,
-) -> tuple[dict[str, int], list[PosteriorUpdate], list[asyncpg.Record]]:
-    """Add new outcomes to posteriors and quality counters (rows in id order: concurrent learners lock alike).
-
-    Returns the tool ids, the new posteriors, and the quality rows as they now stand (locked until commit).
-    """
-    deltas = posterior_deltas(events, selections, not_called_penalty)
-    ids = await learning.tool_ids(conn, [key for key, _ in deltas] + [c.key for e in events for c in e.calls])
+    tools: Mapping[str, Registered],
+    rules: OutcomeRules,
+) -> Counted:
+    """Add new outcomes, in the given order, to posteriors and quality counters (rows in key order: concurrent
+    learners lock alike)."""
+    counting = offered_only(batch, selections, tools)
+    ids = {key: t.id for key, t in tools.items()}
     names = {v: k for k, v in ids.items()}
-    rows = sorted(
-        (ids[key], ctx, d.alpha, d.beta, d.selections, d.successes, d.failures)
-        for (key, ctx), d in deltas.items()
-        if key in ids
+    updated, examples = await _posteriors(
+        conn, observations(counting, selections, tools, rules.not_called_penalty), rules
     )
-    updated = await learning.upsert_posteriors(conn, rows, prior_alpha, prior_beta)
     posteriors = POSTERIOR_LIST.validate_python(
         [
             {
                 "plugin_id": names[u["tool_id"]].split("/", 1)[0],
                 "name": names[u["tool_id"]].split("/", 1)[1],
+                "tenant_id": u["tenant_id"],
                 "context_key": u["context_key"],
                 "alpha": u["alpha"],
                 "beta": u["beta"],
+                "last_success_at": u["last_success_at"],
             }
             for u in updated
         ]
@@ -142,9 +287,9 @@ async def add_counters(
             "{" + ",".join(map(str, c.latency_hist)) + "}",
             c.last_success_at,
         )
-        for tool_id, c in sorted(call_counters(events, ids).items())
+        for tool_id, c in sorted(call_counters(counting, ids).items())
     ]
-    return ids, posteriors, await learning.add_calls(conn, quality)
+    return Counted(counting, ids, posteriors, await learning.add_calls(conn, quality), examples)
 
 
 def _health(row: Mapping[str, Any]) -> Health:
@@ -209,32 +354,39 @@ async def advance_health(
 
 
 async def apply_outcomes(
-    pool: asyncpg.Pool,
-    batch: Sequence[OutcomeEvent],
-    prior_alpha: float,
-    prior_beta: float,
-    not_called_penalty: float,
-    policy: DegradationPolicy,
+    pool: asyncpg.Pool, batch: Sequence[OutcomeEvent], rules: OutcomeRules, policy: DegradationPolicy, embed: Embed
 ) -> OutcomeResult:
-    """Store new outcomes and move posteriors, quality and tool health, all in one transaction.
+    """Store new outcomes and move posteriors, quality, tool health and usage memory, in one transaction.
 
     An outcome whose selection is not stored yet is left out (the caller redelivers it later: events may
-    arrive out of order); one already stored is a duplicate and changes nothing.
+    arrive out of order); one already stored is a duplicate and changes nothing. The queries that may teach
+    (a success on an offered tool) are embedded first, in one batch, outside the transaction.
     """
     result = OutcomeResult()
-    unique = list({e.event_id: e for e in batch}.values())
+    unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
+    selections = await events.selection_keys(pool, [e.selection_id for e in unique])
+    known = [e for e in unique if e.selection_id in selections]
+    result.unknown_selection = [e.event_id for e in unique if e.selection_id not in selections]
+    if not known:
+        return result
+    tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
+    queries = sorted(
+        {
+            selections[e.selection_id]["query"]
+            for e in offered_only(known, selections, tools)
+            if any(c.success for c in e.calls)
+        }
+    )
+    vectors = dict(zip(queries, await embed(queries), strict=True)) if queries else {}
     async with pool.acquire() as conn, conn.transaction():
-        selections = await events.selection_keys(conn, [e.selection_id for e in unique])
-        known = [e for e in unique if e.selection_id in selections]
-        result.unknown_selection = [e.event_id for e in unique if e.selection_id not in selections]
         inserted = await events.insert_outcomes(conn, known)
         fresh = [e for e in known if e.event_id in inserted]
         result.applied = [e.event_id for e in fresh]
         result.duplicates = [e.event_id for e in known if e.event_id not in inserted]
         if not fresh:
             return result
-        ids, result.posteriors, standing = await add_counters(
-            conn, fresh, selections, prior_alpha, prior_beta, not_called_penalty
-        )
-        result.transitions = await advance_health(conn, fresh, ids, standing, policy)
+        counted = await add_counters(conn, fresh, selections, tools, rules)
+        result.posteriors = counted.posteriors
+        result.transitions = await advance_health(conn, counted.events, counted.ids, counted.standing, policy)
+        result.usage = await remember(conn, counted.examples, vectors, rules.usage)
     return result

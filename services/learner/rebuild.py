@@ -1,16 +1,18 @@
-"""Replay: posteriors and quality counters recomputed from the stored outcomes and feedback.
+"""Replay: posteriors, the credits used and quality counters recomputed from the stored outcomes and feedback.
 
 It runs the very code online learning runs (``outcomes.add_counters``, the store's ``add_ratings``) over the
-event history, so it ends where online learning ended; with another reward setting it re-learns under that
-model. The degradation state (rolling score, state, quarantine) is left as it is: operators' releases are not
-events, so it cannot be derived from the history.
+event history in the order it was applied (each batch in event-id order, as online), so it ends where online
+learning ended, discounting included; with other reward settings it re-learns under them. The degradation
+state (rolling score, state, quarantine) is left as it is: operators' releases are not events, so it cannot be
+derived from the history. The usage memory is left too: its examples are keyed by event, so a replay would
+write the same ones again.
 """
 
 from dataclasses import dataclass
 
 import asyncpg
 
-from services.learner.outcomes import add_counters
+from services.learner.outcomes import OutcomeRules, add_counters
 from services.learner.quality import latency_percentile
 from toolsel.store import events, learning
 
@@ -23,10 +25,9 @@ class Rebuilt:
     tools: int
 
 
-async def rebuild(
-    pool: asyncpg.Pool, prior_alpha: float, prior_beta: float, not_called_penalty: float, chunk: int = 2000
-) -> Rebuilt:
-    """Recompute ``tool_bandit_stats`` and the counters of ``tool_quality`` in one transaction.
+async def rebuild(pool: asyncpg.Pool, rules: OutcomeRules, chunk: int = 2000) -> Rebuilt:
+    """Recompute ``tool_bandit_stats``, ``session_credits`` and the counters of ``tool_quality`` in one
+    transaction.
 
     Running learners wait on the table locks and add their batches on top: nothing is counted twice or lost.
     """
@@ -34,14 +35,9 @@ async def rebuild(
         await learning.reset_counters(conn)
         outcomes = 0
         async for rows in events.outcome_history(conn, chunk):
-            await add_counters(
-                conn,
-                events.history_events(rows),
-                {r["selection_id"]: r for r in rows},
-                prior_alpha,
-                prior_beta,
-                not_called_penalty,
-            )
+            selections = {r["selection_id"]: r for r in rows}
+            tools = await learning.registered(conn, [k for r in rows for k in r["keys"]])
+            await add_counters(conn, events.history_events(rows), selections, tools, rules)
             outcomes += len(rows)
         totals = await events.feedback_totals(conn)
         await learning.add_ratings(conn, totals)

@@ -1,21 +1,21 @@
-"""Reviews (seed 002) into the append-only review log and, online, the review index; and its compaction."""
+"""Reviews (seed 002) into the append-only review log and, online, the review index and the usage memory (a
+'perfect' verdict is a positive example, 'unrelated' and 'broken' negative ones); and the index's compaction.
 
-from collections.abc import Awaitable, Callable, Sequence
+Only verdicts on tools the selection offered, and that its tenant may see, count."""
+
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
 import asyncpg
-import numpy as np
-import numpy.typing as npt
 
-from contracts import ReviewEvent
+from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
+from services.learner.outcomes import teachable
 from services.learner.review_index import Entry, add_review
+from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
-
-Embed = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
-"""Unit query embeddings, one row per query (the learner embeds a selection's query itself)."""
 
 
 @dataclass
@@ -24,6 +24,7 @@ class ReviewResult:
     duplicates: list[UUID] = field(default_factory=list)
     unknown_selection: list[UUID] = field(default_factory=list)
     logged: int = 0
+    usage: UsageUpdated | None = None
 
 
 @dataclass(frozen=True)
@@ -34,17 +35,24 @@ class Compaction:
 
 
 async def apply_reviews(
-    pool: asyncpg.Pool, batch: Sequence[ReviewEvent], embed: Embed, multipliers: Multipliers, merge_similarity: float
+    pool: asyncpg.Pool,
+    batch: Sequence[ReviewEvent],
+    embed: Embed,
+    multipliers: Multipliers,
+    merge_similarity: float,
+    usage: UsageRules,
 ) -> ReviewResult:
-    """Log each suggested tool's verdict with the selection's query embedding and fold it into the index, in
-    one transaction; a review already stored changes nothing, one of an unknown selection is left out."""
+    """Log each offered tool's verdict with the selection's query embedding, fold it into the index and the
+    usage memory, in one transaction; a review already stored changes nothing, one of an unknown selection is
+    left out."""
     result = ReviewResult()
-    unique = list({e.event_id: e for e in batch}.values())
-    selections = await events.selection_queries(pool, [e.selection_id for e in unique])
+    unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
+    selections = await events.selection_keys(pool, [e.selection_id for e in unique])
     known = [e for e in unique if e.selection_id in selections]
     result.unknown_selection = [e.event_id for e in unique if e.selection_id not in selections]
     if not known:
         return result
+    tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
     queries = sorted({selections[e.selection_id]["query"] for e in known})
     vectors = dict(zip(queries, await embed(queries), strict=True))
     async with pool.acquire() as conn, conn.transaction():
@@ -52,42 +60,46 @@ async def apply_reviews(
         fresh = [e for e in known if e.event_id in inserted]
         result.applied = [e.event_id for e in fresh]
         result.duplicates = [e.event_id for e in known if e.event_id not in inserted]
-        verdicts_given = []  # (event id, tool key, verdict, fitness, query)
+        logged = []  # (event id, tool id, scope, query vector, verdict, fitness)
+        examples = []
         for event in fresh:
             row = selections[event.selection_id]
-            for key, verdict in verdicts(row["keys"], event.reviews, event.none_of_these).items():
-                verdicts_given.append((event.event_id, key, verdict.value, multipliers.of(verdict), row["query"]))
-        ids = await learning.tool_ids(conn, [key for _, key, _, _, _ in verdicts_given])
-        logged = [(e, ids[k], vectors[q], v, f) for e, k, v, f, q in verdicts_given if k in ids]
+            for key, verdict in verdicts(teachable(row, tools), event.reviews, event.none_of_these).items():
+                tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
+                logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
+                if verdict in POLARITY:
+                    examples.append(Example(tool_id, scope, event.event_id, POLARITY[verdict], query))
         if not logged:
             return result
         await reviews.log_reviews(conn, logged)
         result.logged = len(logged)
-        touched = sorted({tool_id for _, tool_id, _, _, _ in logged})
-        await reviews.lock_tool_indexes(conn, touched)  # concurrent learners queue per tool
-        entries: dict[int, list[Entry]] = {t: [] for t in touched}
-        for tool_id, centroid, fitness, count in await reviews.index_entries(conn, touched):
-            entries[tool_id].append(Entry(centroid, fitness, count))
-        for _, tool_id, query, _, fitness in logged:
-            entries[tool_id] = add_review(entries[tool_id], query, fitness, merge_similarity)
+        touched = sorted({(tool_id, scope) for _, tool_id, scope, _, _, _ in logged})
+        await reviews.lock_tool_indexes(conn, {t for t, _ in touched})  # concurrent learners queue per tool
+        entries: dict[reviews.Owner, list[Entry]] = {o: [] for o in touched}
+        for tool_id, scope, centroid, fitness, count in await reviews.index_entries(conn, touched):
+            entries[(tool_id, scope)].append(Entry(centroid, fitness, count))
+        for _, tool_id, scope, query_vector, _, fitness in logged:
+            owner = (tool_id, scope)
+            entries[owner] = add_review(entries[owner], query_vector, fitness, merge_similarity)
         await reviews.replace_index_entries(conn, touched, _index_rows(entries))
+        result.usage = await remember(conn, examples, vectors, usage)
     return result
 
 
-def _index_rows(entries: dict[int, list[Entry]]) -> list[reviews.IndexRow]:
-    return [(tool_id, e.centroid, e.fitness, e.reviews) for tool_id, es in entries.items() for e in es]
+def _index_rows(entries: dict[reviews.Owner, list[Entry]]) -> list[reviews.IndexRow]:
+    return [(tool_id, scope, e.centroid, e.fitness, e.reviews) for (tool_id, scope), es in entries.items() for e in es]
 
 
 async def compact_review_index(pool: asyncpg.Pool, clusters: int, seed: int = 0) -> Compaction:
-    """Rebuild the whole review index from the review log, at most ``clusters`` entries per tool (k-means),
-    in one transaction that online updates wait for; report its size before and after."""
+    """Rebuild the whole review index from the review log, at most ``clusters`` entries per tool and scope
+    (k-means), in one transaction that online updates wait for; report its size before and after."""
     async with pool.acquire() as conn, conn.transaction():
         before = await reviews.lock_index(conn)
-        tools = await reviews.reviewed_tools(conn)
-        entries: dict[int, list[Entry]] = {}
-        for tool_id in tools:
-            points, fitness = await reviews.tool_reviews(conn, tool_id)
-            entries[tool_id] = compact(points, fitness, clusters, seed)
+        owners = await reviews.reviewed(conn)
+        entries: dict[reviews.Owner, list[Entry]] = {}
+        for owner in owners:
+            points, fitness = await reviews.owner_reviews(conn, owner)
+            entries[owner] = compact(points, fitness, clusters, seed)
         await reviews.replace_index(conn, _index_rows(entries))
         after = await reviews.index_size(conn)
-    return Compaction(before=before, after=after, tools=len(tools))
+    return Compaction(before=before, after=after, tools=len({t for t, _ in owners}))

@@ -4,6 +4,9 @@
 - called and failed: a failure (beta += 1);
 - selected but not called: an impression; beta += ``not_called_penalty`` (default 0: no update);
 - called but not among the selection's tools: ignored (the selection did not offer it).
+
+Each update of a posterior first discounts the evidence it holds above the prior (``discounted``), so the
+last 1/(1 - discount) outcomes or so decide it: a tool that starts failing falls, one that recovers comes back.
 """
 
 from collections.abc import Iterable
@@ -36,3 +39,8 @@ def rewards_by_key(shown: Iterable[str], calls: Iterable[ToolCall], not_called_p
         else:
             result.append(Reward(key, 0.0, not_called_penalty, 0, 0, 1))
     return result
+
+
+def discounted(value: float, prior: float, discount: float, evidence: float) -> float:
+    """One update of a Beta parameter: what it holds above the prior decays by ``discount``, ``evidence`` adds."""
+    return prior + discount * (value - prior) + evidence

@@ -1,6 +1,7 @@
 """What one learner process holds while it runs: its settings, store, model, publishers and counters."""
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -11,9 +12,11 @@ import numpy.typing as npt
 from faststream.nats import NatsBroker
 from faststream.nats.publisher.usecase import LogicPublisher
 
+from contracts import UsageUpdated, subjects
 from services.learner.batcher import Batcher
 from services.learner.degradation import DegradationPolicy
 from services.learner.fitness import Multipliers
+from services.learner.outcomes import OutcomeRules
 from toolsel.embedder import Embedder
 from toolsel.runtime import load_model
 from toolsel.settings import Settings
@@ -48,7 +51,10 @@ class LearnerState:
     """``PosteriorsUpdated`` broadcasts to the selectors."""
     tool_states: LogicPublisher
     """``ToolStateChanged`` broadcasts to the selectors."""
+    usage: LogicPublisher
+    """``UsageUpdated`` broadcasts to the selectors."""
     policy: DegradationPolicy
+    rules: OutcomeRules
     multipliers: Multipliers
     counters: Counters = field(default_factory=Counters)
     batchers: dict[str, Batcher[Any, Applied]] = field(default_factory=dict)
@@ -56,18 +62,28 @@ class LearnerState:
     store: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     embedder_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict)
+    """Recently embedded queries (least recently used first): agents repeat queries."""
     release_timer: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(
         cls, settings: Settings, broker: NatsBroker, posteriors: LogicPublisher, tool_states: LogicPublisher
     ) -> "LearnerState":
+        usage = broker.publisher(
+            subjects.USAGE_UPDATED,
+            title="usage-updated",
+            schema=UsageUpdated,
+            description="Usage vectors changed: selectors fetch the rows above the version they hold.",
+        )
         return cls(
             settings,
             broker,
             posteriors,
             tool_states,
+            usage,
             DegradationPolicy.from_settings(settings),
+            OutcomeRules.from_settings(settings),
             Multipliers.from_settings(settings),
         )
 
@@ -78,10 +94,19 @@ class LearnerState:
         return self.store
 
     async def embed(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Unit embeddings of these queries, one row each; the model is loaded on the first review (outcomes
-        and feedback need none), once."""
+        """Unit embeddings of these queries, one row each: the ones not cached are embedded in one batch, off
+        the event loop; the model is loaded when first needed, once."""
         async with self.embedder_lock:
             if self.embedder is None:
-                self.embedder = await load_model(self.settings)
-        embedder = self.embedder
-        return await asyncio.to_thread(lambda: np.vstack([embedder.embed_query(q) for q in queries]))
+                self.embedder = await load_model(self.settings, cache=False)
+        embedder, cache = self.embedder, self.query_vectors
+        missing = [q for q in dict.fromkeys(queries) if q not in cache]
+        if missing:
+            for query, vector in zip(missing, await asyncio.to_thread(embedder.embed, missing), strict=True):
+                cache[query] = vector
+        rows = [cache[q] for q in queries]
+        for query in queries:
+            cache.move_to_end(query)
+        while len(cache) > self.settings.query_cache_size:
+            cache.popitem(last=False)
+        return np.vstack(rows) if rows else np.zeros((0, embedder.dim), dtype=np.float32)

@@ -1,4 +1,5 @@
-"""The selector app: answers select requests from memory; records selections after replying.
+"""The selector app: answers select requests from memory; records selections after replying, through an
+outbox that keeps them while NATS or JetStream is away (they reach the stream once it is back).
 
 The store is read at start-up, again on each broadcast that something changed, and on a timer in case a
 broadcast was missed; a reload that fails leaves the copy in memory serving and the replies saying so.
@@ -22,12 +23,13 @@ from contracts import (
     SelectReply,
     SelectRequest,
     ToolStateChanged,
+    UsageUpdated,
     subjects,
 )
 from services.selector.catalog import Catalog, build_catalog, build_posteriors, build_review_index, build_rules
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
-from toolsel.messaging import add_health, events_stream, rpc_router
+from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
 from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
@@ -45,8 +47,6 @@ class SelectorState:
     pool: asyncpg.Pool | None = None
     """Open while the app runs (the lifespan opens and closes it)."""
     selections: int = 0
-    pending: set[asyncio.Task[None]] = field(default_factory=set)
-    """Selection events still being published (awaited at shutdown)."""
     refreshers: list[asyncio.Task[None]] = field(default_factory=list)
     reviews_version: tuple[int, int] | None = None
     """The review index's (entries, highest id) when last loaded: reloaded only when it changes."""
@@ -59,7 +59,8 @@ class SelectorState:
 
 
 Load = Callable[[SelectorState], Awaitable[None]]
-Publish = Callable[[SelectionEvent], Awaitable[object]]
+OUTBOX_SHUTDOWN_S = 5.0
+"""How long a stopping selector waits for its buffered selection events to reach the stream."""
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -69,29 +70,39 @@ def create_app(settings: Settings) -> FastStream:
     selections = broker.publisher(
         subjects.SELECTION_EVENTS, stream=events_stream(), title="selection-events", schema=SelectionEvent
     )
-    broker.include_router(_requests(state, selections.publish))
+
+    async def publish(event: SelectionEvent) -> None:
+        """The selection id is the message id: a retry after a lost ack is stored once."""
+        await selections.publish(event, headers={"Nats-Msg-Id": str(event.selection_id)})
+
+    outbox = Outbox(
+        publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
+    )
+    broker.include_router(_requests(state, outbox))
     broker.include_router(_broadcasts(state))
 
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         await _start(state, settings)
+        outbox.start()
         try:
             yield
         finally:
             await _stop(state)
 
-    return service_app(broker, "selector", DESCRIPTION, lifespan)
+    app = service_app(broker, "selector", DESCRIPTION, lifespan)
+
+    @app.on_shutdown
+    async def flush() -> None:
+        """Before the broker closes, so that what is buffered still has a connection to go out on."""
+        await outbox.close(OUTBOX_SHUTDOWN_S)
+
+    return app
 
 
-def _requests(state: SelectorState, publish: Publish) -> NatsRouter:
+def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRouter:
     """Select requests (a queue group: copies share them) and health."""
     rpc = rpc_router()
-
-    async def record(event: SelectionEvent) -> None:
-        try:
-            await publish(event)
-        except Exception:
-            log.exception("selection event %s not recorded", event.selection_id)
 
     @rpc.subscriber(
         subjects.SELECT,
@@ -103,19 +114,24 @@ def _requests(state: SelectorState, publish: Publish) -> NatsRouter:
         reply, event = state.selector.select(request)
         state.selections += 1
         if not request.dry_run:
-            # recorded after the reply is on its way, never on its critical path
-            task = asyncio.get_running_loop().create_task(record(event))
-            state.pending.add(task)
-            task.add_done_callback(state.pending.discard)
+            outbox.put(event)  # published after the reply is on its way, never on its critical path
         return reply
 
-    add_health(rpc, "selector", lambda: {"tools": len(state.selector.catalog), "selections": state.selections})
+    def health() -> dict[str, int]:
+        return {
+            "tools": len(state.selector.catalog),
+            "selections": state.selections,
+            "selection_events_buffered": len(outbox.queue),
+            "selection_events_dropped": outbox.dropped,
+        }
+
+    add_health(rpc, "selector", health)
     return rpc
 
 
 def _broadcasts(state: SelectorState) -> NatsRouter:
-    """What keeps the memory current: the registry, tool states and posteriors as they change, and every
-    selection and outcome for each user's history."""
+    """What keeps the memory current: the registry, tool states, posteriors and usage vectors as they change,
+    and every selection and outcome for each user's history."""
     router = NatsRouter()
 
     @router.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
@@ -129,7 +145,12 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
     @router.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
     async def on_posteriors(event: PosteriorsUpdated) -> None:
         for u in event.updates:
-            state.selector.learn(u.key, u.context_key, u.alpha, u.beta)
+            state.selector.learn(u.key, u.tenant_id, u.context_key, u.alpha, u.beta, u.last_success_at)
+
+    @router.subscriber(subjects.USAGE_UPDATED, title="usage", description="Fetch the usage vectors changed since.")
+    async def on_usage(event: UsageUpdated) -> None:
+        if event.version > state.selector.usage.version:
+            await _refresh(state, "usage", _load_usage)
 
     # Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.
     @router.subscriber(
@@ -179,6 +200,19 @@ async def _load_posteriors(state: SelectorState) -> None:
     state.selector.posteriors = build_posteriors(await store.posteriors(state.store))
 
 
+async def _load_usage(state: SelectorState) -> None:
+    """Only the usage vectors changed since the watermark: never the whole table again."""
+    usage = state.selector.usage
+    usage.merge(await store.usage_vectors_since(state.store, usage.version))
+
+
+async def _recheck_usage(state: SelectorState) -> None:
+    """The safety net: besides what a missed broadcast announced, what a slower transaction committed below
+    the watermark (anything updated within two periods)."""
+    usage, settings = state.selector.usage, state.selector.settings
+    usage.merge(await store.usage_vectors_since(state.store, usage.version, 2 * settings.tool_list_cache_ttl_s))
+
+
 async def _load_reviews(state: SelectorState) -> None:
     version = await store.review_index_version(state.store)
     if version != state.reviews_version:
@@ -207,13 +241,20 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     selector = state.selector
     selector.embedder = embedder
     selector.catalog = await _read_catalog(state.pool, settings)
-    for source, load in (("rules", _load_rules), ("posteriors", _load_posteriors), ("reviews", _load_reviews)):
+    sources: tuple[tuple[str, Load], ...] = (
+        ("rules", _load_rules),
+        ("posteriors", _load_posteriors),
+        ("usage", _load_usage),
+        ("reviews", _load_reviews),
+    )
+    for source, load in sources:
         await _refresh(state, source, load)
     loop = asyncio.get_running_loop()
     state.refreshers = [
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _load_registry)),
         loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules)),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
+        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "usage", _recheck_usage)),
         loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),
     ]
 
@@ -221,7 +262,6 @@ async def _start(state: SelectorState, settings: Settings) -> None:
 async def _stop(state: SelectorState) -> None:
     for task in state.refreshers:
         task.cancel()
-    await asyncio.gather(*state.pending, return_exceptions=True)
     if state.pool is not None:
         await state.pool.close()
         state.pool = None

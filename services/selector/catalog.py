@@ -4,6 +4,7 @@ from the rows of ``toolsel.store.catalog`` by pure functions (the app does the r
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -34,8 +35,6 @@ class Catalog:
     quarantined: npt.NDArray[np.bool_]
     rating: npt.NDArray[np.float64]
     """Average quality rating of the tool's results (1.0 until someone rates it)."""
-    last_success_s: npt.NDArray[np.float64]
-    """Time of the last successful call, seconds since the epoch (NaN: never)."""
     schema_tokens: npt.NDArray[np.int64]
     popularity: npt.NDArray[np.float64]
     """Usage percentile among live tools (seed 001)."""
@@ -128,7 +127,6 @@ def build_catalog(
         pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
         quarantined=np.array([r["quarantined"] for r in rows], dtype=bool),
         rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
-        last_success_s=epoch_seconds([r["last_success_at"] for r in rows]),
         schema_tokens=np.array([schema_tokens(s, settings.tokens_per_char) for s in specs], dtype=np.int64),
         popularity=popularity(np.array([r["calls"] or 0 for r in rows], dtype=np.float64)),
         performance=np.array(
@@ -147,15 +145,23 @@ def build_catalog(
     )
 
 
-Posteriors = dict[str, dict[str, tuple[float, float]]]
-"""context key -> tool key -> (alpha, beta): a request reads only its own context's tools."""
+Posterior = tuple[float, float, float]
+"""(alpha, beta, last success in seconds since the epoch, NaN for never) of one tool in one context."""
+Posteriors = dict[tuple[str, str], dict[str, Posterior]]
+"""(tenant, context key) -> tool key -> posterior: a request reads only its own tenant's context, so what was
+learnt on one page or for one tenant lifts nothing elsewhere."""
+
+
+def posterior(alpha: float, beta: float, last_success_at: datetime | None) -> Posterior:
+    return alpha, beta, float(epoch_seconds([last_success_at])[0])
 
 
 def build_posteriors(rows: Sequence[Row]) -> Posteriors:
-    """The Beta posteriors of every tool with learnt statistics, by context."""
+    """The Beta posteriors of every tool with learnt statistics, by tenant and context."""
     posteriors: Posteriors = {}
     for r in rows:
-        posteriors.setdefault(r["context_key"], {})[r["key"]] = (r["alpha"], r["beta"])
+        key = (r["tenant_id"], r["context_key"])
+        posteriors.setdefault(key, {})[r["key"]] = posterior(r["alpha"], r["beta"], r["last_success_at"])
     return posteriors
 
 
@@ -182,10 +188,15 @@ class ReviewIndex:
     keys: list[str]
     centroids: npt.NDArray[np.float32]
     fitness: npt.NDArray[np.float64]
+    scopes: npt.NDArray[np.str_]
+    """Whose reviews each entry holds (a tenant, or '*' when learning is shared): a request reads only its own."""
 
 
 def build_review_index(rows: Sequence[Row], dim: int) -> ReviewIndex:
     centroids = np.zeros((len(rows), dim), dtype=np.float32)
     for i, r in enumerate(rows):
         centroids[i] = r["centroid"].to_numpy()
-    return ReviewIndex([r["key"] for r in rows], centroids, np.array([r["fitness"] for r in rows], dtype=np.float64))
+    fitness = np.array([r["fitness"] for r in rows], dtype=np.float64)
+    return ReviewIndex(
+        [r["key"] for r in rows], centroids, fitness, np.array([r["scope"] for r in rows], dtype=np.str_)
+    )

@@ -50,6 +50,8 @@ class LexicalIndex:
         self.size = len(texts)
         self._bm25: bm25s.BM25 | None = None
         ids, vocab = _ids_and_vocab(_tokens(list(texts)))
+        frequency = np.bincount([t for doc in ids for t in set(doc)], minlength=len(vocab))
+        self._idf = np.log1p((self.size - frequency + 0.5) / (frequency + 0.5))
         if vocab:
             self._bm25 = bm25s.BM25(k1=k1, b=b)
             self._bm25.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
@@ -64,6 +66,14 @@ class LexicalIndex:
             return np.zeros(self.size, dtype=np.float64)
         result: Scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
         return result
+
+    def ceiling(self, query: str) -> float:
+        """The score a row matching every query token ever more often tends to (the sum of their IDFs): a
+        row's score over it says how much of the query's words it matched, comparable across catalogs."""
+        if self._bm25 is None:
+            return 0.0
+        vocab = self._bm25.vocab_dict
+        return float(sum(self._idf[vocab[t]] for t in _tokens([query])[0] if t in vocab))
 
 
 def _ids_and_vocab(docs: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
@@ -112,26 +122,139 @@ def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
     return float(min(masked.max() / scale, 1.0)) if masked.size else 0.0
 
 
-_SEQUENCE = re.compile(r"\s*(?:;|,?\s*\band then\b|,?\s*\bthen\b)\s*", re.IGNORECASE)
+_SEQUENCE = re.compile(r"\s*(?:;|,?\s*\b(?:and then|after that|afterwards|and finally|then)\b,?)\s*", re.IGNORECASE)
 _LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+ACTION_VERBS = frozenset(
+    [
+        "add",
+        "analyse",
+        "analyze",
+        "archive",
+        "book",
+        "build",
+        "buy",
+        "calculate",
+        "call",
+        "cancel",
+        "check",
+        "clone",
+        "compress",
+        "convert",
+        "copy",
+        "create",
+        "crop",
+        "deploy",
+        "delete",
+        "download",
+        "draft",
+        "edit",
+        "email",
+        "encrypt",
+        "export",
+        "extract",
+        "fetch",
+        "file",
+        "find",
+        "forward",
+        "generate",
+        "get",
+        "install",
+        "invite",
+        "list",
+        "load",
+        "log",
+        "look",
+        "make",
+        "merge",
+        "message",
+        "monitor",
+        "move",
+        "notify",
+        "open",
+        "order",
+        "pay",
+        "ping",
+        "play",
+        "post",
+        "print",
+        "publish",
+        "pull",
+        "push",
+        "read",
+        "record",
+        "remind",
+        "rename",
+        "reply",
+        "report",
+        "reserve",
+        "resize",
+        "restart",
+        "revert",
+        "run",
+        "save",
+        "scan",
+        "schedule",
+        "search",
+        "send",
+        "set",
+        "share",
+        "shorten",
+        "sign",
+        "start",
+        "stop",
+        "store",
+        "summarise",
+        "summarize",
+        "sync",
+        "tag",
+        "text",
+        "track",
+        "transcode",
+        "transcribe",
+        "translate",
+        "tweet",
+        "update",
+        "upload",
+        "validate",
+        "verify",
+        "watch",
+        "write",
+    ]
+)
+"""Imperative verbs that start a step: "deploy to AWS and notify Slack" is two requests, "a durable and
+waterproof tracker" one."""
 
 
 def decompose(query: str, min_words: int = 2, max_words: int = 6, max_parts: int = 4) -> list[str]:
-    """Split a compound request into its atomic needs (seed 002): always at sequence markers ("then", ";"),
-    and at commas and "and" only in a list of three or more short clauses of ``min_words``..``max_words``
-    words ("download X, transcode it and email it"), so "salt and pepper", "a durable and waterproof
-    tracker" or a long sentence stays whole."""
+    """Split a compound request into its atomic needs (seed 002): always at sequence markers ("then", "and
+    then", "after that", ";"); at commas and "and" in a list of three or more short clauses of
+    ``min_words``..``max_words`` words ("download X, transcode it, and email it"); and at one "and" between
+    two short clauses that each start with an action verb ("deploy to AWS and notify Slack"). "Salt and
+    pepper", "a durable and waterproof tracker" or a long sentence stays whole."""
     parts: list[str] = []
-    for step in (p for p in _SEQUENCE.split(query.strip()) if p):
-        pieces = [p for p in _LIST.split(step) if p]
+    for step in (p.strip(" ,") for p in _SEQUENCE.split(query.strip())):
+        if not step:
+            continue
+        pieces = [p.strip() for p in _LIST.split(step) if p.strip()]
         short = all(min_words <= len(p.split()) <= max_words for p in pieces)
         if len(pieces) >= 3 and short and len(step.split()) <= 3 * max_words:
             parts.extend(pieces)
+        elif _chained_actions(step, min_words, max_words):
+            parts.extend(_AND.split(step))
         else:
             parts.append(step)
     if len(parts) < 2 or any(len(p.split()) < min_words for p in parts):
         return [query]
     return parts[:max_parts]
+
+
+def _chained_actions(step: str, min_words: int, max_words: int) -> bool:
+    """Two short clauses joined by one "and", each led by an action verb."""
+    pieces = _AND.split(step)
+    return len(pieces) == 2 and all(
+        min_words <= len(p.split()) <= max_words and p.split()[0].lower() in ACTION_VERBS for p in pieces
+    )
 
 
 def round_robin(rankings: Sequence[Rows], limit: int) -> Rows:

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
@@ -22,16 +23,19 @@ from contracts import (
     SelectReply,
     SelectRequest,
     TokenEstimate,
+    ToolRef,
 )
-from services.selector import retrieval, stages
-from services.selector.catalog import Catalog, Posteriors, ReviewIndex
+from services.selector import confidence, retrieval, stages
+from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
 from services.selector.history import UserHistory
 from services.selector.policy import Rule, Subject, visible_mask
 from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
 from services.selector.signals.bm25 import BM25
 from services.selector.signals.quality import QUALITY
 from services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
+from services.selector.signals.relevance import RELEVANCE
 from services.selector.signals.vector import VECTOR
+from services.selector.usage import UsageMemory, UsageView, scope_of
 from toolsel.embedder import Embedder
 from toolsel.settings import Settings
 
@@ -51,6 +55,8 @@ class _Retrieved:
 
     relevance: stages.Scores
     signals: dict[str, stages.Scores]
+    bm25_match: stages.Scores
+    """BM25 over the query's ceiling: how much of its words each row matched (a raw signal of confidence)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,15 @@ class _Scored:
     explore: stages.Scores
     """The composite with quality fed the Thompson draw instead of the posterior mean."""
     breakdown: dict[str, stages.Scores]
+    confidence: stages.Scores
+    """The probability that each row is relevant, from its raw retrieval signals."""
+
+    @property
+    def relevance(self) -> stages.Scores:
+        return self.breakdown["relevance"]
+
+    def evidence(self, prior_alpha: float, prior_beta: float) -> stages.Scores:
+        return stages.evidence(self.breakdown["alpha"], self.breakdown["beta"], prior_alpha, prior_beta)
 
 
 @dataclass
@@ -72,6 +87,7 @@ class Selector:
     catalog: Catalog
     embedder: Embedder | None
     posteriors: Posteriors = field(default_factory=dict)
+    usage: UsageMemory = field(default_factory=UsageMemory)
     rules: list[Rule] = field(default_factory=list)
     reviews: ReviewIndex | None = None
     history: UserHistory = field(default_factory=UserHistory)
@@ -102,6 +118,7 @@ class Selector:
                 mask[row] = False
         pinned = np.flatnonzero(mask & cat.pinned)  # pins survive the page and request filters
         mask = self._apply_filters(mask, request)
+        allowed = mask  # what related tools may add: visible, not excluded, within the request's filters
         counts["filtered"] = int(mask.sum())
         wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
         if wanted:
@@ -113,24 +130,28 @@ class Selector:
         pool = mask & ~cat.pinned if request.rerank else mask
         parts = retrieval.decompose(request.query) if s.decompose_queries else [request.query]
         queries = [request.query, *parts] if len(parts) > 1 else parts
-        reviews = self._review_lookup()
-        per_query, method, query_vector = self._retrieve(queries, pool, request.retrieval, reviews, degraded)
+        scope = scope_of(request.tenant_id, s.usage_sharing)
+        reviews = self._review_lookup(scope)
+        usage = self.usage.view(cat, scope, s.usage_declared_weight)
+        per_query, method, query_vector = self._retrieve(queries, pool, request.retrieval, reviews, usage, degraded)
         rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
         candidates = retrieval.round_robin(rankings, s.retrieval_candidates)
         counts["retrieved"] = int(candidates.size)
         if len(queries) > 1:
             method += f"+decomposed({len(parts)})"
 
-        intent = cat.keys[int(candidates[0])] if candidates.size else "none"
+        intent = self._intent(candidates, query_vector, pool)
         ctx = context_key(s.context_key_template, request.tier, request.page, intent)
-        scored = self._score(request, ctx, per_query, query_vector, reviews, degraded)
+        rng = self._rng(request)
+        scored = self._score(request, ctx, per_query, query_vector, reviews, rng, degraded, pool)
         score = scored.score
+        related: dict[int, int] = {}
         if not request.rerank:
             final = candidates[:k]
             explored = final[:0]
         else:
             if request.filters.min_score is not None:
-                keep = score >= request.filters.min_score
+                keep = scored.confidence >= request.filters.min_score
                 rankings = [r[keep[r]] for r in rankings]
                 candidates = candidates[keep[candidates]]
             if len(rankings) > 1:  # each need keeps its quota of the slots (seed 002)
@@ -140,10 +161,20 @@ class Selector:
                 exploit_score[candidates] = -np.arange(candidates.size)
             else:
                 exploit_score = score
-            chosen, explored = stages.choose(candidates, exploit_score, scored.explore, k, s.exploration_slots)
+            if s.rerank_sampling == "all":
+                chosen, explored = stages.choose(candidates, scored.explore, scored.explore, k, 0)
+            else:
+                chosen, explored = self._choose(candidates, exploit_score, scored, pool, k, request, rng)
             final = stages.inject_pins(chosen, pinned, cat.pin_weight)
+            if chosen.size:
+                final, related = self._with_related(final, int(chosen[0]), allowed, k)
         counts["returned"] = int(final.size)
-        return self._reply(request, ctx, method, degraded, counts, final, explored, scored, visible_tokens, started)
+        reply, event = self._reply(
+            request, ctx, method, degraded, counts, final, explored, scored, visible_tokens, started, related
+        )
+        no_match = not any(t.confidence >= s.no_match_confidence for t in reply.tools if t.related_to is None)
+        sub_queries = parts if len(parts) > 1 else []
+        return reply.model_copy(update={"no_match": no_match, "sub_queries": sub_queries}), event
 
     def _score(
         self,
@@ -152,12 +183,13 @@ class Selector:
         per_query: list[_Retrieved],
         query_vector: stages.Vector | None,
         reviews: ReviewLookup | None,
+        rng: np.random.Generator | None,
         degraded: list[str],
+        pool: stages.Mask,
     ) -> _Scored:
-        """The rerank signals of this request in its bandit context, weighed into the composite."""
-        alpha, beta = self._posterior(ctx)
-        rng = np.random.default_rng(request.seed) if request.seed is not None else self.rng
-        sample = stages.thompson(alpha, beta, rng if self.settings.thompson_sampling else None)
+        """The rerank signals of this request in its tenant's bandit context, weighed into the composite."""
+        alpha, beta, last_success_s = self._posterior(request.tenant_id, ctx)
+        sample = stages.thompson(alpha, beta, rng)
         if reviews is None:
             degraded.append("fitness.review_index")
         signal_ctx = RerankContext(
@@ -166,6 +198,7 @@ class Selector:
             catalog=self.catalog,
             relevance=_best(q.relevance for q in per_query),
             success=stages.posterior_mean(alpha, beta),
+            last_success_s=last_success_s,
             vector=query_vector,
             reviews=reviews,
             user_history=self.history,
@@ -182,32 +215,85 @@ class Selector:
             "beta": beta,
             "composite": score,
         }
-        return _Scored(score, self._composite({**rerank, QUALITY.name: drawn}), breakdown)
+        sure = confidence.confidence(
+            breakdown[VECTOR.field],
+            _best(q.bm25_match for q in per_query),
+            retrieval.ranks(signal_ctx.relevance, pool),
+            self.settings.confidence_coefficients,
+        )
+        return _Scored(score, self._composite({**rerank, QUALITY.name: drawn}), breakdown, sure)
 
     def _policy(self, request: SelectRequest) -> stages.Mask:
         who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
         cat = self.catalog
         return visible_mask(self.rules, who, cat.keys, cat.category_keys, self.settings.tier_order)
 
-    def learn(self, tool_key: str, context_key: str, alpha: float, beta: float) -> None:
-        """Take in one posterior the learner committed."""
-        self.posteriors.setdefault(context_key, {})[tool_key] = (alpha, beta)
+    def _choose(
+        self,
+        candidates: stages.Rows,
+        exploit: stages.Scores,
+        scored: _Scored,
+        pool: stages.Mask,
+        k: int,
+        request: SelectRequest,
+        rng: np.random.Generator | None,
+    ) -> tuple[stages.Rows, stages.Rows]:
+        """The top by the expected score and the exploration slots by the draw; with a chance that falls as this
+        context's top tools gather evidence, a slot reaches past the candidates to ``exploration_depth``."""
+        s = self.settings
+        if rng is None or s.exploration_slots == 0 or s.exploration_depth <= s.retrieval_candidates:
+            return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
+        top = candidates[np.argsort(-exploit[candidates], kind="stable")][:k]
+        observed = float(scored.evidence(s.prior_alpha, s.prior_beta)[top].sum())
+        beyond = stages.beyond_candidates(scored.relevance, pool, candidates, s.exploration_depth)
+        if request.filters.min_score is not None:
+            beyond = beyond[scored.confidence[beyond] >= request.filters.min_score]
+        if beyond.size == 0 or rng.random() >= stages.deep_exploration_chance(observed):
+            return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
+        deep = stages.deep_score(scored.breakdown["thompson"], scored.relevance)
+        return stages.choose(candidates, exploit, deep, k, s.exploration_slots, beyond)
 
-    def _posterior(self, ctx: str) -> tuple[stages.Scores, stages.Scores]:
-        """Each row's Beta(alpha, beta) in this context: the prior, except for the tools learnt in it."""
+    def _rng(self, request: SelectRequest) -> np.random.Generator | None:
+        """The request's randomness (seeded when it gives a seed); None when sampling is off."""
+        if not self.settings.thompson_sampling:
+            return None
+        return np.random.default_rng(request.seed) if request.seed is not None else self.rng
+
+    def learn(
+        self, tool_key: str, tenant_id: str, context_key: str, alpha: float, beta: float, last_success: datetime | None
+    ) -> None:
+        """Take in one posterior the learner committed."""
+        self.posteriors.setdefault((tenant_id, context_key), {})[tool_key] = posterior(alpha, beta, last_success)
+
+    def _posterior(self, tenant_id: str, ctx: str) -> tuple[stages.Scores, stages.Scores, stages.Scores]:
+        """Each row's Beta(alpha, beta) and last success in this tenant's context: the prior and never, except
+        for the tools learnt in it."""
         s, cat = self.settings, self.catalog
         alpha = np.full(len(cat), s.prior_alpha)
         beta = np.full(len(cat), s.prior_beta)
-        for key, (a, b) in self.posteriors.get(ctx, {}).items():
+        last_success = np.full(len(cat), np.nan)
+        for key, (a, b, at) in self.posteriors.get((tenant_id, ctx), {}).items():
             if (row := cat.rows.get(key)) is not None:
-                alpha[row], beta[row] = a, b
-        return alpha, beta
+                alpha[row], beta[row], last_success[row] = a, b, at
+        return alpha, beta, last_success
 
-    def _review_lookup(self) -> ReviewLookup | None:
+    def _intent(self, candidates: stages.Rows, query_vector: stages.Vector | None, pool: stages.Mask) -> str:
+        """The query's apparent intent (seed 000, 10.3): the tool nearest its meaning by declared vectors alone,
+        so that what use teaches moves the ranking but never the context its evidence is kept under."""
+        cat = self.catalog
+        declared = pool & cat.has_vector
+        if query_vector is not None and declared.any():
+            nearest = np.where(declared, stages.cosine(cat.vectors, query_vector), -np.inf)
+            return cat.keys[int(np.argmax(nearest))]
+        return cat.keys[int(candidates[0])] if candidates.size else "none"
+
+    def _review_lookup(self, scope: str) -> ReviewLookup | None:
+        """The review index as this scope sees it: other scopes' entries are left out (row -1)."""
         if self.reviews is None:
             return None
         s = self.settings
-        return ReviewLookup(self.reviews, self._review_rows(), s.review_neighbours, s.review_min_similarity)
+        rows = np.where(self.reviews.scopes == scope, self._review_rows(), -1)
+        return ReviewLookup(self.reviews, rows, s.review_neighbours, s.review_min_similarity)
 
     def _review_rows(self) -> stages.Rows:
         """Catalog row of each review-index entry, recomputed only when either copy was replaced."""
@@ -234,7 +320,13 @@ class Selector:
         return mask
 
     def _retrieve(
-        self, queries: list[str], pool: stages.Mask, mode: str, reviews: ReviewLookup | None, degraded: list[str]
+        self,
+        queries: list[str],
+        pool: stages.Mask,
+        mode: str,
+        reviews: ReviewLookup | None,
+        usage: UsageView | None,
+        degraded: list[str],
     ) -> tuple[list[_Retrieved], str, stages.Vector | None]:
         """Each query's retrieval, the method used, and the whole query's vector if any. BM25 comes first: its
         confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
@@ -244,7 +336,7 @@ class Selector:
         method = mode
         query_vector = None
         for i, query in enumerate(queries):
-            ctx = QueryContext(s, cat, query, pool, None, reviews)
+            ctx = QueryContext(s, cat, query, pool, None, reviews, usage)
             found = dict.fromkeys(RETRIEVAL, zeros)
             if mode != "vector":
                 found[BM25.name] = BM25.scores(ctx)
@@ -272,7 +364,8 @@ class Selector:
                 relevance = found[VECTOR.name]
             else:
                 relevance = self._fuse(found, ctx)
-            out.append(_Retrieved(relevance, found))
+            match = confidence.bm25_match(bm25, cat.lexical.ceiling(query)) if mode != "vector" else zeros
+            out.append(_Retrieved(relevance, found, match))
         return out, method, query_vector
 
     def _fuse(self, found: dict[str, stages.Scores], ctx: QueryContext) -> stages.Scores:
@@ -286,7 +379,8 @@ class Selector:
         return retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)
 
     def _composite(self, rerank: dict[str, stages.Scores]) -> stages.Scores:
-        return stages.composite(rerank, self.settings.rerank_weights, NEUTRAL)
+        """Bounded by relevance: the learnt parts lift a tool at most as much as it is relevant."""
+        return stages.composite(rerank, self.settings.rerank_weights, NEUTRAL, bound=RELEVANCE.name)
 
     def _embed(self, query: str, degraded: list[str]) -> stages.Vector | None:
         if self.embedder is None:
@@ -312,9 +406,10 @@ class Selector:
         scored: _Scored,
         visible_tokens: int,
         started: float,
+        related: Mapping[int, int],
     ) -> tuple[SelectReply, SelectionEvent]:
         cat = self.catalog
-        tools = [self._scored(int(r), scored, bool(np.isin(r, explored))) for r in final]
+        tools = [self._scored(int(r), scored, bool(np.isin(r, explored)), related.get(int(r))) for r in final]
         selected_tokens = int(cat.schema_tokens[final].sum())
         hints = {
             f"{t.plugin_id}/{t.category}": hint
@@ -364,7 +459,25 @@ class Selector:
         )
         return reply, event
 
-    def _scored(self, row: int, scored: _Scored, exploration: bool) -> ScoredTool:
+    def _related_rows(self, row: int) -> list[int]:
+        """Catalog rows of the live tools a tool's plugin declares related to it, in declared order."""
+        cat = self.catalog
+        names = cat.specs[row].get("related_tools")
+        keys = (f"{cat.plugin_ids[row]}/{name}" for name in (names if isinstance(names, list) else []))
+        return [cat.rows[key] for key in keys if key in cat.rows]
+
+    def _with_related(
+        self, final: stages.Rows, top: int, allowed: stages.Mask, k: int
+    ) -> tuple[stages.Rows, dict[int, int]]:
+        """Seed 003: the top tool's related tools follow it into room the ranking left (row -> top row)."""
+        taken = set(final.tolist())
+        extra = [r for r in self._related_rows(top) if allowed[r] and r not in taken][: max(k - final.size, 0)]
+        return np.concatenate([final, np.array(extra, dtype=np.int64)]), dict.fromkeys(extra, top)
+
+    def _ref(self, row: int) -> ToolRef:
+        return ToolRef(plugin_id=self.catalog.plugin_ids[row], name=self.catalog.names[row])
+
+    def _scored(self, row: int, scored: _Scored, exploration: bool, related_to: int | None = None) -> ScoredTool:
         cat, spec = self.catalog, self.catalog.specs[row]
         parameters = spec.get("parameters")
         return ScoredTool(
@@ -375,8 +488,12 @@ class Selector:
             parameters=parameters if isinstance(parameters, dict) else {},
             category=cat.categories[row],
             score=_r(scored.score[row]),
+            confidence=_r(scored.confidence[row]),
             pinned=bool(cat.pinned[row]),
             exploration=exploration,
+            usage_hint=str(spec.get("usage_hint") or "") or None,
+            related_tools=[self._ref(r) for r in self._related_rows(row)],
+            related_to=None if related_to is None else self._ref(related_to),
             breakdown=ScoreBreakdown.model_validate(
                 {f: float(v[row]) if f in _EXACT else _r(v[row]) for f, v in scored.breakdown.items()}
             ),

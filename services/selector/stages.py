@@ -91,26 +91,74 @@ def thompson(alpha: Scores, beta: Scores, rng: np.random.Generator | None) -> Sc
     return sample
 
 
-def composite(signals: Mapping[str, Scores], weights: Mapping[str, float], neutral: Mapping[str, float]) -> Scores:
+def composite(
+    signals: Mapping[str, Scores],
+    weights: Mapping[str, float],
+    neutral: Mapping[str, float],
+    bound: str | None = None,
+) -> Scores:
     """Seed 004's weighted score with seed 001's and 002's factors: the sum, in the signals' order, of each
-    signal's weight times its distance from its neutral value; a signal without a weight adds nothing."""
-    parts = [weights.get(name, 0.0) * (scores - neutral.get(name, 0.0)) for name, scores in signals.items()]
+    signal's weight times its distance from its neutral value; a signal without a weight adds nothing.
+
+    With ``bound`` naming a signal (the relevance), every other signal's part is multiplied by its scores: what
+    was learnt (quality, recency, fitness) lifts a tool at most in proportion to how relevant it is, so
+    popularity alone never carries an unrelated tool above relevant ones."""
+    scale = signals[bound] if bound is not None else None
+    parts = []
+    for name, scores in signals.items():
+        part = weights.get(name, 0.0) * (scores - neutral.get(name, 0.0))
+        parts.append(part if scale is None or name == bound else part * scale)
     total: Scores = reduce(operator.add, parts)
     return total
 
 
-def choose(candidates: Rows, exploit: Scores, explore: Scores, k: int, exploration_slots: int) -> tuple[Rows, Rows]:
+def choose(
+    candidates: Rows,
+    exploit: Scores,
+    explore: Scores,
+    k: int,
+    exploration_slots: int,
+    beyond: Rows | None = None,
+) -> tuple[Rows, Rows]:
     """K minus the exploration slots by the expected score, then for each slot the best of the rest by the
-    sampled score: a new or uncertain tool gets tried without pushing a proven one out.
+    sampled score: a new or uncertain tool gets tried without pushing a proven one out. With ``beyond`` the
+    slots draw from those rows instead of the candidates left (exploration past the candidate list).
 
     Returns (chosen rows in order, the rows that were exploration picks).
     """
     explore_n = max(0, min(exploration_slots, k - 1))
     ranked = candidates[np.argsort(-exploit[candidates], kind="stable")]
     exploited = ranked[: k - explore_n]
-    rest = ranked[k - explore_n :]
+    rest = ranked[k - explore_n :] if beyond is None else beyond
     picks = rest[np.argsort(-explore[rest], kind="stable")[:explore_n]]
     return np.concatenate([exploited, picks]).astype(np.int64), picks.astype(np.int64)
+
+
+def evidence(alpha: Scores, beta: Scores, prior_alpha: float, prior_beta: float) -> Scores:
+    """Observations behind each posterior beyond its prior (discounted counts, so fractional)."""
+    result: Scores = np.maximum(alpha + beta - prior_alpha - prior_beta, 0.0)
+    return result
+
+
+def deep_exploration_chance(observations: float) -> float:
+    """The chance that the exploration slot reaches past the candidates: 1 in a context never observed,
+    falling as its top tools gather observations (1/2 at 10, 1/11 at 100)."""
+    return 1.0 / (1.0 + observations / 10.0)
+
+
+def beyond_candidates(relevance: Scores, mask: Mask, candidates: Rows, depth: int) -> Rows:
+    """The masked rows within ``depth`` of the relevance ranking that are not candidates, best first."""
+    ranked = top_n(relevance, mask, depth)
+    result: Rows = ranked[~np.isin(ranked, candidates)]
+    return result
+
+
+def deep_score(draw: Scores, relevance: Scores) -> Scores:
+    """How a slot past the candidates picks: the Thompson draw plus half the relevance (scaled to its best),
+    so an untried tool gets its chance among those a little less relevant than the candidates."""
+    top = float(relevance.max()) if relevance.size else 0.0
+    result: Scores = draw + 0.5 * (relevance / top if top > 0 else relevance)
+    return result
 
 
 def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int64]) -> Rows:

@@ -43,7 +43,9 @@ async def test_feedback_cli_submit_is_stored_by_the_learner_and_listed(
     plugin, tenant = unique("fb"), unique("t")
     await client.sync(plugin_sync(plugin, tenant, [tool("send_email")]))
     ref = f"{plugin}/send_email"
-    submitted = run_cli(endpoints, "feedback", "submit", "--tool", ref, "--rating", "0.85", "--comment", "Fast")
+    submitted = run_cli(
+        endpoints, "feedback", "submit", "--tool", ref, "--rating", "0.85", "--comment", "Fast", "--tenant", tenant
+    )
     assert submitted.returncode == 0, submitted.stderr
     stored = await eventually(
         lambda: pool.fetchval(
@@ -64,7 +66,7 @@ async def test_feedback_cli_submit_is_stored_by_the_learner_and_listed(
 
     wrong = run_cli(endpoints, "feedback", "list", "--tool", ref, admin_token="wrong")
     assert wrong.returncode == 1
-    assert "unauthorized" in wrong.stdout
+    assert "unauthorized" in wrong.stderr
 
 
 async def test_export_is_incremental_and_readable_by_polars(

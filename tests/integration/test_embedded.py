@@ -7,9 +7,12 @@ import time
 from pathlib import Path
 
 import asyncpg
+import nats
+import nats.errors
 import psutil
+import pytest
 
-from toolsel.embedded import EmbeddedNats, EmbeddedPostgres
+from toolsel.embedded import EmbeddedNats, EmbeddedPostgres, nats_credentials
 
 
 def _postmaster_pid(directory: Path) -> int:
@@ -55,3 +58,18 @@ def test_nats_restarts_on_the_same_directory_after_a_kill(tmp_path: Path) -> Non
         assert len(list((tmp_path / "nats").glob("nats-server_*.ports"))) == 1
     finally:
         second.stop()
+
+
+async def test_nats_keeps_its_users_across_restarts_and_admits_no_one_else(tmp_path: Path) -> None:
+    server = EmbeddedNats(tmp_path / "nats")
+    url = server.start()
+    try:
+        first = nats_credentials(server.directory)
+        assert server.restart() == url, "clients reconnect to the same port"
+        assert nats_credentials(server.directory) == first
+        connection = await nats.connect(server.login("agent"), allow_reconnect=False)
+        await connection.close()
+        with pytest.raises((nats.errors.Error, OSError)):
+            await nats.connect(url, allow_reconnect=False, connect_timeout=2)
+    finally:
+        server.stop()

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from toolsel.evaluation.metrics import METRICS
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
@@ -90,3 +91,56 @@ def test_eval_with_a_train_split_adds_tool2vec_and_never_evaluates_a_training_qu
     assert result["queries_evaluated"] == result["split"]["evaluation_queries"] == len(QUERIES) - 4
     assert "seed 3" in result["split"]["description"]
     assert all(0.0 <= v <= 1.0 for m in result["modes"].values() for v in (m["overall"][k] for k in METRICS))
+
+
+ONLINE = ("--online", "--events", "12", "--every", "6", "--holdout", "2", "--seed", "1")
+
+
+def run_online(endpoints: Endpoints, tmp_path: Path, scenario: str, *args: str) -> tuple[dict[str, Any], Path]:
+    out, curves = tmp_path / "result.json", tmp_path / "curves"
+    done = run_eval(
+        endpoints, tiny_set(tmp_path / "tiny"), out, *ONLINE, "--scenario", scenario, "--out", str(curves), *args
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert [p["events"] for p in result["curve"]] == [0, 6, 12]
+    assert all(0.0 <= p[m] <= 1.0 for p in result["curve"] for m in ("recall_at_5", "ndcg_at_10"))
+    assert result["scenario"]["name"] == scenario
+    stem = "tiny" if scenario == "stream" else f"tiny-{scenario}"
+    assert (curves / f"{stem}-curve.csv").read_text().startswith("events,R@5,NDCG@10")
+    assert (curves / f"{stem}-curve.png").stat().st_size > 0
+    return result["scenario"], curves
+
+
+def test_eval_online_stream_measures_the_held_out_curve(endpoints: Endpoints, tmp_path: Path) -> None:
+    scenario, _ = run_online(endpoints, tmp_path, "stream")
+    assert scenario["sightings"] == []
+
+
+def test_eval_online_drift_tracks_the_failing_tool_over_its_events(endpoints: Endpoints, tmp_path: Path) -> None:
+    scenario, curves = run_online(endpoints, tmp_path, "drift", "--drift-at", "4", "--recover-at", "8")
+    assert scenario["tool"] in {name for name, _ in TOOLS}
+    assert (scenario["drift_at"], scenario["recover_at"]) == (4, 8)
+    counts = scenario["tool_events"]
+    assert len(scenario["sightings"]) == counts["before"] + counts["failing"] + counts["after"]
+    assert counts["failing"] > 0
+    assert {"events_until_left_top_k", "events_until_back_in_top_k"} <= set(scenario)
+    assert (curves / "tiny-drift-tool.csv").exists()
+
+
+def test_eval_online_new_tool_is_synced_mid_stream_and_tracked(endpoints: Endpoints, tmp_path: Path) -> None:
+    scenario, _ = run_online(endpoints, tmp_path, "new-tool", "--add-at", "4")
+    assert scenario["new_tool"] == f"{scenario['original']} alternative"
+    assert scenario["added_at"] == 4
+    assert scenario["tool_events"] == len(scenario["sightings"]) > 0
+    assert scenario["events_until_offered"] is not None  # its copy's description finds it at once
+    assert all(s["event"] >= 4 for s in scenario["sightings"])
+
+
+def test_eval_online_tenants_one_tenants_stream_never_moves_the_others_answers(
+    endpoints: Endpoints, tmp_path: Path
+) -> None:
+    scenario, _ = run_online(endpoints, tmp_path, "tenants")
+    assert scenario["b_held_out_queries"] == 2
+    assert scenario["b_changed"] == 0, scenario
+    assert scenario["b_before"]["recall_at_5"] == scenario["b_after"]["recall_at_5"]

@@ -30,4 +30,4 @@ async def test_tools_commands(endpoints: Endpoints, client: ToolselClient) -> No
 
     missing = run_cli(endpoints, "tools", "show", plugin, "nothing_here")
     assert missing.returncode == 1
-    assert "not_found" in missing.stdout
+    assert "not_found" in missing.stderr

@@ -21,6 +21,7 @@ from contracts import (
 )
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack
 
 
@@ -223,10 +224,12 @@ async def test_a_learner_killed_mid_batch_loses_nothing(
     assert await eventually(all_applied, timeout_s=60), f"{await applied()} of {len(events)} outcomes applied"
     assert await eventually(lambda: _healthy(client))
     stats = await pool.fetchrow(
-        "SELECT s.alpha, s.selections FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id WHERE t.plugin_id = $1",
+        "SELECT s.successes, s.selections FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
+        " WHERE t.plugin_id = $1",
         plugin,
     )
-    assert (stats["alpha"], stats["selections"]) == (1.0 + len(events), len(events))
+    # every outcome counted once; one actor's successes count toward the posterior only up to its credits
+    assert (stats["successes"], stats["selections"]) == (Settings().learning_credits_per_actor, len(events))
 
 
 async def _healthy(client: ToolselClient) -> bool:

@@ -9,6 +9,7 @@ import pytest
 from contracts import OutcomeEvent, SelectReply, ToolCall
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.settings import Settings
 
 
 async def test_sync_then_select_finds_the_right_tool(client: ToolselClient) -> None:
@@ -47,22 +48,27 @@ async def test_outcomes_move_the_posteriors_and_the_next_order(client: ToolselCl
             ]
         )
 
+    # each outcome discounts the evidence before it (Settings.posterior_discount): 12 successes weigh less than 12
+    discount = Settings().posterior_discount
+    learnt_alpha = 1.0 + sum(discount**i for i in range(12))
+
     async def learnt() -> SelectReply | None:
         now = await client.select(query=query, tenant_id=tenant, k=5, dry_run=True, seed=3)
-        done = now.tools[0].key == second.key and now.tools[0].breakdown.alpha == 13.0
+        done = now.tools[0].key == second.key and now.tools[0].breakdown.alpha == pytest.approx(learnt_alpha)
         return now if done else None
 
     after = await eventually(learnt)
     assert after is not None, "the tool that worked did not move to the top"
     top = after.tools[0].breakdown
-    assert (top.alpha, top.beta) == (13.0, 1.0)
+    assert (top.alpha, top.beta) == (pytest.approx(learnt_alpha), 1.0)
     stats = await pool.fetchrow(
         "SELECT s.alpha, s.beta, s.successes, s.failures FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
         " WHERE t.plugin_id = $1 AND t.name = $2",
         plugin,
         first.name,
     )
-    assert (stats["alpha"], stats["beta"], stats["successes"], stats["failures"]) == (1.0, 13.0, 0, 12)
+    assert (stats["alpha"], stats["successes"], stats["failures"]) == (1.0, 0, 12)
+    assert stats["beta"] == pytest.approx(learnt_alpha)
 
 
 async def test_duplicate_outcome_changes_nothing(client: ToolselClient, pool: asyncpg.Pool) -> None:

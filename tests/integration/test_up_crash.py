@@ -13,8 +13,14 @@ import psutil
 from toolsel.stack import TOOLSEL_COMMAND
 
 
-def _up(home: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")} | {"TOOLSEL_HOME": str(home)}
+def home_env(home: Path, **settings: str) -> dict[str, str]:
+    """This environment without its toolsel settings, for a stack in ``home`` with ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")}
+    return env | {"TOOLSEL_HOME": str(home), **settings}
+
+
+def _up(home: Path, **settings: str) -> subprocess.Popen[bytes]:
+    env = home_env(home, **settings)
     return subprocess.Popen([*TOOLSEL_COMMAND, "up"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -55,8 +61,9 @@ def test_a_killed_up_leaves_nothing_and_the_next_one_starts() -> None:
     second = _up(tmp_path)  # stale stack file, stale ports file, PostgreSQL still running: all fine
     try:
         _stack_file(tmp_path, second)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")} | {"TOOLSEL_HOME": str(tmp_path)}
-        status = subprocess.run([*TOOLSEL_COMMAND, "status"], env=env, capture_output=True, text=True, timeout=60)
+        status = subprocess.run(
+            [*TOOLSEL_COMMAND, "status"], env=home_env(tmp_path), capture_output=True, text=True, timeout=60
+        )
         assert status.returncode == 0, status.stdout
     finally:
         second.send_signal(signal.SIGTERM)

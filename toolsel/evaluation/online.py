@@ -3,13 +3,16 @@
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import nats.errors
 
 from contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
 from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import MAX_QUERY, Query
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
+from toolsel.evaluation.plan import Event
 from toolsel.evaluation.ranking import CONCURRENCY, BenchCatalog, rank
 
 STREAM_K = 10
@@ -23,11 +26,21 @@ class Point:
     ndcg_at_10: float
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """What a stream produced: the held-out curve and, per event, the set's names of the tools offered."""
+
+    curve: list[Point]
+    offered: list[list[str]] = field(default_factory=list)
+
+
 def holdout_split(queries: Sequence[Query], holdout: int, seed: int) -> tuple[list[Query], list[Query]]:
-    """(held-out slice, stream pool): a seeded shuffle; the first ``holdout`` queries are never streamed."""
+    """(held-out slice, stream pool): a seeded shuffle; the first ``holdout`` queries are never streamed, at most
+    half of a small set so that something is left to stream."""
     order = list(queries)
     random.Random(seed).shuffle(order)
-    return order[:holdout], order[holdout:]
+    cut = min(holdout, len(order) // 2)
+    return order[:cut], order[cut:]
 
 
 def stream(pool: Sequence[Query], events: int) -> list[Query]:
@@ -35,18 +48,30 @@ def stream(pool: Sequence[Query], events: int) -> list[Query]:
     return [pool[i % len(pool)] for i in range(events)] if pool else []
 
 
-def agent_events(reply: SelectReply, query: Query, catalog: BenchCatalog) -> tuple[OutcomeEvent, ReviewEvent]:
-    """What the simulated agent reports: it calls the first relevant tool offered (the call works) and reviews
-    every offered tool, perfect when relevant and unrelated otherwise."""
-    offered = [(t, catalog.names.get(t.name, "") in query.relevant) for t in reply.tools]
-    calls = [
-        ToolCall(plugin_id=t.plugin_id, name=t.name, success=True, latency_ms=100.0)
-        for t, relevant in offered
-        if relevant
-    ][:1]
+def _verdict(relevant: bool, failing: bool) -> Verdict:
+    if failing:
+        return Verdict.BROKEN
+    return Verdict.PERFECT if relevant else Verdict.UNRELATED
+
+
+def agent_events(
+    reply: SelectReply, query: Query, catalog: BenchCatalog, failing: frozenset[str] = frozenset()
+) -> tuple[OutcomeEvent, ReviewEvent]:
+    """What the simulated agent reports: it calls the relevant tools offered in order until one works (a call to a
+    ``failing`` tool fails) and reviews every offered tool: broken when failing, else perfect when relevant and
+    unrelated otherwise."""
+    offered = [(t, catalog.names.get(t.name, "")) for t in reply.tools]
+    calls: list[ToolCall] = []
+    for t, name in offered:
+        if name in query.relevant:
+            works = name not in failing
+            error = None if works else "unavailable"
+            calls.append(ToolCall(plugin_id=t.plugin_id, name=t.name, success=works, latency_ms=100.0, error=error))
+            if works:
+                break
     reviews = [
-        ToolReview(plugin_id=t.plugin_id, name=t.name, verdict=Verdict.PERFECT if relevant else Verdict.UNRELATED)
-        for t, relevant in offered
+        ToolReview(plugin_id=t.plugin_id, name=t.name, verdict=_verdict(name in query.relevant, name in failing))
+        for t, name in offered
     ]
     outcome = OutcomeEvent(selection_id=reply.selection_id, calls=calls)
     review = ReviewEvent(selection_id=reply.selection_id, reviews=reviews, none_of_these=not reviews)
@@ -54,11 +79,15 @@ def agent_events(reply: SelectReply, query: Query, catalog: BenchCatalog) -> tup
 
 
 async def wait_for_learner(client: ToolselClient, settle_s: float, timeout_s: float = 60.0) -> None:
-    """Until the learner's counters stop moving, then ``settle_s`` more for the selector's periodic reload."""
+    """Until the learner's counters stop moving, then ``settle_s`` more for the selector's periodic reload.
+    A learner too busy to answer its health request in time is still applying: keep waiting."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
-        details = (await client.health("learner")).details
+        try:
+            details = (await client.health("learner")).details
+        except nats.errors.TimeoutError:
+            continue
         counters = tuple(sorted((k, v) for k, v in details.items() if isinstance(v, int)))
         if counters == last:
             break
@@ -71,8 +100,19 @@ async def measure(
     client: ToolselClient, catalog: BenchCatalog, holdout: Sequence[Query], events: int, seed: int
 ) -> Point:
     """R@5 and NDCG@10 of the full pipeline on the held-out slice (dry run, seeded)."""
-    rankings = await rank(client, catalog, holdout, retrieval="hybrid", rerank=True, k=10, seed=seed)
-    means = mean_metrics(query_metrics(r, q.relevant) for r, q in zip(rankings, holdout, strict=True))
+    return score_point(events, await held_out_rankings(client, catalog, holdout, seed), holdout)
+
+
+async def held_out_rankings(
+    client: ToolselClient, catalog: BenchCatalog, holdout: Sequence[Query], seed: int
+) -> list[list[str]]:
+    """The full pipeline's top 10 for each held-out query (dry run, seeded: the same state gives the same answer)."""
+    return await rank(client, catalog, holdout, retrieval="hybrid", rerank=True, k=10, seed=seed)
+
+
+def score_point(events: int, rankings: Sequence[Sequence[str]], queries: Sequence[Query]) -> Point:
+    """Mean R@5 and NDCG@10 of the rankings, as the curve's point after ``events`` events."""
+    means = mean_metrics(query_metrics(r, q.relevant) for r, q in zip(rankings, queries, strict=True))
     return Point(events, means["R@5"], means["NDCG@10"])
 
 
@@ -80,19 +120,23 @@ async def learn(
     client: ToolselClient,
     catalog: BenchCatalog,
     holdout: Sequence[Query],
-    queries: Sequence[Query],
+    events: Sequence[Event],
     *,
     every: int,
     seed: int,
     settle_s: float,
+    changes: Mapping[int, Callable[[BenchCatalog], Awaitable[BenchCatalog]]] | None = None,
     advance: Callable[[int], None] = lambda n: None,
-) -> list[Point]:
-    """Stream the queries (select, then report outcome and review), measuring before and every ``every`` events."""
+) -> Streamed:
+    """Stream the events (select, then report outcome and review), measuring before and every ``every`` events;
+    ``changes[i]`` runs before event ``i`` and returns the catalog from then on (a tool added mid-stream)."""
+    changes = changes or {}
     curve = [await measure(client, catalog, holdout, 0, seed)]
+    offered: list[list[str]] = [[] for _ in events]
 
-    async def one(i: int, query: Query) -> None:
+    async def one(i: int, event: Event) -> None:
         request = SelectRequest(
-            query=query.text[:MAX_QUERY],
+            query=event.query.text[:MAX_QUERY],
             tenant_id=catalog.tenant_id,
             session_id=f"eval-{i}",
             k=STREAM_K,
@@ -100,15 +144,19 @@ async def learn(
             filters=catalog.filters(),
         )
         reply = await client.select(request)
-        await client.report(agent_events(reply, query, catalog))
+        offered[i] = catalog.ranked(reply)
+        await client.report(agent_events(reply, event.query, catalog, event.failing))
 
     done = 0
-    while done < len(queries):
-        step = min(every - done % every, CONCURRENCY, len(queries) - done)
-        await asyncio.gather(*(one(done + j, queries[done + j]) for j in range(step)))
+    while done < len(events):
+        if done in changes:
+            catalog = await changes[done](catalog)
+        upcoming = min((c for c in changes if c > done), default=len(events))
+        step = min(every - done % every, CONCURRENCY, upcoming - done)
+        await asyncio.gather(*(one(done + j, events[done + j]) for j in range(step)))
         done += step
         advance(step)
-        if done % every == 0 or done == len(queries):
+        if done % every == 0 or done == len(events):
             await wait_for_learner(client, settle_s)
             curve.append(await measure(client, catalog, holdout, done, seed))
-    return curve
+    return Streamed(curve, offered)

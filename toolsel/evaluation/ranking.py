@@ -8,7 +8,8 @@ from typing import Literal
 
 from contracts import PluginSync, SelectFilters, SelectReply, SelectRequest
 from toolsel.client import ToolselClient
-from toolsel.evaluation.dataset import MAX_QUERY, Query
+from toolsel.evaluation.dataset import MAX_QUERY, Query, Tool, catalog_syncs, wire_names
+from toolsel.render import console
 
 CONCURRENCY = 16
 """Selects in flight at once."""
@@ -30,15 +31,25 @@ class BenchCatalog:
         """The set's names of the tools a reply returned, in order."""
         return [self.names[t.name] for t in reply.tools if t.plugin_id in self.plugins]
 
+    def joined(self, other: "BenchCatalog") -> "BenchCatalog":
+        """This catalog and another one's plugins and names, seen as this catalog's tenant."""
+        return BenchCatalog([*self.plugins, *other.plugins], self.tenant_id, {**self.names, **other.names})
+
 
 async def load_catalog(
-    client: ToolselClient, syncs: Sequence[PluginSync], names: Mapping[str, str], timeout_s: float = 600
+    client: ToolselClient,
+    syncs: Sequence[PluginSync],
+    names: Mapping[str, str],
+    timeout_s: float = 600,
+    tenant_id: str | None = None,
 ) -> BenchCatalog:
     """Sync every plugin (the indexer embeds before it answers; ``names``: the set's name -> wire name), then
-    wait until the selector serves them all, with vectors: a vector-only probe for the last tool finds it."""
+    wait until the selector serves them all, with vectors: a vector-only probe for the last tool finds it.
+    ``tenant_id``: who selects (default: the syncs' tenant; needed when they are shared, ``*``)."""
     for sync in syncs:
         await client.sync(sync)
-    catalog = BenchCatalog([s.plugin_id for s in syncs], syncs[0].tenant_id, {w: n for n, w in names.items()})
+    tenant = tenant_id or syncs[0].tenant_id
+    catalog = BenchCatalog([s.plugin_id for s in syncs], tenant, {w: n for n, w in names.items()})
     total = sum(len(s.tools) for s in syncs)
     last = syncs[-1].tools[-1]
     probe = (last.example_queries[0] if last.example_queries else last.description) or last.name
@@ -60,6 +71,22 @@ async def load_catalog(
     raise TimeoutError(f"the selector did not serve the {total} synced tools within {timeout_s:.0f} s")
 
 
+async def sync_catalog(
+    client: ToolselClient,
+    tools: Sequence[Tool],
+    prefix: str,
+    tenant: str,
+    examples: Mapping[str, Sequence[str]] | None = None,
+    select_as: str | None = None,
+) -> BenchCatalog:
+    """Sync ``tools`` as plugins ``<prefix>-<i>`` of ``tenant`` and wait until the selector serves them."""
+    names = wire_names([t.name for t in tools])
+    with console.status(f"syncing and embedding {len(tools)} tools ({prefix})"):
+        return await load_catalog(
+            client, catalog_syncs(tools, names, prefix, tenant, examples), names, tenant_id=select_as
+        )
+
+
 async def rank(
     client: ToolselClient,
     catalog: BenchCatalog,
@@ -70,10 +97,12 @@ async def rank(
     k: int,
     seed: int,
     advance: Callable[[int], None] = lambda n: None,
+    confidences: list[list[float]] | None = None,
 ) -> list[list[str]]:
-    """Each query's ranking (dry run, seeded), CONCURRENCY selects at a time."""
+    """Each query's ranking (dry run, seeded), CONCURRENCY selects at a time; ``confidences`` gathers each
+    ranked tool's confidence, in the same order."""
 
-    async def one(query: Query) -> list[str]:
+    async def one(query: Query) -> tuple[list[str], list[float]]:
         request = SelectRequest(
             query=query.text[:MAX_QUERY],
             tenant_id=catalog.tenant_id,
@@ -84,11 +113,15 @@ async def rank(
             rerank=rerank,
             filters=catalog.filters(),
         )
-        return catalog.ranked(await client.select(request))
+        reply = await client.select(request)
+        return catalog.ranked(reply), [t.confidence for t in reply.tools if t.plugin_id in catalog.plugins]
 
     out: list[list[str]] = []
     for start in range(0, len(queries), CONCURRENCY):
         chunk = queries[start : start + CONCURRENCY]
-        out.extend(await asyncio.gather(*(one(q) for q in chunk)))
+        for names, sure in await asyncio.gather(*(one(q) for q in chunk)):
+            out.append(names)
+            if confidences is not None:
+                confidences.append(sure)
         advance(len(chunk))
     return out

@@ -9,7 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from toolsel.evaluation.metrics import METRICS
-from toolsel.evaluation.online import Point
+from toolsel.evaluation.online import STREAM_K, Point
+from toolsel.evaluation.plan import Sighting
 
 REFERENCES = {"bm25": "BM25 (reference)", "minilm": "MiniLM (reference)"}
 """Retrievers of baselines.json and how the table names them."""
@@ -80,20 +81,95 @@ def write_curve_csv(path: Path, curve: Sequence[Point]) -> None:
         writer.writerows([p.events, f"{p.recall_at_5:.4f}", f"{p.ndcg_at_10:.4f}"] for p in curve)
 
 
-def write_curve_png(path: Path, curve: Sequence[Point], title: str) -> None:
-    """R@5 and NDCG@10 against events, as a PNG (matplotlib, no display needed)."""
+def write_sightings_csv(path: Path, sightings: Sequence[Sighting]) -> None:
+    """The tracked tool's rank among the tools offered at each event of its queries (empty: not offered)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["event", "rank"])
+        writer.writerows([s.event, "" if s.rank is None else s.rank] for s in sightings)
+
+
+def write_curve_png(
+    path: Path,
+    curve: Sequence[Point],
+    title: str,
+    marks: Mapping[str, int] | None = None,
+    sightings: Sequence[Sighting] = (),
+) -> None:
+    """R@5 and NDCG@10 against events, as a PNG (matplotlib, no display needed); with ``sightings`` a second
+    panel shows the tracked tool's offered rank (drawn at K + 1 when not offered); ``marks`` are vertical lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 4))
+    panels = 2 if sightings else 1
+    figure, grid = plt.subplots(panels, 1, figsize=(7, 4 * panels), sharex=True, squeeze=False)
+    axes = grid[0][0]
     events = [p.events for p in curve]
     axes.plot(events, [p.recall_at_5 for p in curve], marker="o", label="R@5")
     axes.plot(events, [p.ndcg_at_10 for p in curve], marker="s", label="NDCG@10")
-    axes.set(xlabel="events (select + outcome + review)", ylabel="held-out score", ylim=(0, 1), title=title)
-    axes.grid(alpha=0.3)
+    axes.set(ylabel="held-out score", ylim=(0, 1), title=title)
+    if sightings:
+        tracked = grid[1][0]
+        ranks = [STREAM_K + 1 if s.rank is None else s.rank for s in sightings]
+        tracked.scatter([s.event for s in sightings], ranks, s=12)
+        tracked.set(ylabel=f"tracked tool's rank ({STREAM_K + 1}: not offered)", ylim=(STREAM_K + 1.5, 0.5))
+    for panel in (row[0] for row in grid):
+        for label, at in (marks or {}).items():
+            panel.axvline(at, color="grey", linestyle="--", linewidth=1)
+            panel.annotate(label, (at, 0.02), xycoords=("data", "axes fraction"), fontsize=8, color="grey")
+        panel.grid(alpha=0.3)
     axes.legend()
+    grid[-1][0].set(xlabel="events (select + outcome + review)")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
+
+
+def _after(events: int | None) -> str:
+    return "never" if events is None else f"after {events} of its events"
+
+
+def scenario_lines(scenario: Mapping[str, Any]) -> list[str]:
+    """What a scenario measured, one line each, for the terminal."""
+    name = scenario["name"]
+    if name == "drift":
+        return [
+            f"drift: {scenario['tool']} failing from event {scenario['drift_at']} to {scenario['recover_at']} "
+            f"({scenario['tool_events']['failing']} of its events while failing, {scenario['tool_events']['after']} "
+            "after)",
+            f"left the top {scenario['k']}: {_after(scenario['events_until_left_top_k'])} "
+            f"(target ≤ {scenario['targets']['left_within']}); back after recovery: "
+            f"{_after(scenario['events_until_back_in_top_k'])}",
+        ]
+    if name == "new-tool":
+        return [
+            f"new tool: {scenario['new_tool']} added at event {scenario['added_at']}, replacing {scenario['original']}"
+            f" ({scenario['tool_events']} of its queries after)",
+            f"offered: {_after(scenario['events_until_offered'])}; in the top 3: "
+            f"{_after(scenario['events_until_top_3'])} (target ≤ {scenario['target']['top_3_within']})",
+        ]
+    if name == "tenants":
+        return [
+            f"tenants: {scenario['tenant_a']} streamed; {scenario['tenant_b']} sent nothing: "
+            f"{scenario['b_changed']} of its {scenario['b_held_out_queries']} held-out answers changed (target 0)",
+            f"{scenario['tenant_b']} R@5 {scenario['b_before']['recall_at_5']:.3f} → "
+            f"{scenario['b_after']['recall_at_5']:.3f}",
+        ]
+    return []
+
+
+def write_online(out: Path, result: Mapping[str, Any]) -> Path:
+    """The curve's CSV and PNG (and the tracked tool's CSV) of an online result; returns the CSV's path."""
+    scenario = result["scenario"]
+    stem = result["set"] if scenario["name"] == "stream" else f"{result['set']}-{scenario['name']}"
+    curve = [Point(**p) for p in result["curve"]]
+    sightings = [Sighting(**s) for s in scenario["sightings"]]
+    write_curve_csv(out / f"{stem}-curve.csv", curve)
+    if sightings:
+        write_sightings_csv(out / f"{stem}-tool.csv", sightings)
+    title = f"{result['set']}: learning online ({scenario['name']})"
+    write_curve_png(out / f"{stem}-curve.png", curve, title, scenario["marks"], sightings)
+    return out / f"{stem}-curve.csv"

@@ -11,16 +11,20 @@ from uuid import uuid4
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from toolsel.client import ToolselClient
-from toolsel.evaluation import online
-from toolsel.evaluation.dataset import BenchSet, catalog_syncs, load_set, subset_fields, wire_names
+from toolsel.evaluation import online, scenarios
+from toolsel.evaluation.calibration import calibration
+from toolsel.evaluation.dataset import Query, load_set, subset_fields
 from toolsel.evaluation.metrics import DEPTH
 from toolsel.evaluation.offline import Mode, plan_modes, score
-from toolsel.evaluation.ranking import BenchCatalog, load_catalog, rank
+from toolsel.evaluation.plan import Scenario
+from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.evaluation.session import nats_url
 from toolsel.evaluation.split import sample, split_queries
 from toolsel.render import console
 from toolsel.settings import Settings
 
+REQUEST_TIMEOUT_S = 600
+"""A sync answers once its tools are embedded: thousands of tools on a busy 2-core machine take minutes."""
 OFFLINE_ENV = {"TOOLSEL_THOMPSON_SAMPLING": "false", "TOOLSEL_QUERY_CACHE_SIZE": "100000"}
 ONLINE_ENV = {"TOOLSEL_QUERY_CACHE_SIZE": "100000", "TOOLSEL_REVIEW_INDEX_REFRESH_S": "1"}
 
@@ -37,6 +41,10 @@ class Options:
     holdout: int = 200
     settle_s: float = 1.5
     out: Path = Path("eval-out")
+    scenario: Scenario = "stream"
+    drift_at: int | None = None
+    recover_at: int | None = None
+    add_at: int | None = None
 
 
 @contextmanager
@@ -57,12 +65,6 @@ def _services_settings() -> dict[str, Any]:
     return Settings().model_dump(mode="json", exclude=hidden)
 
 
-async def _catalog(client: ToolselClient, bench: BenchSet, prefix: str, tenant: str, examples: Any) -> BenchCatalog:
-    names = wire_names([t.name for t in bench.tools])
-    with console.status(f"syncing and embedding {len(bench.tools)} tools ({prefix})"):
-        return await load_catalog(client, catalog_syncs(bench.tools, names, prefix, tenant, examples), names)
-
-
 async def run_offline(options: Options) -> dict[str, Any]:
     """Every mode on the (sampled) evaluation queries; the result holds every number and the settings."""
     bench = load_set(options.path)
@@ -75,17 +77,18 @@ async def run_offline(options: Options) -> dict[str, Any]:
     console.print(f"[bold]{bench.name}[/]: {len(bench.tools)} tools. Split: {split_text}{sampled}.")
     run = uuid4().hex[:8]
     result: dict[str, Any] = {"set": bench.name, "path": str(options.path), "queries_evaluated": len(queries)}
-    async with nats_url(OFFLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=60) as client:
+    async with nats_url(OFFLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=REQUEST_TIMEOUT_S) as client:
         catalogs: dict[str, BenchCatalog] = {}
         modes_out: dict[str, Any] = {}
         with _progress() as progress:
             for mode in modes:
                 if mode.catalog not in catalogs:
                     examples = split.examples if mode.catalog == "examples" else None
-                    catalogs[mode.catalog] = await _catalog(
-                        client, bench, f"eval-{run}-{mode.catalog}", f"eval-{run}", examples
+                    catalogs[mode.catalog] = await sync_catalog(
+                        client, bench.tools, f"eval-{run}-{mode.catalog}", f"eval-{run}", examples
                     )
                 started = time.perf_counter()
+                sure: list[list[float]] = []
                 rankings = await rank(
                     client,
                     catalogs[mode.catalog],
@@ -95,8 +98,11 @@ async def run_offline(options: Options) -> dict[str, Any]:
                     k=DEPTH,
                     seed=options.seed,
                     advance=_advance(progress, mode.name, len(queries)),
+                    confidences=sure,
                 )
                 modes_out[mode.name] = {**score(rankings, queries, fields), "seconds": time.perf_counter() - started}
+                if mode.rerank:
+                    result["calibration"] = _calibration(rankings, sure, queries)
         result["settings"] = _settings(options, modes, own_stack)
     result["split"] = {
         "description": split_text,
@@ -113,41 +119,72 @@ async def run_offline(options: Options) -> dict[str, Any]:
     return result
 
 
+def _calibration(rankings: list[list[str]], sure: list[list[float]], queries: list[Query]) -> dict[str, Any]:
+    """How well the full pipeline's confidence predicts relevance over the returned top DEPTH of every query."""
+    flat = [
+        (p, name in q.relevant)
+        for names, ps, q in zip(rankings, sure, queries, strict=True)
+        for name, p in zip(names[:DEPTH], ps[:DEPTH], strict=True)
+    ]
+    return calibration([p for p, _ in flat], [hit for _, hit in flat])
+
+
 def _settings(options: Options, modes: list[Mode], own_stack: bool) -> dict[str, Any]:
     return {
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()},
         "depth": DEPTH,
         "modes": [asdict(m) for m in modes],
         "own_stack": own_stack,
-        "stack_env": (ONLINE_ENV if options.online else OFFLINE_ENV) if own_stack else {},
+        "stack_env": _stack_env(options) if own_stack else {},
         "services": _services_settings(),
     }
 
 
+def _stack_env(options: Options) -> dict[str, str]:
+    """The environment of the services when the eval starts its own stack."""
+    if not options.online:
+        return OFFLINE_ENV
+    return {**ONLINE_ENV, **scenarios.QUARANTINE_ENV} if options.scenario == "drift" else ONLINE_ENV
+
+
+async def _scenario(stage: scenarios.Stage, options: Options, stack_env: dict[str, str]) -> scenarios.Outcome:
+    match options.scenario:
+        case "stream":
+            return await scenarios.stream(stage)
+        case "drift":
+            return await scenarios.drift(stage, options.drift_at, options.recover_at, stack_env)
+        case "new-tool":
+            return await scenarios.new_tool(stage, options.add_at)
+        case "tenants":
+            return await scenarios.tenants(stage)
+
+
 async def run_online(options: Options) -> dict[str, Any]:
-    """Stream ``events`` queries through select → outcome → review; the curve on the held-out slice."""
+    """Stream ``events`` queries through select → outcome → review in the chosen scenario; the held-out curve and
+    what the scenario measured."""
     bench = load_set(options.path)
     holdout, pool = online.holdout_split(bench.queries, options.holdout, options.seed)
     queries = online.stream(pool, options.events)
     console.print(
-        f"[bold]{bench.name}[/]: {len(bench.tools)} tools described by their text only; seed {options.seed}: "
-        f"{len(holdout)} held-out queries (never streamed), {len(queries)} events from the other {len(pool)}"
-        f"{' (cycled)' if len(queries) > len(pool) else ''}; measured every {options.every} events."
+        f"[bold]{bench.name}[/] ({options.scenario}): {len(bench.tools)} tools described by their text only; "
+        f"seed {options.seed}: {len(holdout)} held-out queries (never streamed), {len(queries)} events from the "
+        f"other {len(pool)}{' (cycled)' if len(queries) > len(pool) else ''}; measured every {options.every} events."
     )
-    run = uuid4().hex[:8]
-    async with nats_url(ONLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=60) as client:
-        catalog = await _catalog(client, bench, f"eval-{run}-online", f"eval-{run}", None)
+    stack_env = _stack_env(options)
+    async with nats_url(stack_env) as (url, own_stack), ToolselClient(url, timeout_s=60) as client:
         with _progress() as progress:
-            curve = await online.learn(
+            stage = scenarios.Stage(
                 client,
-                catalog,
+                bench,
                 holdout,
                 queries,
-                every=options.every,
-                seed=options.seed,
-                settle_s=options.settle_s,
-                advance=_advance(progress, "events", len(queries)),
+                options.every,
+                options.seed,
+                options.settle_s,
+                uuid4().hex[:8],
+                _advance(progress, "events", len(queries)),
             )
+            outcome = await _scenario(stage, options, stack_env if own_stack else {})
         settings = _settings(options, [], own_stack)
     return {
         "set": bench.name,
@@ -155,5 +192,11 @@ async def run_online(options: Options) -> dict[str, Any]:
         "settings": settings,
         "holdout": len(holdout),
         "events": len(queries),
-        "curve": [asdict(p) for p in curve],
+        "curve": [asdict(p) for p in outcome.curve],
+        "scenario": {
+            "name": options.scenario,
+            **outcome.details,
+            "marks": outcome.marks,
+            "sightings": [asdict(s) for s in outcome.sightings],
+        },
     }

@@ -1,16 +1,16 @@
-"""The selector's read model: the live registry with its learnt quality, the posteriors, the visibility rules
-and the review index, as the selector loads them into memory.
+"""The selector's read model: the live registry with its learnt quality, the posteriors, the visibility rules,
+the review index and the learnt usage vectors, as the selector loads them into memory.
 
-Read-only: the tables belong to ``registry``, ``learning`` and ``reviews``; these are the selector's views of
-them, one named query each.
+Read-only: the tables belong to ``registry``, ``learning``, ``reviews`` and ``usage``; these are the selector's
+views of them, one named query each.
 """
 
 import asyncpg
 
 LIVE_TOOLS = """
 SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.last_success_at,
-       tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
+       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.calls,
+       tq.failures, tq.latency_sum_ms, tq.latency_count
 FROM tools t
 LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
 LEFT JOIN tool_quality tq ON tq.tool_id = t.id
@@ -20,15 +20,21 @@ ORDER BY t.pin_weight DESC, t.plugin_id, t.name
 CATEGORIES = "SELECT plugin_id, name, parent, workflow_hint FROM tool_categories"
 PAGE_MAPPINGS = "SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings ORDER BY priority DESC"
 POSTERIORS = """
-SELECT t.plugin_id || '/' || t.name AS key, s.context_key, s.alpha, s.beta
+SELECT t.plugin_id || '/' || t.name AS key, s.tenant_id, s.context_key, s.alpha, s.beta, s.last_success_at
 FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id
+"""
+USAGE_VECTORS_SINCE = """
+SELECT t.plugin_id || '/' || t.name AS key, u.scope, u.centroid, u.negative_centroid, u.version
+FROM tool_usage_vectors u JOIN tools t ON t.id = u.tool_id
+WHERE u.version > $1 OR u.updated_at > now() - make_interval(secs => $2)
+ORDER BY u.version
 """
 ACTIVE_RULES = """
 SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority
 FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id
 """
 REVIEW_INDEX = """
-SELECT t.plugin_id || '/' || t.name AS key, r.centroid, r.fitness
+SELECT t.plugin_id || '/' || t.name AS key, r.scope, r.centroid, r.fitness
 FROM review_index r JOIN tools t ON t.id = r.tool_id WHERE t.deleted_at IS NULL
 """
 REVIEW_INDEX_VERSION = "SELECT count(*), coalesce(max(id), 0) FROM review_index"
@@ -55,8 +61,16 @@ async def page_mappings(pool: asyncpg.Pool) -> list[asyncpg.Record]:
 
 
 async def posteriors(pool: asyncpg.Pool) -> list[asyncpg.Record]:
-    """The Beta posterior of every tool with learnt statistics, by context key."""
+    """The Beta posterior and last success of every tool with learnt statistics, by tenant and context key."""
     return await _fetch(pool, POSTERIORS)
+
+
+async def usage_vectors_since(pool: asyncpg.Pool, version: int, lookback_s: float = 0.0) -> list[asyncpg.Record]:
+    """The usage vectors written after ``version`` (the caller's watermark), oldest first; with ``lookback_s``
+    also those updated in that many last seconds, which a transaction that took its version before a
+    later one committed first would otherwise hide below the watermark."""
+    rows: list[asyncpg.Record] = await pool.fetch(USAGE_VECTORS_SINCE, version, lookback_s)
+    return rows
 
 
 async def active_rules(pool: asyncpg.Pool) -> list[asyncpg.Record]:
@@ -65,7 +79,7 @@ async def active_rules(pool: asyncpg.Pool) -> list[asyncpg.Record]:
 
 
 async def review_index(pool: asyncpg.Pool) -> list[asyncpg.Record]:
-    """Every review-index entry of a live tool: its tool's key, centroid and fitness."""
+    """Every review-index entry of a live tool: its tool's key, scope, centroid and fitness."""
     return await _fetch(pool, REVIEW_INDEX)
 
 

@@ -25,18 +25,13 @@ ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
 """
 
 SELECTION_KEYS = """
-SELECT selection_id, context_key,
+SELECT selection_id, tenant_id, user_id, session_id, query, context_key,
        ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys
 FROM selection_events"""
-"""A stored selection's context and its tools' ``plugin/name`` keys, unpacked by the database."""
+"""A stored selection: who asked (tenant, user, session), its query and context, and its tools' ``plugin/name``
+keys in rank order, unpacked by the database."""
 
 SELECTIONS_OF = SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])"
-
-SELECTION_QUERIES = """
-SELECT selection_id, query, ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name')
-                                  FROM jsonb_array_elements(tools) t) AS keys
-FROM selection_events WHERE selection_id = ANY($1::uuid[])
-"""
 
 INSERT_OUTCOMES = """
 INSERT INTO outcomes (event_id, selection_id, occurred_at, calls)
@@ -45,11 +40,12 @@ ON CONFLICT (event_id) DO NOTHING RETURNING event_id
 """
 
 OUTCOME_HISTORY = f"""
-SELECT o.event_id, o.selection_id, o.occurred_at, o.calls, s.context_key, s.keys
+SELECT o.event_id, o.occurred_at, o.calls, s.*
 FROM outcomes o JOIN ({SELECTION_KEYS}) s USING (selection_id)
 ORDER BY o.applied_at, o.event_id
 """
-"""Every stored outcome with its selection's context and tool keys, in the order they were applied."""
+"""Every stored outcome with its selection (``SELECTION_KEYS``), in the order they were applied (a batch's
+outcomes in event-id order, as the learner applies them)."""
 
 INSERT_REVIEWS = """
 INSERT INTO reviews (event_id, selection_id, occurred_at, reviews, none_of_these)
@@ -62,7 +58,7 @@ INSERT INTO tool_feedback (event_id, tool_id, tenant_id, rating, comment, author
 SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[])
      AS u(event_id, plugin_id, name, tenant, rating, comment, author, at)
-JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name
+JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name AND t.tenant_id IN (u.tenant, '*')
 ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, rating
 """
 
@@ -103,13 +99,8 @@ async def insert_selections(conn: Conn, events: Sequence[SelectionEvent]) -> int
 
 
 async def selection_keys(conn: Conn, selection_ids: Sequence[UUID]) -> dict[UUID, asyncpg.Record]:
-    """The stored selections among these ids: each one's ``context_key`` and tool ``keys``."""
+    """The stored selections among these ids (``SELECTION_KEYS``)."""
     return {r["selection_id"]: r for r in await conn.fetch(SELECTIONS_OF, list(selection_ids))}
-
-
-async def selection_queries(conn: Conn, selection_ids: Sequence[UUID]) -> dict[UUID, asyncpg.Record]:
-    """The stored selections among these ids: each one's ``query`` and suggested tool ``keys``, in rank order."""
-    return {r["selection_id"]: r for r in await conn.fetch(SELECTION_QUERIES, list(selection_ids))}
 
 
 async def insert_outcomes(conn: asyncpg.Connection, events: Sequence[OutcomeEvent]) -> set[UUID]:
@@ -158,7 +149,7 @@ async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]
 
 
 async def insert_feedback(conn: asyncpg.Connection, events: Sequence[FeedbackEvent]) -> dict[UUID, tuple[int, float]]:
-    """Store feedback on registered tools; returns (tool id, rating) of each new event."""
+    """Store feedback on registered tools its tenant may see; returns (tool id, rating) of each new event."""
     rows = await conn.fetch(
         INSERT_FEEDBACK,
         [e.event_id for e in events],

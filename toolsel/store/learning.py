@@ -1,31 +1,54 @@
-"""What the learner learnt: posteriors (tool_bandit_stats), quality and health (tool_quality), quarantine.
+"""What the learner learnt: posteriors (tool_bandit_stats), quality and health (tool_quality), quarantine, and
+the credits that bound one actor's influence (session_credits).
 
 The only module that writes these tables. Batches are written with one statement per table over arrays, rows
-in tool-id order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides
-what the rows are.
+in key order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides what
+the rows are. Posteriors and credits are read under lock and written back (``lock_*`` then ``write_*``): the
+learner steps them event by event, which no single update expression can.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 
 Row = tuple[Any, ...]
 
-TOOL_IDS = "SELECT id, plugin_id || '/' || name AS key FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])"
 TOOL_ID = "SELECT id FROM tools WHERE plugin_id = $1 AND name = $2"
 TOOL_KEYS = "SELECT plugin_id, name FROM tools WHERE id = ANY($1::bigint[]) ORDER BY id"
 
-UPSERT_POSTERIORS = """
-INSERT INTO tool_bandit_stats AS s (tool_id, context_key, alpha, beta, selections, successes, failures)
-SELECT u.tool_id, u.ctx, $8 + u.da, $9 + u.db, u.n, u.ok, u.ko
-FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[], $5::bigint[], $6::bigint[], $7::bigint[])
-     AS u(tool_id, ctx, da, db, n, ok, ko)
-ON CONFLICT (tool_id, context_key) DO UPDATE SET
-    alpha = s.alpha + (excluded.alpha - $8), beta = s.beta + (excluded.beta - $9),
-    selections = s.selections + excluded.selections, successes = s.successes + excluded.successes,
-    failures = s.failures + excluded.failures, updated_at = now()
-RETURNING tool_id, context_key, alpha, beta
+TOOLS_BY_KEY = """
+SELECT id, plugin_id || '/' || name AS key, tenant_id FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])
+"""
+
+LOCK_POSTERIORS = """
+INSERT INTO tool_bandit_stats AS s (tool_id, tenant_id, context_key, alpha, beta)
+SELECT u.tool_id, u.tenant, u.ctx, $4, $5 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(tool_id, tenant, ctx)
+ON CONFLICT (tool_id, tenant_id, context_key) DO UPDATE SET updated_at = s.updated_at
+RETURNING tool_id, tenant_id, context_key, alpha, beta, last_success_at
+"""
+"""Each row as it stands (a new one at the prior), locked until commit: the no-op update takes the lock."""
+
+WRITE_POSTERIORS = """
+UPDATE tool_bandit_stats s SET alpha = u.alpha, beta = u.beta, last_success_at = u.last,
+    selections = s.selections + u.n, successes = s.successes + u.ok, failures = s.failures + u.ko, updated_at = now()
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::timestamptz[], $7::bigint[],
+            $8::bigint[], $9::bigint[]) AS u(tool_id, tenant, ctx, alpha, beta, last, n, ok, ko)
+WHERE s.tool_id = u.tool_id AND s.tenant_id = u.tenant AND s.context_key = u.ctx
+RETURNING s.tool_id, s.tenant_id, s.context_key, s.alpha, s.beta, s.last_success_at
+"""
+
+LOCK_CREDITS = """
+INSERT INTO session_credits AS c (tenant_id, actor, tool_id)
+SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+ON CONFLICT (tenant_id, actor, tool_id) DO UPDATE SET credits = c.credits
+RETURNING tenant_id, actor, tool_id, credits
+"""
+
+WRITE_CREDITS = """
+UPDATE session_credits c SET credits = u.credits
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS u(tenant, actor, tool_id, credits)
+WHERE c.tenant_id = u.tenant AND c.actor = u.actor AND c.tool_id = u.tool_id
 """
 
 ADD_CALLS = """
@@ -85,8 +108,9 @@ DUE_FOR_RELEASE = """
 SELECT tool_id FROM tool_quarantine WHERE released_at IS NULL AND since <= now() - make_interval(secs => $1)
 """
 
-LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality IN EXCLUSIVE MODE"
+LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality, session_credits IN EXCLUSIVE MODE"
 RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
+RESET_CREDITS = "DELETE FROM session_credits"
 RESET_COUNTERS = """
 UPDATE tool_quality SET calls = 0, successes = 0, failures = 0, rating_sum = 0, rating_count = 0,
     latency_sum_ms = 0, latency_count = 0, latency_hist = '{}', last_success_at = NULL,
@@ -101,6 +125,17 @@ WHERE q.tool_id = u.tool_id
 COUNT_POSTERIORS = "SELECT count(*) FROM tool_bandit_stats"
 
 
+class Registered(NamedTuple):
+    id: int
+    tenant_id: str
+
+
+PosteriorKey = tuple[int, str, str]
+"""(tool id, tenant, context key)."""
+CreditKey = tuple[str, str, int]
+"""(tenant, actor, tool id)."""
+
+
 def _columns(rows: Sequence[Row]) -> list[list[Any]]:
     """Rows as one list per column: what ``unnest`` takes."""
     return list(map(list, zip(*rows, strict=True)))
@@ -109,9 +144,10 @@ def _columns(rows: Sequence[Row]) -> list[list[Any]]:
 # the registry as the learner sees it (read only)
 
 
-async def tool_ids(conn: asyncpg.Connection, keys: Sequence[str]) -> dict[str, int]:
-    """Tool id of each ``plugin/name`` key that is registered."""
-    return {r["key"]: r["id"] for r in await conn.fetch(TOOL_IDS, sorted(set(keys)))}
+async def registered(conn: asyncpg.Connection | asyncpg.Pool, keys: Sequence[str]) -> dict[str, Registered]:
+    """Id and tenant of each ``plugin/name`` key that is registered: whose selections may teach it."""
+    rows = await conn.fetch(TOOLS_BY_KEY, sorted(set(keys)))
+    return {r["key"]: Registered(r["id"], r["tenant_id"]) for r in rows}
 
 
 async def tool_id(conn: asyncpg.Connection, plugin_id: str, name: str) -> int | None:
@@ -127,15 +163,39 @@ async def tool_keys(conn: asyncpg.Connection, ids: Sequence[int]) -> list[tuple[
 # posteriors and quality counters
 
 
-async def upsert_posteriors(
-    conn: asyncpg.Connection, rows: Sequence[Row], prior_alpha: float, prior_beta: float
-) -> list[asyncpg.Record]:
-    """Add (tool id, context, d_alpha, d_beta, selections, successes, failures) rows to the posteriors (a new
-    one starts from the prior); returns each row's (tool_id, context_key, alpha, beta) as it now stands."""
+async def lock_posteriors(
+    conn: asyncpg.Connection, keys: Sequence[PosteriorKey], prior_alpha: float, prior_beta: float
+) -> dict[PosteriorKey, asyncpg.Record]:
+    """These posteriors as they stand (``alpha``, ``beta``, ``last_success_at``; a new one at the prior), locked
+    until commit, taken in key order so that concurrent learners lock alike."""
+    if not keys:
+        return {}
+    ordered = sorted(set(keys))
+    rows = await conn.fetch(LOCK_POSTERIORS, *_columns(ordered), prior_alpha, prior_beta)
+    return {(r["tool_id"], r["tenant_id"], r["context_key"]): r for r in rows}
+
+
+async def write_posteriors(conn: asyncpg.Connection, rows: Sequence[Row]) -> list[asyncpg.Record]:
+    """Set (tool id, tenant, context, alpha, beta, last success) and add (selections, successes, failures) to
+    locked posteriors; returns each row's (tool_id, tenant_id, context_key, alpha, beta, last_success_at)."""
     if not rows:
         return []
-    result: list[asyncpg.Record] = await conn.fetch(UPSERT_POSTERIORS, *_columns(rows), prior_alpha, prior_beta)
+    result: list[asyncpg.Record] = await conn.fetch(WRITE_POSTERIORS, *_columns(sorted(rows)))
     return result
+
+
+async def lock_credits(conn: asyncpg.Connection, keys: Sequence[CreditKey]) -> dict[CreditKey, int]:
+    """Credits already used per (tenant, actor, tool id), locked until commit (0 for a new actor)."""
+    if not keys:
+        return {}
+    rows = await conn.fetch(LOCK_CREDITS, *_columns(sorted(set(keys))))
+    return {(r["tenant_id"], r["actor"], r["tool_id"]): r["credits"] for r in rows}
+
+
+async def write_credits(conn: asyncpg.Connection, used: Mapping[CreditKey, int]) -> None:
+    """Store the credits used per (tenant, actor, tool id) (rows locked by ``lock_credits``)."""
+    if used:
+        await conn.execute(WRITE_CREDITS, *_columns([(*key, n) for key, n in sorted(used.items())]))
 
 
 async def add_calls(conn: asyncpg.Connection, rows: Sequence[Row]) -> list[asyncpg.Record]:
@@ -194,10 +254,11 @@ async def due_for_release(conn: asyncpg.Connection, after_s: float) -> list[int]
 
 
 async def reset_counters(conn: asyncpg.Connection) -> None:
-    """Empty the posteriors and zero the quality counters (not the health), holding both tables until commit:
-    running learners wait and add their batches on top of the rebuilt state."""
+    """Empty the posteriors and the credits used and zero the quality counters (not the health), holding the
+    tables until commit: running learners wait and add their batches on top of the rebuilt state."""
     await conn.execute(LOCK_FOR_REBUILD)
     await conn.execute(RESET_POSTERIORS)
+    await conn.execute(RESET_CREDITS)
     await conn.execute(RESET_COUNTERS)
 
 

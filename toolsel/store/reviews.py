@@ -12,32 +12,39 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
-IndexRow = tuple[int, Vector, float, int]
-"""One index entry: tool id, unit centroid, fitness, number of reviews."""
+Owner = tuple[int, str]
+"""Whose index entries: a tool id and the scope (tenant, or '*' when shared) its reviews came from."""
+IndexRow = tuple[int, str, Vector, float, int]
+"""One index entry: tool id, scope, unit centroid, fitness, number of reviews."""
 
 INDEX_LOCK = 7_433_002
 """Advisory lock class of one tool's review-index entries (key: the tool id)."""
 
 INSERT_LOG = """
-INSERT INTO review_log (event_id, tool_id, query_embedding, verdict, fitness)
-SELECT u.event_id, u.tool_id, u.query::vector, u.verdict, u.fitness
-FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::float8[])
-     AS u(event_id, tool_id, query, verdict, fitness)
+INSERT INTO review_log (event_id, tool_id, scope, query_embedding, verdict, fitness)
+SELECT u.event_id, u.tool_id, u.scope, u.query::vector, u.verdict, u.fitness
+FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::float8[])
+     AS u(event_id, tool_id, scope, query, verdict, fitness)
 ON CONFLICT (event_id, tool_id) DO NOTHING
 """
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
-INDEX_OF = "SELECT tool_id, centroid, fitness, reviews FROM review_index WHERE tool_id = ANY($1::bigint[]) ORDER BY id"
-DELETE_INDEX_OF = "DELETE FROM review_index WHERE tool_id = ANY($1::bigint[])"
+OWNERS = "unnest($1::bigint[], $2::text[]) AS o(tool_id, scope)"
+INDEX_OF = f"""
+SELECT r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
+FROM review_index r JOIN {OWNERS} ON r.tool_id = o.tool_id AND r.scope = o.scope ORDER BY r.id
+"""
+DELETE_INDEX_OF = f"DELETE FROM review_index r USING {OWNERS} WHERE r.tool_id = o.tool_id AND r.scope = o.scope"
 INSERT_INDEX = """
-INSERT INTO review_index (tool_id, centroid, fitness, reviews)
-SELECT u.tool_id, u.centroid::vector, u.fitness, u.reviews
-FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::int[]) AS u(tool_id, centroid, fitness, reviews)
+INSERT INTO review_index (tool_id, scope, centroid, fitness, reviews)
+SELECT u.tool_id, u.scope, u.centroid::vector, u.fitness, u.reviews
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::int[])
+     AS u(tool_id, scope, centroid, fitness, reviews)
 """
 LOCK_INDEX = "LOCK TABLE review_index IN SHARE ROW EXCLUSIVE MODE"
 COUNT_INDEX = "SELECT count(*) FROM review_index"
 DELETE_INDEX = "DELETE FROM review_index"
-REVIEWED_TOOLS = "SELECT DISTINCT tool_id FROM review_log ORDER BY tool_id"
-TOOL_LOG = "SELECT query_embedding, fitness FROM review_log WHERE tool_id = $1 ORDER BY id"
+REVIEWED = "SELECT DISTINCT tool_id, scope FROM review_log ORDER BY tool_id, scope"
+OWNER_LOG = "SELECT query_embedding, fitness FROM review_log WHERE tool_id = $1 AND scope = $2 ORDER BY id"
 
 
 def vector_text(vector: Vector) -> str:
@@ -45,16 +52,17 @@ def vector_text(vector: Vector) -> str:
     return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
 
 
-async def log_reviews(conn: asyncpg.Connection, rows: Sequence[tuple[Any, int, Vector, str, float]]) -> None:
-    """Append (event id, tool id, query embedding, verdict, fitness) rows; one already logged is kept as is."""
+async def log_reviews(conn: asyncpg.Connection, rows: Sequence[tuple[Any, int, str, Vector, str, float]]) -> None:
+    """Append (event id, tool id, scope, query embedding, verdict, fitness) rows; one already logged is kept."""
     if rows:
         await conn.execute(
             INSERT_LOG,
-            [e for e, _, _, _, _ in rows],
-            [t for _, t, _, _, _ in rows],
-            [vector_text(q) for _, _, q, _, _ in rows],
-            [v for _, _, _, v, _ in rows],
-            [f for _, _, _, _, f in rows],
+            [e for e, _, _, _, _, _ in rows],
+            [t for _, t, _, _, _, _ in rows],
+            [o for _, _, o, _, _, _ in rows],
+            [vector_text(q) for _, _, _, q, _, _ in rows],
+            [v for _, _, _, _, v, _ in rows],
+            [f for _, _, _, _, _, f in rows],
         )
 
 
@@ -64,17 +72,17 @@ async def lock_tool_indexes(conn: asyncpg.Connection, tool_ids: Iterable[int]) -
         await conn.execute(LOCK_TOOL_INDEX, INDEX_LOCK, tool_id)
 
 
-async def index_entries(conn: asyncpg.Connection, tool_ids: Sequence[int]) -> list[IndexRow]:
-    """These tools' index entries, in the order they were written."""
+async def index_entries(conn: asyncpg.Connection, owners: Sequence[Owner]) -> list[IndexRow]:
+    """These (tool, scope) owners' index entries, in the order they were written."""
     return [
-        (r["tool_id"], r["centroid"].to_numpy(), r["fitness"], r["reviews"])
-        for r in await conn.fetch(INDEX_OF, list(tool_ids))
+        (r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"])
+        for r in await conn.fetch(INDEX_OF, [t for t, _ in owners], [o for _, o in owners])
     ]
 
 
-async def replace_index_entries(conn: asyncpg.Connection, tool_ids: Sequence[int], rows: Sequence[IndexRow]) -> None:
-    """Swap these tools' index entries for the given ones."""
-    await conn.execute(DELETE_INDEX_OF, list(tool_ids))
+async def replace_index_entries(conn: asyncpg.Connection, owners: Sequence[Owner], rows: Sequence[IndexRow]) -> None:
+    """Swap these (tool, scope) owners' index entries for the given ones."""
+    await conn.execute(DELETE_INDEX_OF, [t for t, _ in owners], [o for _, o in owners])
     await _insert_entries(conn, rows)
 
 
@@ -82,10 +90,11 @@ async def _insert_entries(conn: asyncpg.Connection, rows: Sequence[IndexRow]) ->
     if rows:
         await conn.execute(
             INSERT_INDEX,
-            [t for t, _, _, _ in rows],
-            [vector_text(c) for _, c, _, _ in rows],
-            [f for _, _, f, _ in rows],
-            [n for _, _, _, n in rows],
+            [t for t, _, _, _, _ in rows],
+            [o for _, o, _, _, _ in rows],
+            [vector_text(c) for _, _, c, _, _ in rows],
+            [f for _, _, _, f, _ in rows],
+            [n for _, _, _, _, n in rows],
         )
 
 
@@ -106,15 +115,15 @@ async def replace_index(conn: asyncpg.Connection, rows: Sequence[IndexRow]) -> N
     await _insert_entries(conn, rows)
 
 
-async def reviewed_tools(conn: asyncpg.Connection) -> list[int]:
-    """Every tool with a logged review, in id order."""
-    return [r["tool_id"] for r in await conn.fetch(REVIEWED_TOOLS)]
+async def reviewed(conn: asyncpg.Connection) -> list[Owner]:
+    """Every (tool, scope) with a logged review, in order."""
+    return [(r["tool_id"], r["scope"]) for r in await conn.fetch(REVIEWED)]
 
 
-async def tool_reviews(
-    conn: asyncpg.Connection, tool_id: int
+async def owner_reviews(
+    conn: asyncpg.Connection, owner: Owner
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
-    """One tool's logged query embeddings (a row each) and their fitness, in log order."""
-    rows = await conn.fetch(TOOL_LOG, tool_id)
+    """One (tool, scope)'s logged query embeddings (a row each) and their fitness, in log order."""
+    rows = await conn.fetch(OWNER_LOG, *owner)
     points = np.array([r["query_embedding"].to_numpy() for r in rows], dtype=np.float32)
     return points, np.array([r["fitness"] for r in rows], dtype=np.float64)

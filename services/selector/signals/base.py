@@ -11,6 +11,7 @@ from contracts import SelectRequest
 from services.selector.catalog import Catalog, ReviewIndex
 from services.selector.history import UserHistory
 from services.selector.stages import Mask, NearReviews, Rows, Scores, Vector, nearest_reviews
+from services.selector.usage import UsageView
 from toolsel.settings import Settings
 
 
@@ -41,6 +42,8 @@ class QueryContext:
     vector: Vector | None
     """The query's embedding; None on the BM25 paths or when embedding failed."""
     reviews: ReviewLookup | None
+    usage: UsageView | None = None
+    """What the request's scope learnt from use: the vectors that replace its learnt tools' declared ones."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class RerankContext:
     """Retrieval's fused relevance, the best over the query's parts."""
     success: Scores
     """Each tool's success rate in this context: its posterior mean, or a Thompson draw to explore."""
+    last_success_s: Scores
+    """Each tool's last success in this tenant's context, seconds since the epoch (NaN: never)."""
     vector: Vector | None
     """The whole query's embedding, None without one."""
     reviews: ReviewLookup | None

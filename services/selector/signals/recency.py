@@ -1,4 +1,5 @@
-"""Recency: exponential decay since the tool's last successful call (0 for never)."""
+"""Recency: exponential decay since the tool's last successful call in this tenant's context (0 for never):
+successes on one page lift nothing on another."""
 
 from services.selector.signals.base import RerankContext
 from services.selector.stages import Scores, recency
@@ -10,7 +11,7 @@ class RecencySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        return recency(ctx.catalog.last_success_s, ctx.now_s, ctx.settings.recency_half_life_days)
+        return recency(ctx.last_success_s, ctx.now_s, ctx.settings.recency_half_life_days)
 
 
 RECENCY = RecencySignal()

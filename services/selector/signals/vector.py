@@ -1,9 +1,11 @@
-"""Vector cosine: how close the tool's meaning is to the query's (unit vectors, so a dot product)."""
+"""Vector cosine: how close the tool's meaning is to the query's (unit vectors, so a dot product); for a tool
+the request's scope learnt from use, its blend of declared and learnt vectors replaces the declared one."""
 
 import numpy as np
 
 from services.selector.signals.base import QueryContext
 from services.selector.stages import Scores, cosine
+from services.selector.usage import usage_cosine
 
 
 class VectorSignal:
@@ -11,12 +13,15 @@ class VectorSignal:
     field = "similarity"
 
     def scores(self, ctx: QueryContext) -> Scores:
-        """Cosine clipped at 0; 0 for a tool without a vector or a query without an embedding."""
+        """Cosine clipped at 0; 0 for a tool without a vector (declared or learnt) or a query without one."""
         cat = ctx.catalog
         if ctx.vector is None:
             return np.zeros(len(cat), dtype=np.float64)
-        result: Scores = np.where(cat.has_vector, cosine(cat.vectors, ctx.vector), 0.0).clip(min=0.0)
-        return result
+        result: Scores = np.where(cat.has_vector, cosine(cat.vectors, ctx.vector), 0.0)
+        if ctx.usage is not None:
+            result[ctx.usage.rows] = usage_cosine(ctx.usage, ctx.vector, ctx.settings.usage_negative_similarity)
+        clipped: Scores = result.clip(min=0.0)
+        return clipped
 
     def trust(self, scores: Scores, ctx: QueryContext) -> float:
         return 1.0

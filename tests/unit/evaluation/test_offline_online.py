@@ -1,12 +1,16 @@
 """The pure parts of the offline and online evaluations: modes, scoring, the agent's reports, the stream."""
 
+from dataclasses import asdict
+from pathlib import Path
 from uuid import uuid4
 
 from contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
-from toolsel.evaluation.online import agent_events, holdout_split, stream
+from toolsel.evaluation.online import Point, agent_events, holdout_split, stream
+from toolsel.evaluation.plan import Sighting
 from toolsel.evaluation.ranking import BenchCatalog
+from toolsel.evaluation.report import write_online
 
 
 def test_modes_with_and_without_a_train_split() -> None:
@@ -79,3 +83,38 @@ def test_holdout_is_never_streamed_and_the_stream_cycles() -> None:
     assert len(events) == 16
     assert events[7] == events[0]
     assert stream([], 5) == []
+
+
+def test_a_failing_tool_fails_is_reviewed_broken_and_the_agent_calls_the_next_relevant_one() -> None:
+    answer = reply("a", "c∕d", "b")
+    outcome, review = agent_events(answer, Query("1", "q", frozenset({"c/d", "b"})), CATALOG, frozenset({"c/d"}))
+    assert [(c.name, c.success) for c in outcome.calls] == [("c∕d", False), ("b", True)]
+    assert outcome.calls[0].error
+    assert [(r.name, r.verdict) for r in review.reviews] == [
+        ("a", Verdict.UNRELATED),
+        ("c∕d", Verdict.BROKEN),
+        ("b", Verdict.PERFECT),
+    ]
+
+
+def test_the_holdout_leaves_half_of_a_small_set_to_stream() -> None:
+    queries = [Query(str(i), f"q{i}", frozenset({"a"})) for i in range(9)]
+    holdout, pool = holdout_split(queries, 200, seed=0)
+    assert (len(holdout), len(pool)) == (4, 5)
+
+
+def test_an_online_result_writes_its_curve_and_the_tracked_tool(tmp_path: Path) -> None:
+    result = {
+        "set": "tiny",
+        "curve": [asdict(Point(0, 0.5, 0.4)), asdict(Point(10, 0.6, 0.5))],
+        "scenario": {"name": "drift", "marks": {"drift": 3, "recovery": 6}, "sightings": [asdict(Sighting(4, 2))]},
+    }
+    written = write_online(tmp_path, result)
+    assert written == tmp_path / "tiny-drift-curve.csv"
+    assert written.read_text().splitlines() == ["events,R@5,NDCG@10", "0,0.5000,0.4000", "10,0.6000,0.5000"]
+    assert (tmp_path / "tiny-drift-tool.csv").read_text().splitlines() == ["event,rank", "4,2"]
+    assert (tmp_path / "tiny-drift-curve.png").read_bytes().startswith(b"\x89PNG")
+    plain = write_online(tmp_path, {**result, "scenario": {"name": "stream", "marks": {}, "sightings": []}})
+    assert plain == tmp_path / "tiny-curve.csv"
+    assert (tmp_path / "tiny-curve.png").exists()
+    assert not (tmp_path / "tiny-tool.csv").exists()

@@ -125,4 +125,15 @@ def test_embedding_hash_ignores_fields_not_embedded(change: dict[str, Any]) -> N
 
 def test_embedding_text_joins_non_empty_parts() -> None:
     spec = ToolSpec(name="t", description="Does t.", function_summary="", when_to_use="often", tags=["a", "b"])
-    assert embedding_text(spec) == "t\nDoes t.\noften\na b"
+    assert embedding_text(spec) == "t: Does t.\noften\na b"
+
+
+def test_embedding_text_reads_the_name_as_words_and_lists_the_parameters() -> None:
+    schema = {"type": "object", "properties": {"city": {"description": "Where"}, "days": {"type": "integer"}}}
+    spec = ToolSpec(name="getWeather_forecast", description="Forecasts.", parameters=schema)
+    assert embedding_text(spec) == "get Weather forecast: Forecasts.\nParameters: city (Where); days"
+
+
+def test_embedding_hash_changes_with_the_parameters_it_embeds() -> None:
+    schema = {"type": "object", "properties": {"city": {"description": "Where"}}}
+    assert embedding_hash(_spec(example_queries=[], parameters=schema)) != embedding_hash(_spec(example_queries=[]))

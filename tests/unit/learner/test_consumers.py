@@ -1,5 +1,6 @@
 """What a learner consumer does with each message, in memory (FastStream's TestNatsBroker): acknowledge after the
-batch applied, redeliver a failed batch, dead-letter what is malformed or refers to nothing for too long."""
+batch applied, redeliver a batch that failed for want of a server, split one that failed otherwise so only the
+culprit is kept back and then dead-lettered, dead-letter what is malformed or refers to nothing for too long."""
 
 import asyncio
 import tempfile
@@ -8,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 from faststream.nats import JStream, NatsBroker, TestNatsBroker
@@ -19,6 +20,7 @@ from contracts import OutcomeEvent, subjects
 from services.learner import consumers
 from services.learner.consumers import EventKind
 from services.learner.state import Applied, LearnerState
+from toolsel import messaging
 from toolsel.settings import Settings
 
 Log = list[tuple[str, Any]]
@@ -26,20 +28,23 @@ Log = list[tuple[str, Any]]
 
 @dataclass
 class Harness:
-    """A broker with one outcome consumer whose batches are applied by ``verdict`` (or fail with ``error``)."""
+    """A broker with one outcome consumer whose batches are applied by ``verdicts`` in turn (the last one
+    stays), or fail with ``error``: every batch, or those holding a ``poison`` selection."""
 
     broker: NatsBroker
     state: LearnerState
     log: Log
-    verdict: Applied = "applied"
+    verdicts: list[Applied] = field(default_factory=lambda: ["applied"])
     error: Exception | None = None
+    poison: set[UUID] = field(default_factory=set)
     dead_letters: list[tuple[bytes, str]] = field(default_factory=list)
 
     async def apply(self, state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
         self.log.append(("apply", len(batch)))
-        if self.error is not None:
+        if self.error is not None and (not self.poison or any(e.selection_id in self.poison for e in batch)):
             raise self.error
-        return [self.verdict] * len(batch)
+        verdict = self.verdicts.pop(0) if len(self.verdicts) > 1 else self.verdicts[0]
+        return [verdict] * len(batch)
 
     async def publish(self, body: bytes, delivered: int = 1, age_s: float = 0.0) -> None:
         """As JetStream delivers: the ack subject carries the delivery count and the time the event was stored."""
@@ -86,7 +91,9 @@ async def harness(log: Log) -> AsyncIterator[Harness]:
     state.batchers = consumers.batchers(state, kinds)
     broker.include_router(consumers.router(state, kinds))
 
-    @broker.subscriber(subjects.dead_letter("outcome"), stream=JStream(subjects.DLQ_STREAM, declare=False))
+    @broker.subscriber(
+        subjects.dead_letter("outcome"), stream=JStream(subjects.DLQ_STREAM, declare=False), decoder=messaging.undecoded
+    )
     async def dead_letter(msg: NatsMessage) -> None:
         harness.dead_letters.append((msg.body, msg.headers["toolsel-reason"]))
 
@@ -126,7 +133,7 @@ async def test_a_malformed_event_is_dead_lettered_with_the_reason_and_acknowledg
 
 
 async def test_an_event_of_an_unknown_selection_is_retried_with_backoff(harness: Harness) -> None:
-    harness.verdict = "unknown"
+    harness.verdicts = ["unknown"]
     await harness.publish(_outcome().model_dump_json().encode(), delivered=2)
     assert harness.log == [("apply", 1), ("nak", consumers.backoff_s(2))]
     assert consumers.backoff_s(2) == pytest.approx(0.2)
@@ -138,10 +145,55 @@ async def test_an_event_of_an_unknown_selection_is_retried_with_backoff(harness:
 async def test_an_event_of_an_unknown_selection_is_dead_lettered_at_last(
     harness: Harness, delivered: int, age_s: float
 ) -> None:
-    """After ``max_deliver`` deliveries, or once older than ``orphan_timeout_s``."""
-    harness.verdict = "unknown"
+    """After ``max_deliver`` deliveries, or once older than ``orphan_timeout_s`` (and a last attempt)."""
+    harness.verdicts = ["unknown"]
     event = _outcome()
     await harness.publish(event.model_dump_json().encode(), delivered=delivered, age_s=age_s)
-    assert harness.log == [("apply", 1), ("ack", None)]
+    assert harness.log == [("apply", 1), ("apply", 1), ("ack", None)]
     assert [reason for _, reason in harness.dead_letters] == [f"no {event.selection_id}"]
     assert harness.state.counters.dead_letters == 1
+
+
+async def test_an_orphan_whose_copy_was_applied_meanwhile_is_a_duplicate_not_a_dead_letter(harness: Harness) -> None:
+    """Its redelivered copy was applied by a concurrent batch: the last attempt finds it stored."""
+    harness.verdicts = ["unknown", "applied"]
+    await harness.publish(_outcome().model_dump_json().encode(), delivered=1, age_s=61.0)
+    assert harness.log == [("apply", 1), ("apply", 1), ("ack", None)]
+    assert harness.dead_letters == []
+
+
+async def test_a_poison_event_is_split_from_its_batch_and_the_others_are_applied(harness: Harness) -> None:
+    events = [_outcome() for _ in range(3)]
+    harness.error, harness.poison = ValueError("cannot be stored"), {events[1].selection_id}
+    await asyncio.gather(*(harness.publish(e.model_dump_json().encode()) for e in events))
+    assert harness.log[0] == ("apply", 3)  # the whole batch first, then its halves until the poison stands alone
+    settled = sorted((e for e in harness.log if e[0] != "apply"), key=str)
+    assert settled == [("ack", None), ("ack", None), ("nak", consumers.FAILED_BATCH_DELAY_S)]
+    assert ("apply", 1) in harness.log  # the poison was tried alone
+    assert harness.dead_letters == []
+
+
+async def test_a_poison_event_failing_alone_is_dead_lettered_with_its_error_after_bounded_attempts(
+    harness: Harness,
+) -> None:
+    harness.error = ValueError("cannot be\nstored")
+    body = _outcome().model_dump_json().encode()
+    await harness.publish(body, delivered=messaging.POISON_ATTEMPTS)
+    assert harness.log == [("apply", 1), ("ack", None)]
+    assert harness.dead_letters == [(body, "failed: ValueError: cannot be stored")]
+
+
+async def test_a_batch_failing_for_want_of_a_server_is_redelivered_whole_however_often(harness: Harness) -> None:
+    harness.error = ConnectionRefusedError("postgres is down")
+    events = [_outcome() for _ in range(3)]
+    await asyncio.gather(*(harness.publish(e.model_dump_json().encode(), delivered=100) for e in events))
+    assert harness.log == [("apply", 3)] + [("nak", consumers.FAILED_BATCH_DELAY_S)] * 3
+    assert harness.dead_letters == []
+
+
+async def test_json_too_deep_to_decode_is_dead_lettered_at_once(harness: Harness) -> None:
+    body = b'{"selection_id": "%s", "calls": ' % str(uuid4()).encode() + b"[" * 5000 + b"]" * 5000 + b"}"
+    await harness.publish(body)
+    assert harness.log == [("ack", None)]
+    ((_, reason),) = harness.dead_letters
+    assert reason.startswith("malformed: ")

@@ -58,7 +58,6 @@ def catalog(
         pin_weight=np.array([t.pin_weight for t in tools], dtype=np.int64),
         quarantined=np.array([t.quarantined for t in tools], dtype=bool),
         rating=np.ones(n),
-        last_success_s=np.full(n, np.nan),
         schema_tokens=np.full(n, 10, dtype=np.int64),
         popularity=np.zeros(n),
         performance=np.full(n, 0.5),
@@ -98,6 +97,7 @@ def reviews(cat: Catalog, entries: list[tuple[str, int, float]]) -> ReviewLookup
         [key for key, _, _ in entries],
         np.array([axis(a) for _, a, _ in entries], dtype=np.float32).reshape(len(entries), DIM),
         np.array([f for _, _, f in entries], dtype=np.float64),
+        np.full(len(entries), "default", dtype=np.str_),
     )
     rows = np.array([cat.rows.get(key, -1) for key in index.keys], dtype=np.int64)
     return ReviewLookup(index, rows, neighbours=10, min_similarity=0.5)
@@ -123,6 +123,7 @@ def rerank_context(cat: Catalog, **fields: Any) -> RerankContext:
         "catalog": cat,
         "relevance": np.zeros(n),
         "success": np.full(n, 0.5),
+        "last_success_s": np.full(n, np.nan),
         "vector": None,
         "reviews": None,
         "user_history": UserHistory(),

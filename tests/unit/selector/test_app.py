@@ -5,6 +5,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from contracts import (
     SelectionEvent,
     SelectReply,
     SelectRequest,
+    UsageUpdated,
     subjects,
 )
 from services.selector import app as selector_app
@@ -48,7 +50,6 @@ def tool_row(name: str, description: str, axis: int) -> dict[str, Any]:
         "quarantined": False,
         "rating_sum": None,
         "rating_count": None,
-        "last_success_at": None,
         "calls": None,
         "failures": None,
         "latency_sum_ms": None,
@@ -64,7 +65,7 @@ class FakeStore:
     down: bool = False
     closed: bool = False
 
-    async def fetch(self, sql: str) -> list[Mapping[str, Any]]:
+    async def fetch(self, sql: str, *args: object) -> list[Mapping[str, Any]]:
         if self.down:
             raise ConnectionError("the store is down")
         return self.rows.get(sql, [])
@@ -100,7 +101,12 @@ def recorded() -> list[SelectionEvent]:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(nats_url="nats://in-memory:4222", thompson_sampling=False, exploration_slots=0)
+    return Settings(
+        nats_url="nats://in-memory:4222",
+        thompson_sampling=False,
+        exploration_slots=0,
+        context_key_template="{tier}:{page}:general",  # context keys these tests can name
+    )
 
 
 @pytest.fixture
@@ -146,7 +152,12 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
         await asyncio.sleep(0.01)
     assert [e.selection_id for e in recorded] == [reply.selection_id]
     health = HealthReply.model_validate_json((await broker.request(None, subjects.health("selector"))).body)
-    assert health.details == {"tools": 1, "selections": 2}
+    assert health.details == {
+        "tools": 1,
+        "selections": 2,
+        "selection_events_buffered": 0,
+        "selection_events_dropped": 0,
+    }
 
 
 async def test_a_registry_broadcast_reloads_the_catalog(broker: NatsBroker, fake_store: FakeStore) -> None:
@@ -172,25 +183,56 @@ async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsB
 
 
 async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
-    update = PosteriorUpdate(plugin_id="p", name="send_email", context_key="free:*:general", alpha=9.0, beta=2.0)
+    update = PosteriorUpdate(
+        plugin_id="p",
+        name="send_email",
+        tenant_id="acme",
+        context_key="free:*:general",
+        alpha=9.0,
+        beta=2.0,
+        last_success_at=datetime.now(UTC),
+    )
     await broker.publish(PosteriorsUpdated(updates=[update]), subjects.POSTERIORS_UPDATED)
-    reply = await select(broker, query="send an email", k=1, dry_run=True)
-    assert (reply.tools[0].breakdown.alpha, reply.tools[0].breakdown.beta) == (9.0, 2.0)
+    mine = (await select(broker, query="send an email", k=1, dry_run=True, tenant_id="acme")).tools[0].breakdown
+    assert (mine.alpha, mine.beta) == (9.0, 2.0)
+    assert mine.recency == pytest.approx(1.0, abs=1e-3)
+    theirs = (await select(broker, query="send an email", k=1, dry_run=True, tenant_id="other")).tools[0].breakdown
+    assert (theirs.alpha, theirs.beta, theirs.recency) == (1.0, 1.0, 0.0)
 
 
-@pytest.mark.parametrize(
-    "settings", [Settings(nats_url="nats://in-memory:4222", tool_list_cache_ttl_s=0.02, exploration_slots=0)]
-)
-async def test_the_catalog_is_reloaded_on_its_ttl_without_a_broadcast(
+def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[str, Any]:
+    """A row of ``store.USAGE_VECTORS_SINCE``: the tool learnt queries along ``axis``."""
+    centroid = [0.0] * DIM
+    centroid[axis] = 1.0
+    return {
+        "key": f"p/{name}",
+        "scope": scope,
+        "centroid": Vector(centroid),
+        "negative_centroid": None,
+        "version": version,
+    }
+
+
+async def test_a_usage_broadcast_fetches_what_changed_since_the_watermark(
     broker: NatsBroker, fake_store: FakeStore
 ) -> None:
-    fake_store.rows[store.LIVE_TOOLS] = [tool_row("get_weather", "weather forecast for a city", 1)]
+    fake_store.rows[store.LIVE_TOOLS] = [
+        tool_row("send_email", "send an email", 0),
+        tool_row("get_weather", "weather forecast for a city", 1),
+    ]
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    # the tenant's weather queries were answered by send_email: usage teaches it the weather axis
+    fake_store.rows[store.USAGE_VECTORS_SINCE] = [usage_row("send_email", 1, version=3)]
+    await broker.publish(UsageUpdated(version=3, tools=1), subjects.USAGE_UPDATED)
+    learnt = 0.7 / (0.3**2 + 0.7**2) ** 0.5  # cos(weather, normalize(0.3 x declared + 0.7 x centroid))
+    assert await similarity(broker, "acme") == pytest.approx(learnt, abs=1e-6)
+    assert await similarity(broker, "other") == 0.0
+    fake_store.rows[store.USAGE_VECTORS_SINCE] = [usage_row("send_email", 0, version=2)]  # older: changes nothing
+    await broker.publish(UsageUpdated(version=4, tools=1), subjects.USAGE_UPDATED)
+    assert await similarity(broker, "acme") == pytest.approx(learnt, abs=1e-6)
 
-    async def names() -> list[str]:
-        return [t.name for t in (await select(broker, query="weather", k=5, dry_run=True)).tools]
 
-    for _ in range(200):
-        if await names() == ["get_weather"]:
-            break
-        await asyncio.sleep(0.01)
-    assert await names() == ["get_weather"]
+async def similarity(broker: NatsBroker, tenant: str) -> float:
+    """send_email's cosine with a weather query for this tenant."""
+    reply = await select(broker, query="weather", k=2, dry_run=True, tenant_id=tenant)
+    return next(t.breakdown.similarity for t in reply.tools if t.name == "send_email")

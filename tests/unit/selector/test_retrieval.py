@@ -73,6 +73,18 @@ def test_bm25_confidence_gate() -> None:
         ("check the weather; call a taxi", ["check the weather", "call a taxi"]),
         ("buy salt and pepper", ["buy salt and pepper"]),
         ("send an email", ["send an email"]),
+        (
+            "download a picture of a dog, transcode it, and email it",
+            ["download a picture of a dog", "transcode it", "email it"],
+        ),
+        ("deploy to AWS and notify Slack", ["deploy to AWS", "notify Slack"]),
+        ("translate the text and then send it", ["translate the text", "send it"]),
+        ("fetch the report, after that email it to Bob", ["fetch the report", "email it to Bob"]),
+        ("find a durable and waterproof tracker", ["find a durable and waterproof tracker"]),
+        (
+            "search for news and weather reports in a city I am visiting next month",
+            ["search for news and weather reports in a city I am visiting next month"],
+        ),
     ],
 )
 def test_decompose(query: str, parts: list[str]) -> None:
@@ -95,3 +107,14 @@ def test_score_fusion_is_the_weighted_mean_of_max_scaled_signals() -> None:
     assert score_fusion([np.zeros(3)], [1.0], mask).tolist() == [0.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="weights"):
         score_fusion([cosine], [0.0], mask)
+
+
+def test_bm25_ceiling_is_reached_only_by_matching_every_query_word_ever_more() -> None:
+    index = LexicalIndex(["weather forecast city", "stock price ticker", "weather weather weather"], k1=1.2, b=0.75)
+    ceiling = index.ceiling("weather forecast")
+    assert ceiling > 0
+    assert index.ceiling("zebra") == 0.0
+    share = index.scores("weather forecast") / ceiling
+    assert 0 < share[0] < 1
+    assert share[1] == 0
+    assert share[2] < share[0]

@@ -1,12 +1,18 @@
 """The whole selection over an in-memory catalog: every stage, the quarantine on every path, tenants, pins."""
 
+from datetime import UTC, datetime
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pytest
+from pgvector import Vector
 
 from contracts import SelectRequest, ToolRef
+from services.selector.catalog import ReviewIndex
 from services.selector.policy import Rule
 from services.selector.selector import Selector
-from tests.unit.selector.factory import AxisEmbedder, T, catalog
+from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog
 from toolsel.settings import Settings
 
 TOOLS = [
@@ -20,8 +26,36 @@ TOOLS = [
 EMBED = AxisEmbedder({"email": 0, "inbox": 1, "weather": 2, "flight": 3, "hotel": 4})
 
 
+class FixedEmbedder:
+    """Embeds every query to one given vector."""
+
+    dim = DIM
+
+    def __init__(self, vector: npt.NDArray[np.float32]) -> None:
+        self.vector = vector
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.vector
+
+
+def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]:
+    """A learnt usage vector as ``store.USAGE_VECTORS_SINCE`` returns it."""
+    return {
+        "key": f"p/{name}",
+        "scope": scope,
+        "centroid": Vector(axis(axis_).tolist()),
+        "negative_centroid": None,
+        "version": version,
+    }
+
+
 def selector(tools: list[T] = TOOLS, **settings: object) -> Selector:
-    defaults: dict[str, object] = {"exploration_slots": 0, "thompson_sampling": False}
+    # the seed's page-wide context keeps these tests' context keys readable; the intent default has its own test
+    defaults: dict[str, object] = {
+        "exploration_slots": 0,
+        "thompson_sampling": False,
+        "context_key_template": "{tier}:{page}:general",
+    }
     return Selector(Settings(**{**defaults, **settings}), catalog(tools), EMBED)  # type: ignore[arg-type]
 
 
@@ -134,9 +168,85 @@ def test_learnt_posterior_moves_a_tool_up() -> None:
     twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]  # equal relevance
     sel = selector(twins)
     assert names(sel, query="email", k=2) == ["alpha_mail", "beta_mail"]
-    sel.learn("p/alpha_mail", "free:*:general", 1.0, 30.0)
-    sel.learn("p/beta_mail", "free:*:general", 30.0, 1.0)
+    sel.learn("p/alpha_mail", "default", "free:*:general", 1.0, 30.0, None)
+    sel.learn("p/beta_mail", "default", "free:*:general", 30.0, 1.0, None)
     assert names(sel, query="email", k=2) == ["beta_mail", "alpha_mail"]
+
+
+def test_a_posterior_lifts_only_in_its_tenant_and_context() -> None:
+    twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]
+    sel = selector(twins)
+    sel.learn("p/beta_mail", "acme", "free:/inbox:general", 30.0, 1.0, datetime.now(UTC))
+    assert names(sel, query="email", k=2, tenant_id="acme", page="/inbox") == ["beta_mail", "alpha_mail"]
+    assert names(sel, query="email", k=2, tenant_id="acme", page="/compose") == ["alpha_mail", "beta_mail"]
+    assert names(sel, query="email", k=2, tenant_id="other", page="/inbox") == ["alpha_mail", "beta_mail"]
+    elsewhere = sel.select(SelectRequest(query="email", k=2, tenant_id="acme", page="/compose"))[0].tools
+    assert [t.breakdown.recency for t in elsewhere] == [0.0, 0.0]
+
+
+def test_perfect_statistics_never_lift_an_irrelevant_tool_above_a_relevant_one() -> None:
+    # relevance after fusion: strong 1.0, relevant 0.3, popular 0.01; popular has every learnt part at its best
+    tools = [T("strong", "a", 0), T("relevant", "b", 1), T("popular", "c", 2)]
+    query = np.array([1.0, 0.3, 0.01] + [0.0] * (DIM - 3), dtype=np.float32)
+    query /= np.linalg.norm(query)
+    sel = selector(tools, fusion_weights={"bm25": 0.0, "history": 0.0})
+    sel.embedder = FixedEmbedder(query)
+    sel.learn("p/popular", "default", "free:*:general", 10_000.0, 1.0, datetime.now(UTC))
+    sel.reviews = ReviewIndex(["p/popular"], query.reshape(1, DIM), np.array([1.4]), np.array(["default"]))
+    reply, _ = sel.select(SelectRequest(query="anything", k=3))
+    assert [t.name for t in reply.tools] == ["strong", "relevant", "popular"]
+    popular = reply.tools[2].breakdown
+    assert (popular.quality, popular.recency, popular.fitness) == (
+        pytest.approx(1.0, abs=1e-3),
+        pytest.approx(1.0, abs=1e-3),
+        pytest.approx(1.4),
+    )
+
+
+@pytest.mark.parametrize("sampling", ["slot", "all"])
+def test_rerank_sampling_draws_for_the_slot_or_for_every_rank(sampling: str) -> None:
+    # equal relevance: with a draw for every rank the uncertain tools' order changes from seed to seed
+    tools = [T(f"mail_{i}", "send an email", 0) for i in range(6)]
+    sel = selector(tools, exploration_slots=1, thompson_sampling=True, rerank_sampling=sampling)
+    orders = {tuple(names(sel, query="email", k=3, seed=seed)) for seed in range(20)}
+    heads = {order[:2] for order in orders}
+    assert (len(heads) > 1) == (sampling == "all")
+    explored = [t.exploration for t in sel.select(SelectRequest(query="email", k=3, seed=1))[0].tools]
+    assert explored == ([False, False, True] if sampling == "slot" else [False, False, False])
+
+
+def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_evidence() -> None:
+    # 40 tools by falling relevance; 3 candidates; the slot may reach rank 40 when nothing is known
+    tools = [T(f"tool_{i:02}", f"tool number {i}", i) for i in range(40)]
+    query = np.array([1.0 - i / 50 for i in range(40)] + [0.0] * (DIM - 40), dtype=np.float32)
+    sel = selector(
+        tools,
+        exploration_slots=1,
+        thompson_sampling=True,
+        retrieval_candidates=3,
+        exploration_depth=40,
+        fusion_weights={"bm25": 0.0},
+    )
+    sel.embedder = FixedEmbedder(query / np.linalg.norm(query))
+    ranks = {int(names(sel, query="q", k=2, seed=seed)[1][5:]) for seed in range(30)}
+    assert max(ranks) >= 3  # some slot went past the 3 candidates
+    for name in ("tool_00", "tool_01", "tool_02"):
+        sel.learn(f"p/{name}", "default", "free:*:general", 200.0, 200.0, None)
+    ranks = {int(names(sel, query="q", k=2, seed=seed)[1][5:]) for seed in range(30)}
+    assert max(ranks) < 3  # this context has its evidence: the slot stays among the candidates
+
+
+def test_learnt_usage_replaces_the_declared_vector_for_its_scope_only() -> None:
+    tools = [T("send_email", "send an email", 0), T("get_weather", "weather forecast", 2)]
+    sel = selector(tools, fusion_weights={"bm25": 0.0})
+    sel.usage.merge([usage_row("send_email", "acme", 2, version=1)])
+
+    def similarity(tenant: str) -> float:
+        reply, _ = sel.select(SelectRequest(query="weather", k=2, tenant_id=tenant))
+        return next(t.breakdown.similarity for t in reply.tools if t.name == "send_email")
+
+    assert similarity("acme") == pytest.approx(0.7 / np.hypot(0.3, 0.7), abs=1e-6)
+    assert similarity("other") == 0.0
 
 
 def test_reply_reports_counts_tokens_and_breakdown() -> None:
@@ -164,6 +274,7 @@ def test_seeded_requests_are_reproducible() -> None:
 
 
 def test_intent_context_key_names_the_top_retrieved_tool() -> None:
+    assert Settings().context_key_template == "{tier}:{page}:{intent}"  # the default
     sel = selector(context_key_template="{tier}:{page}:{intent}")
     reply, event = sel.select(SelectRequest(query="weather in Oslo", tier="pro", page="/home"))
     assert reply.context_key == "pro:/home:p/get_weather"
@@ -189,10 +300,24 @@ def test_a_replaced_review_index_is_mapped_anew() -> None:
     def index(n: int) -> ReviewIndex:
         centroids = np.zeros((n, 384), dtype=np.float32)
         centroids[:, 0] = 1.0
-        return ReviewIndex(["p/send_email"] * n, centroids, np.full(n, 1.4))
+        return ReviewIndex(["p/send_email"] * n, centroids, np.full(n, 1.4), np.full(n, "default"))
 
     sel = selector()
     for size in (3, 5, 2, 7):  # copies come and go; each answer must use the current one
         sel.reviews = index(size)
         reply, _ = sel.select(SelectRequest(query="email", k=2))
         assert reply.tools[1].breakdown.fitness == pytest.approx(1.4)
+
+
+def test_reviews_from_another_tenant_leave_this_tenants_fitness_alone() -> None:
+    tools = [T("strong", "a", 0), T("reviewed", "b", 1)]
+    query = np.array([1.0, 0.5] + [0.0] * (DIM - 2), dtype=np.float32)
+    query /= np.linalg.norm(query)
+    sel = selector(tools)
+    sel.embedder = FixedEmbedder(query)
+    sel.reviews = ReviewIndex(["p/reviewed"], query.reshape(1, DIM), np.array([1.4]), np.array(["other"]))
+    mine, _ = sel.select(SelectRequest(query="anything", k=2, seed=1))
+    theirs, _ = sel.select(SelectRequest(query="anything", k=2, seed=1, tenant_id="other"))
+    fitness = {t.name: t.breakdown.fitness for t in mine.tools}
+    assert fitness["reviewed"] == pytest.approx(1.0)
+    assert {t.name: t.breakdown.fitness for t in theirs.tools}["reviewed"] == pytest.approx(1.4)

@@ -6,11 +6,15 @@ import numpy as np
 import pytest
 
 from services.selector.stages import (
+    beyond_candidates,
     category_mask,
     choose,
     composite,
     cosine,
+    deep_exploration_chance,
+    deep_score,
     epoch_seconds,
+    evidence,
     inject_pins,
     narrow,
     page_categories,
@@ -202,6 +206,14 @@ def test_composite_weighs_the_distance_from_neutral_and_skips_unweighted_signals
     assert result == pytest.approx([0.5 + 0.5 * 0.4, 0.5 - 0.5 * 0.25])
 
 
+def test_composite_bound_by_relevance_scales_every_other_part_by_it() -> None:
+    # relevance 1.0 and 0.02; quality 0.5 (prior) and 1.0; fitness 1.0 and 1.4 (neutral 1)
+    signals = {"relevance": _floats(1.0, 0.02), "quality": _floats(0.5, 1.0), "fitness": _floats(1.0, 1.4)}
+    weights = {"relevance": 0.5, "quality": 0.35, "fitness": 0.3}
+    result = composite(signals, weights, {"fitness": 1.0}, bound="relevance")
+    assert result == pytest.approx([0.5 + 0.35 * 0.5, 0.02 * (0.5 + 0.35 + 0.3 * 0.4)])
+
+
 # --- choosing -------------------------------------------------------------------------------------------------
 
 EXPLOIT = _floats(0.9, 0.8, 0.7, 0.6, 0.5, 0.0)
@@ -277,3 +289,27 @@ def test_inject_pins_equal_weights_keep_given_order() -> None:
 
 def test_inject_no_pins_keeps_the_choice() -> None:
     assert inject_pins(_rows(3, 0, 2), _rows(), PIN_WEIGHT).tolist() == [3, 0, 2]
+
+
+def test_choose_beyond_fills_the_slots_from_the_rows_given() -> None:
+    chosen, explored = choose(_rows(0, 1, 2), EXPLOIT, EXPLORE, k=3, exploration_slots=1, beyond=_rows(4, 5))
+    assert chosen.tolist() == [0, 1, 5]
+    assert explored.tolist() == [5]
+
+
+def test_beyond_candidates_is_the_rest_of_the_ranking_to_its_depth() -> None:
+    relevance = _floats(0.9, 0.8, 0.7, 0.6, 0.5, 0.4)
+    mask = np.array([True, True, True, True, False, True])
+    assert beyond_candidates(relevance, mask, _rows(0, 2), depth=4).tolist() == [1, 3]
+
+
+def test_deep_exploration_fades_with_evidence() -> None:
+    assert deep_exploration_chance(0.0) == 1.0
+    assert deep_exploration_chance(10.0) == 0.5
+    assert deep_exploration_chance(90.0) == pytest.approx(0.1)
+    assert evidence(_floats(1.0, 5.0, 0.5), _floats(1.0, 2.0, 1.0), 1.0, 1.0).tolist() == [0.0, 5.0, 0.0]
+
+
+def test_deep_score_is_the_draw_plus_half_the_scaled_relevance() -> None:
+    assert deep_score(_floats(0.2, 0.9), _floats(0.4, 0.2)).tolist() == pytest.approx([0.7, 1.15])
+    assert deep_score(_floats(0.2), _floats(0.0)).tolist() == [0.2]

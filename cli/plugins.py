@@ -1,0 +1,45 @@
+"""``toolsel plugins``: what a plugin owner does as a whole. Removing a plugin is syncing it with nothing: its
+tools are soft-deleted (history and versions kept), its categories and page mappings replaced by none."""
+
+from typing import Annotated
+
+import typer
+
+from cli.running import USAGE, client, fail, run, validated
+from contracts import PluginSync, SyncReport
+from toolsel.render import console, sync_table
+
+app = typer.Typer(help="Plugins as a whole.", no_args_is_help=True)
+
+REMOVED_VERSION = "0.0.0"
+"""The plugin version recorded with the removal (a declaration needs one)."""
+
+
+def removal(plugin_id: str, tenant: str = "*", credential: str | None = None) -> PluginSync:
+    """The declaration that removes ``plugin_id``: no tools, no categories, no page mappings."""
+    fields = {"plugin_id": plugin_id, "plugin_version": REMOVED_VERSION, "tenant_id": tenant, "tools": []}
+    return validated(PluginSync, fields | {"credential": credential}, "plugin")
+
+
+@app.command("remove")
+def plugins_remove(
+    plugin: str,
+    tenant: Annotated[str, typer.Option(help="tenant the plugin was synced for, * for every tenant")] = "*",
+    credential: Annotated[str | None, typer.Option(help="the plugin's shared secret, if it has one")] = None,
+    signing_key: Annotated[str | None, typer.Option(help="sign with this secret instead of sending it")] = None,
+) -> None:
+    """Remove PLUGIN: soft-delete its tools and drop its categories and page mappings (a later sync of it brings
+    them back). Learnt posteriors and the event history stay."""
+    if credential and signing_key:
+        fail("give --credential or --signing-key, not both", USAGE)
+    sync = removal(plugin, tenant, credential)
+
+    async def main() -> SyncReport:
+        async with client() as connected:
+            return await connected.sync(sync, signing_key=signing_key)
+
+    report = run(main)
+    console.print(sync_table([report]))
+    if not report.deleted:
+        fail(f"unknown plugin {plugin!r}: it has no live tools, nothing was removed")
+    console.print(f"removed {plugin}: {report.deleted} tools soft-deleted, its categories and page mappings dropped")

@@ -1,0 +1,32 @@
+"""Calibrated confidence: the probability that a tool is relevant, from its raw signals (not the max-scaled ones),
+so an agent can tell a good fit from the best of a bad lot and "nothing fits" from "something does"."""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from services.selector.stages import Scores
+
+FEATURES = ("cosine", "bm25_match", "log_rank")
+
+
+def bm25_match(scores: Scores, ceiling: float) -> Scores:
+    """Each row's BM25 score over the query's ceiling: the share of the query's words it matched, in [0, 1)."""
+    if ceiling <= 0:
+        return np.zeros_like(scores)
+    result: Scores = scores / ceiling
+    return result
+
+
+def confidence(cosine: Scores, match: Scores, rank: Scores, coefficients: Mapping[str, float]) -> Scores:
+    """The logistic model over raw cosine, BM25 match and log retrieval rank (1 = first; infinity: not ranked,
+    confidence 0)."""
+    missing = [name for name in ("intercept", *FEATURES) if name not in coefficients]
+    if missing:
+        raise ValueError(f"confidence coefficients lack {', '.join(missing)}")
+    c = coefficients
+    ranked = np.isfinite(rank)
+    z = c["intercept"] + c["cosine"] * cosine + c["bm25_match"] * match
+    z = z + c["log_rank"] * np.log(np.where(ranked, rank, 1.0))
+    result: Scores = np.where(ranked, 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), 0.0)
+    return result

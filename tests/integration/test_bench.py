@@ -1,0 +1,45 @@
+"""``toolsel bench`` end to end at tiny sizes: its own stack, every number present, the catalog grown in place."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.integration.test_eval import tiny_set
+from toolsel.stack import TOOLSEL_COMMAND
+
+
+def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
+    data = tmp_path / "sets"
+    data.mkdir()
+    tiny_set(data / "tiny")
+    out = tmp_path / "bench.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")} | {"COLUMNS": "200"}
+    done = subprocess.run(
+        [*TOOLSEL_COMMAND, "bench", "--data", str(data), "--sizes", "9,4", "--requests", "20", "--json", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sync tools/s" in done.stdout
+
+    result = json.loads(out.read_text())
+    assert result["sets"] == ["tiny"]
+    assert set(result["reference"]) == {"round_trip_p50_ms", "embed_query_p50_ms", "batch_texts_per_s"}
+    small, large = result["sizes"]
+    assert (small["tools"], large["tools"]) == (4, 9)
+    assert (small["sync_embedded"], large["sync_embedded"]) == (4, 5)  # the larger catalog adds only the rest
+    for size in result["sizes"]:
+        u = size["select_uncached_ms"]
+        assert 0 < u["p50"] <= u["p95"] <= u["p99"]
+        assert size["selector_rss_mb"] > 0
+        assert size["sync_tools_per_s"] > 0
+
+
+def test_bench_refuses_a_bad_size_list(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*TOOLSEL_COMMAND, "bench", "--data", str(tmp_path), "--sizes", "ten"], capture_output=True, text=True
+    )
+    assert done.returncode == 2

@@ -1,0 +1,65 @@
+"""``toolsel chaos`` with tiny numbers, on a stack of its own: every scenario runs, prints its figures and writes
+them as JSON, and the figures are the targets (nothing lost, applied twice, stuck or crossing tenants; every
+hostile request answered with a result or a typed error; every forged broadcast refused)."""
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from toolsel.chaos.run import SCENARIOS
+from toolsel.stack import TOOLSEL_COMMAND
+
+ARGS = ("--fuzz", "15", "--kills", "2", "--outcomes", "300", "--selections", "80", "--rounds", "1", "--forgeries", "2")
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("chaos") / "chaos.json"
+    done = subprocess.run(
+        [*TOOLSEL_COMMAND, "chaos", *ARGS, "--json", str(path)], capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in SCENARIOS:
+        assert name in done.stdout, f"{name}: no figures printed"
+    result: dict[str, Any] = json.loads(path.read_text())
+    assert list(result["scenarios"]) == list(SCENARIOS)
+    return result["scenarios"]  # type: ignore[no-any-return]
+
+
+def test_fuzz_every_request_typed_and_every_event_applied_or_dead_lettered(figures: dict[str, Any]) -> None:
+    fuzz = figures["fuzz"]
+    requests, events = fuzz["requests"], fuzz["events"]
+    assert requests["sent"] == 15 * requests["subjects"]
+    assert (requests["internal"], requests["timeouts"], requests["no_responders"], requests["unreadable"]) == (0,) * 4
+    assert requests["typed_share"] == 1.0
+    assert events["published"] == 15 * events["subjects"] == events["applied"] + events["dead_lettered"]
+    assert events["stuck"] == 0
+    assert (fuzz["service_restarts"], fuzz["unhealthy_after"]) == (0, [])
+
+
+def test_kill_nothing_lost_nothing_applied_twice(figures: dict[str, Any]) -> None:
+    kill = figures["kill"]
+    assert kill["kills"] == 2
+    assert (kill["sent"], kill["stored"], kill["lost"], kill["stuck"]) == (300, 300, 0, 0)
+    assert (kill["double_applied_calls"], kill["double_applied_posterior"]) == (0, 0)
+
+
+def test_nats_restart_no_selection_event_lost(figures: dict[str, Any]) -> None:
+    restart = figures["nats-restart"]
+    assert restart["answered"] >= 80
+    assert restart["answered"] > restart["answered_before_restart"]
+    assert (restart["lost"], restart["selector_dropped"]) == (0, 0)
+
+
+def test_tenants_nothing_crosses(figures: dict[str, Any]) -> None:
+    tenants = figures["tenants"]
+    assert tenants["streaming_tenant_answers_changed"] > 0, "the streaming tenant learnt nothing: nothing was tested"
+    assert tenants["cross_tenant_changes"] == 0
+
+
+def test_forged_broadcasts_refused(figures: dict[str, Any]) -> None:
+    forged = figures["forged"]
+    assert forged["attempts"] == 2 * len(forged["subjects"]) == forged["refused"]
+    assert forged["answers_changed"] == 0

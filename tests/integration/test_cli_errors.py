@@ -1,0 +1,89 @@
+"""The CLI against the running test stack: an unknown tool is named, a failure is one line with exit code 1,
+output piped keeps identifiers whole, listings speak JSON and CSV, select takes every request field."""
+
+import csv
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.integration.catalog import plugin_sync, run_cli, tool, unique
+from toolsel.stack import TOOLSEL_COMMAND, Endpoints
+
+LONG_PLUGIN = "a-plugin-whose-name-is-longer-than-a-narrow-table-shows"
+
+
+def _synced(endpoints: Endpoints, folder: Path, plugin: str = "cli", **fields: object) -> tuple[str, str]:
+    """Sync a small plugin through the CLI; returns its id and tenant."""
+    plugin, tenant = unique(plugin), unique("tenant")
+    sync = plugin_sync(plugin, tenant, [tool("get_weather", **fields), tool("send_email")])
+    path = folder / f"{plugin}.json"
+    path.write_text(sync.model_dump_json())
+    done = run_cli(endpoints, "sync", str(path))
+    assert done.returncode == 0, done.stderr
+    return plugin, tenant
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_feedback_for_an_unknown_tool_is_refused_before_it_is_sent(endpoints: Endpoints) -> None:
+    line = _one_error_line(run_cli(endpoints, "feedback", "submit", "--tool", "hr/nope", "--rating", "0.5"), 1)
+    assert "unknown tool hr/nope" in line
+
+
+def test_an_unknown_tool_or_plugin_is_one_line_with_exit_code_1(endpoints: Endpoints) -> None:
+    assert "not_found" in _one_error_line(run_cli(endpoints, "tools", "show", "hr", "nope"), 1)
+    assert "unknown plugin 'nobody-here'" in _one_error_line(run_cli(endpoints, "plugins", "remove", "nobody-here"), 1)
+
+
+def test_a_wrong_admin_token_is_one_line(endpoints: Endpoints) -> None:
+    line = _one_error_line(run_cli(endpoints, "tools", "list", admin_token="wrong"), 1)
+    assert "missing or wrong admin token" in line
+
+
+def test_piped_tables_keep_identifiers_whole(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, tenant = _synced(endpoints, tmp_path, LONG_PLUGIN)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env |= {"TOOLSEL_NATS_URL": endpoints.nats_url, "TOOLSEL_DATABASE_URL": endpoints.database_url}
+    for args in (("tools", "list", "--plugin", plugin), ("select", "rain in Paris", "--tenant", tenant, "--explain")):
+        done = subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert f"{plugin}/get_weather" in done.stdout
+        assert "…" not in done.stdout
+        assert "thompson" in done.stdout or args[0] == "tools"
+
+
+def test_listings_as_json_and_csv(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, _ = _synced(endpoints, tmp_path)
+    as_json = json.loads(run_cli(endpoints, "tools", "list", "--plugin", plugin, "--format", "json").stdout)
+    as_csv = list(
+        csv.DictReader(io.StringIO(run_cli(endpoints, "tools", "list", "--plugin", plugin, "--format", "csv").stdout))
+    )
+    assert (
+        sorted(t["name"] for t in as_json["tools"])
+        == sorted(row["name"] for row in as_csv)
+        == ["get_weather", "send_email"]
+    )
+    mappings = run_cli(endpoints, "admin", "page-mappings", "list", "--plugin", plugin, "--format", "csv").stdout
+    assert "/inbox*" in mappings
+    no_csv = run_cli(endpoints, "tools", "show", plugin, "get_weather", "--format", "csv")  # fmt: skip
+    assert no_csv.returncode == 2
+
+
+def test_select_takes_every_request_field_and_says_why_pins_exceed_k(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, tenant = _synced(endpoints, tmp_path, pinned=True, pin_weight=10)
+    args = ("select", "send an email to bob", "--tenant", tenant, "--user", "u1", "--role", "admin", "--session", "s1",
+            "--seed", "3", "--retrieval", "bm25", "--plugin", plugin, "--dry-run")  # fmt: skip
+    reply = json.loads(run_cli(endpoints, *args, "--k", "1", "--json").stdout)
+    assert {t["name"]: t["pinned"] for t in reply["tools"]} == {"send_email": False, "get_weather": True}
+    table = " ".join(run_cli(endpoints, *args, "--k", "1").stdout.split())  # the caption wraps at the table's width
+    assert "2 tools: 1 pinned on top of the k=1 asked for" in table
+    unranked = json.loads(run_cli(endpoints, *args, "--k", "1", "--no-rerank", "--json").stdout)
+    assert [t["name"] for t in unranked["tools"]] == ["send_email"]

@@ -1,0 +1,190 @@
+"""``toolsel mcp`` through the MCP SDK's own client against the embedded stack: in-process, over stdio (the
+command a desktop client launches) and over streamable HTTP."""
+
+import os
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient
+from toolsel.mcp.server import create_server
+from toolsel.mcp.sessions import Sessions
+from toolsel.mcp.toolshed import Toolshed
+from toolsel.settings import Settings
+from toolsel.stack import TOOLSEL_COMMAND, Stack
+from toolsel.tool_shapes import NAME_PATTERN
+
+EMAIL = "email my boss the quarterly report"
+
+
+async def catalog(client: ToolselClient) -> tuple[str, str]:
+    """A tenant with the five test tools; send_email carries a usage hint and a related tool."""
+    tenant, plugin = unique("tenant"), unique("mail")
+    tools = [
+        tool("send_email", usage_hint="Put the recipients in 'query'.", related_tools=["create_event"]),
+        *(tool(name) for name in ("get_weather", "search_flights", "translate_text", "create_event")),
+    ]
+    await sync_and_wait(client, plugin_sync(plugin, tenant, tools))
+    return tenant, plugin
+
+
+async def call(mcp: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await mcp.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(mcp: Client, name: str, **arguments: Any) -> str:
+    result = await mcp.call_tool(name, arguments)
+    assert result.is_error
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@asynccontextmanager
+async def in_process(client: ToolselClient) -> AsyncIterator[tuple[Client, str]]:
+    """The SDK's client on an in-process server of a fresh tenant (a context, not a fixture: the SDK's task
+    group must close in the task that opened it)."""
+    tenant, plugin = await catalog(client)
+    server = create_server(Toolshed(client, Sessions(max_sessions=10, ttl_s=600), tenant_id=tenant))
+    async with Client(server) as connected:
+        yield connected, plugin
+
+
+async def test_search_returns_tools_ready_to_call_with_their_guidance(client: ToolselClient) -> None:
+    async with in_process(client) as (connected, plugin):
+        await search_shows_guidance(connected, plugin)
+
+
+async def search_shows_guidance(connected: Client, plugin: str) -> None:
+    listed = {t.name for t in (await connected.list_tools()).tools}
+    assert listed == {"search_tools", "review_tools", "report_outcome"}
+    found = await call(connected, "search_tools", query=EMAIL, limit=2)
+    assert found["session"]
+    assert not found["no_match"]
+    top = found["tools"][0]
+    assert top["name"] == f"{plugin}__send_email"
+    assert top["tool"] == f"{plugin}/send_email"
+    assert top["usage_hint"] == "Put the recipients in 'query'."
+    assert top["related_tools"] == [f"{plugin}__create_event"]
+    assert top["input_schema"]["type"] == "object"
+    assert all(NAME_PATTERN.match(t["name"]) for t in found["tools"])
+    assert found["workflow_hints"] == {f"{plugin}/general": "Pick one tool, then report the outcome."}
+    assert all(0.0 <= t["confidence"] <= 1.0 for t in found["tools"])
+    best = max(t["confidence"] for t in found["tools"] if t["related_to"] is None)
+    assert found["no_match"] == (best < Settings().no_match_confidence)
+
+
+async def test_a_session_never_offers_a_rejected_tool_and_pages_past_earlier_answers(client: ToolselClient) -> None:
+    async with in_process(client) as (connected, _):
+        await session_remembers(connected)
+
+
+async def session_remembers(connected: Client) -> None:
+    first = await call(connected, "search_tools", query=EMAIL, limit=2)
+    session = first["session"]
+    top = first["tools"][0]["name"]
+    reviewed = await call(connected, "review_tools", session=session, reviews=[{"tool": top, "verdict": "unrelated"}])
+    assert reviewed["rejected"] == [top]
+    again = await call(connected, "search_tools", query=EMAIL, limit=2, session=session)
+    assert again["session"] == session
+    assert top not in {t["name"] for t in again["tools"]}
+
+    page_two = await call(connected, "search_tools", query=EMAIL, limit=2, page=2, session=session)
+    assert not {t["name"] for t in page_two["tools"]} & {t["name"] for t in again["tools"]}
+
+    outcome = await call(
+        connected, "report_outcome", session=session, calls=[{"tool": page_two["tools"][0]["name"], "success": True}]
+    )
+    assert outcome["recorded"] == 1
+
+    # "none of these" until nothing is left: the answer then says nothing fits
+    answer = page_two
+    for _ in range(5):
+        if answer["no_match"]:
+            break
+        await call(connected, "review_tools", session=session, none_of_these=True)
+        answer = await call(connected, "search_tools", query=EMAIL, limit=2, session=session)
+    assert answer["no_match"]
+    assert all(t["confidence"] < Settings().no_match_confidence for t in answer["tools"])
+    assert "No tool fits" in answer["note"]
+
+
+async def test_mistakes_come_back_as_tool_errors(client: ToolselClient) -> None:
+    async with in_process(client) as (connected, _):
+        await mistakes_are_tool_errors(connected)
+
+
+async def mistakes_are_tool_errors(connected: Client) -> None:
+    assert "unknown or expired" in await refused(connected, "review_tools", session="nope", none_of_these=True)
+    session = (await call(connected, "search_tools", query=EMAIL, limit=1))["session"]
+    assert "not offered" in await refused(
+        connected, "report_outcome", session=session, calls=[{"tool": "other__tool", "success": False}]
+    )
+    assert "at least one" in await refused(connected, "review_tools", session=session)
+    assert (await connected.call_tool("search_tools", {"query": "", "limit": 2})).is_error
+    assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 500})).is_error
+
+
+def agent_environment(stack: Stack) -> dict[str, str]:
+    """A desktop client's environment: no URL, the home of the running stack (the agent's credentials)."""
+    env = {k: v for k, v in os.environ.items() if k != "TOOLSEL_NATS_URL"}
+    return {**env, "TOOLSEL_HOME": str(stack.settings.home)}
+
+
+async def test_toolsel_mcp_over_stdio(client: ToolselClient, stack: Stack) -> None:
+    tenant, plugin = await catalog(client)
+    command, *args = TOOLSEL_COMMAND
+    server = StdioServerParameters(
+        command=command, args=[*args, "mcp", "--tenant", tenant], env=agent_environment(stack)
+    )
+    async with Client(server) as connected:
+        found = await call(connected, "search_tools", query=EMAIL, limit=1)
+        assert found["tools"][0]["tool"] == f"{plugin}/send_email"
+        reviewed = await call(
+            connected,
+            "review_tools",
+            session=found["session"],
+            reviews=[{"tool": found["tools"][0]["name"], "verdict": "perfect"}],
+        )
+        assert reviewed["recorded"] == 1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving_http(stack: Stack, port: int, tenant: str) -> Iterator[None]:
+    """``toolsel mcp --transport http`` as a child process, stopped afterwards."""
+    args = ["mcp", "--transport", "http", "--port", str(port), "--tenant", tenant]
+    process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=agent_environment(stack), stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_toolsel_mcp_over_streamable_http(client: ToolselClient, stack: Stack) -> None:
+    tenant, plugin = await catalog(client)
+    port = free_port()
+    with serving_http(stack, port, tenant):
+
+        async def listening() -> bool:
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        assert await eventually(listening, timeout_s=60), "toolsel mcp --transport http did not listen"
+        async with Client(f"http://127.0.0.1:{port}/mcp") as connected:
+            found = await call(connected, "search_tools", query=EMAIL, limit=1)
+            assert found["tools"][0]["tool"] == f"{plugin}/send_email"

@@ -1,0 +1,147 @@
+"""What outcomes teach (pure): only offered tools visible to the selection's tenant count, posteriors are kept
+per tenant and context and discounted in event order, and one actor's successes count a bounded number of
+times."""
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from contracts import OutcomeEvent, ToolCall
+from services.learner.outcomes import (
+    OutcomeRules,
+    Posterior,
+    Stepped,
+    actor,
+    observations,
+    offered_only,
+    step,
+    teachable,
+)
+from services.learner.reward import discounted
+from services.learner.usage import POSITIVE, UsageRules
+from toolsel.store.learning import CreditKey, Registered
+
+TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}
+RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, 3, UsageRules("tenant", 64, 64.0))
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+Selection = dict[str, Any]
+
+
+def _selection(keys: list[str], tenant: str = "acme", session: str | None = "s1", user: str | None = None) -> Selection:
+    return {
+        "selection_id": uuid4(),
+        "tenant_id": tenant,
+        "session_id": session,
+        "user_id": user,
+        "query": "weather in Oslo",
+        "context_key": "free::general",
+        "keys": keys,
+    }
+
+
+def _call(key: str, success: bool) -> ToolCall:
+    plugin_id, name = key.split("/")
+    return ToolCall(plugin_id=plugin_id, name=name, success=success)
+
+
+def _outcome(selection: Selection, *calls: ToolCall, at: int = 0) -> OutcomeEvent:
+    return OutcomeEvent(
+        selection_id=selection["selection_id"], calls=list(calls), occurred_at=T0 + timedelta(seconds=at)
+    )
+
+
+def _prior() -> Posterior:
+    return Posterior(RULES.prior_alpha, RULES.prior_beta, None)
+
+
+def _learn(selection: Selection, *events: OutcomeEvent, used: dict[CreditKey, int] | None = None) -> Stepped:
+    selections: dict[UUID, Selection] = {selection["selection_id"]: selection}
+    seen = observations(offered_only(events, selections, TOOLS), selections, TOOLS, RULES.not_called_penalty)
+    return step(seen, {o.key: _prior() for o in seen}, used or {}, RULES)
+
+
+def test_only_offered_tools_the_tenant_may_see_can_be_taught() -> None:
+    selection = _selection(["b/theirs", "a/mine", "s/shared", "x/unregistered"])
+    assert teachable(selection, TOOLS) == ["a/mine", "s/shared"]
+
+
+def test_calls_to_tools_not_offered_or_not_visible_count_nowhere() -> None:
+    selection = _selection(["a/mine", "b/theirs"])
+    (event,) = offered_only(
+        [_outcome(selection, _call("a/mine", True), _call("b/theirs", False), _call("s/shared", False))],
+        {selection["selection_id"]: selection},
+        TOOLS,
+    )
+    assert [c.key for c in event.calls] == ["a/mine"]
+
+
+def test_a_posterior_is_kept_per_tool_tenant_and_context() -> None:
+    selection = _selection(["a/mine", "s/shared"])
+    stepped = _learn(selection, _outcome(selection, _call("a/mine", True)))
+    assert set(stepped.posteriors) == {(1, "acme", "free::general"), (2, "acme", "free::general")}
+    mine = stepped.posteriors[(1, "acme", "free::general")]
+    assert (mine.alpha, mine.beta, mine.successes, mine.last_success_at) == (2.0, 1.0, 1, T0)
+    shown = stepped.posteriors[(2, "acme", "free::general")]
+    assert (shown.alpha, shown.beta, shown.selections) == (1.0, 1.0, 1)  # an impression: no evidence, no decay
+
+
+def test_evidence_above_the_prior_is_discounted_on_each_update() -> None:
+    assert discounted(5.0, 1.0, 0.9, 1.0) == pytest.approx(1.0 + 0.9 * 4.0 + 1.0)
+    assert discounted(1.0, 1.0, 0.5, 0.0) == 1.0
+
+
+def test_a_tool_that_starts_failing_falls_and_one_that_recovers_comes_back() -> None:
+    rules = OutcomeRules(1.0, 1.0, 0.9, 0.9, 10_000, UsageRules("tenant", 64, 64.0))
+    selection = _selection(["a/mine"], session=None)
+    selections = {selection["selection_id"]: selection}
+
+    def mean_after(*successes: bool) -> float:
+        events = [_outcome(selection, _call("a/mine", ok), at=i) for i, ok in enumerate(successes)]
+        seen = observations(offered_only(events, selections, TOOLS), selections, TOOLS, 0.0)
+        (p,) = step(seen, {seen[0].key: Posterior(1.0, 1.0, None)}, {}, rules).posteriors.values()
+        return p.alpha / (p.alpha + p.beta)
+
+    worked = (True,) * 200
+    assert mean_after(*worked) > 0.9
+    assert mean_after(*worked, *(False,) * 30) < 0.2  # without discounting it would still be about 0.87
+    assert mean_after(*worked, *(False,) * 30, *(True,) * 60) > 0.9
+
+
+def test_one_actor_counts_at_most_its_credits_per_tool() -> None:
+    selection = _selection(["a/mine"])
+    stepped = _learn(selection, *(_outcome(selection, _call("a/mine", True), at=i) for i in range(100)))
+    (p,) = stepped.posteriors.values()
+    assert p.successes == RULES.credits_per_actor
+    assert p.selections == 100
+    assert p.alpha - RULES.prior_alpha <= RULES.credits_per_actor
+    assert stepped.credits == {("acme", "session:s1", 1): RULES.credits_per_actor}
+    assert len(stepped.examples) == RULES.credits_per_actor
+    assert {(e.tool_id, e.scope, e.polarity) for e in stepped.examples} == {(1, "acme", POSITIVE)}
+
+
+def test_credits_used_before_are_remembered_and_failures_still_count() -> None:
+    selection = _selection(["a/mine"])
+    used = {("acme", "session:s1", 1): RULES.credits_per_actor}
+    stepped = _learn(selection, _outcome(selection, _call("a/mine", True), _call("a/mine", False)), used=used)
+    (p,) = stepped.posteriors.values()
+    assert (p.alpha, p.beta, p.successes, p.failures) == (1.0, 2.0, 0, 1)
+    assert stepped.examples == []
+
+
+def test_the_actor_is_the_session_else_the_user_else_the_selection() -> None:
+    assert actor(_selection([], session="s", user="u")) == "session:s"
+    assert actor(_selection([], session=None, user="u")) == "user:u"
+    anonymous = _selection([], session=None)
+    assert actor(anonymous) == f"selection:{anonymous['selection_id']}"
+
+
+def test_shared_usage_is_kept_in_the_shared_scope() -> None:
+    rules = OutcomeRules(1.0, 1.0, 0.0, 0.9, 3, UsageRules("global", 64, 64.0))
+    selection = _selection(["a/mine"])
+    selections = {selection["selection_id"]: selection}
+    seen = observations([_outcome(selection, _call("a/mine", True))], selections, TOOLS, 0.0)
+    stepped = step(seen, {seen[0].key: _prior()}, {}, rules)
+    assert [e.scope for e in stepped.examples] == ["*"]
+    assert list(stepped.posteriors) == [(1, "acme", "free::general")]  # posteriors stay the tenant's

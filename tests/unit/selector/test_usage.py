@@ -1,0 +1,74 @@
+"""Usage memory: merged by version, blended with the declared vectors, penalised near negative examples."""
+
+from typing import Any
+
+import numpy as np
+import pytest
+from pgvector import Vector
+
+from services.selector.usage import UsageMemory, blend, build_view, scope_of, usage_cosine
+from tests.unit.selector.factory import DIM, T, axis, catalog
+
+CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
+
+
+def row(key: str, centroid: int, version: int, scope: str = "acme", negative: int | None = None) -> dict[str, Any]:
+    return {
+        "key": key,
+        "scope": scope,
+        "centroid": Vector(axis(centroid).tolist()),
+        "negative_centroid": None if negative is None else Vector(axis(negative).tolist()),
+        "version": version,
+    }
+
+
+def test_the_scope_is_the_tenant_unless_learning_is_shared() -> None:
+    assert scope_of("acme", "tenant") == "acme"
+    assert scope_of("acme", "global") == "*"
+
+
+def test_blend_weighs_the_declared_vector_and_normalises() -> None:
+    mixed = blend(axis(0).reshape(1, DIM), axis(1).reshape(1, DIM), 0.3)[0]
+    assert np.linalg.norm(mixed) == pytest.approx(1.0)
+    assert mixed[0] / mixed[1] == pytest.approx(0.3 / 0.7)
+    no_declared = blend(np.zeros((1, DIM), dtype=np.float32), axis(1).reshape(1, DIM), 0.3)[0]
+    assert no_declared.tolist() == axis(1).tolist()
+
+
+def test_merge_keeps_the_newest_version_of_each_tool_and_raises_the_watermark() -> None:
+    memory = UsageMemory()
+    assert memory.merge([row("p/a", 1, 5), row("p/b", 2, 3)]) == 2
+    assert memory.merge([row("p/a", 2, 4), row("p/a", 1, 5)]) == 0  # older and repeated: nothing changes
+    assert memory.version == 5
+    assert memory.scopes["acme"]["p/a"].centroid.tolist() == axis(1).tolist()
+    assert memory.merge([row("p/a", 2, 6)]) == 1
+    assert memory.scopes["acme"]["p/a"].centroid.tolist() == axis(2).tolist()
+
+
+def test_a_view_covers_the_scope_s_tools_in_this_catalog_and_is_rebuilt_after_a_merge() -> None:
+    memory = UsageMemory()
+    assert memory.view(CAT, "acme", 0.3) is None
+    memory.merge([row("p/b", 0, 1), row("p/gone", 0, 2), row("p/a", 0, 3, scope="other")])
+    view = memory.view(CAT, "acme", 0.3)
+    assert view is not None
+    assert view.rows.tolist() == [1]
+    assert memory.view(CAT, "acme", 0.3) is view
+    memory.merge([row("p/c", 1, 4)])
+    rebuilt = memory.view(CAT, "acme", 0.3)
+    assert rebuilt is not view
+    assert rebuilt is not None
+    assert sorted(rebuilt.rows.tolist()) == [1, 2]
+
+
+def test_a_query_closer_to_the_negatives_than_to_the_blend_loses_the_difference() -> None:
+    assert build_view(CAT, {}, 0.3).rows.size == 0
+    memory = UsageMemory()
+    memory.merge([row("p/a", 0, 1, negative=1)])
+    view = memory.view(CAT, "acme", 0.0)  # the blend is the centroid alone: axis 0
+    assert view is not None
+    near_negative = (axis(1) * 0.95 + axis(0) * 0.312).astype(np.float32)
+    near_negative /= np.linalg.norm(near_negative)
+    learnt, against = float(near_negative[0]), float(near_negative[1])
+    assert usage_cosine(view, near_negative, 0.9).tolist() == pytest.approx([2 * learnt - against])
+    assert usage_cosine(view, near_negative, 1.01).tolist() == pytest.approx([learnt])  # penalty off
+    assert usage_cosine(view, axis(0), 0.9).tolist() == pytest.approx([1.0])  # far from the negatives

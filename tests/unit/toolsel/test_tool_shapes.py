@@ -1,0 +1,106 @@
+"""Tool shapes: names both LLM APIs accept and map back, and parameter schemas with an object root."""
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contracts import ScoreBreakdown, ScoredTool, ToolRef
+from toolsel.tool_shapes import (
+    NAME_PATTERN,
+    ROOT_KEYWORDS_REFUSED,
+    ToolNames,
+    anthropic_tools,
+    function_name,
+    openai_tools,
+    parameters_schema,
+)
+
+plugin_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}", fullmatch=True)
+tool_names = st.from_regex(r"[^\s/][^/]{0,127}", fullmatch=True).filter(lambda n: "\x00" not in n)
+
+
+def scored(plugin: str, name: str, parameters: dict[str, Any], hint: str | None = None) -> ScoredTool:
+    return ScoredTool(
+        plugin_id=plugin,
+        name=name,
+        description="Does it.",
+        parameters=parameters,
+        score=0.5,
+        breakdown=ScoreBreakdown(),
+        usage_hint=hint,
+    )
+
+
+def test_a_valid_name_is_plugin_double_underscore_name() -> None:
+    assert function_name(ToolRef(plugin_id="mail", name="send_email")) == "mail__send_email"
+
+
+@pytest.mark.parametrize(
+    ("plugin", "name"),
+    [("mail.v2", "send email"), ("a:b", "x-yé"), ("p" * 60, "n" * 60)],
+)
+def test_invalid_characters_and_long_names_become_valid_and_distinct(plugin: str, name: str) -> None:
+    made = function_name(ToolRef(plugin_id=plugin, name=name))
+    assert NAME_PATTERN.match(made)
+    assert made != function_name(ToolRef(plugin_id=plugin, name=name + "x"))
+
+
+@given(plugin_ids, tool_names)
+def test_every_tool_gets_a_valid_name_that_maps_back(plugin: str, name: str) -> None:
+    ref = ToolRef(plugin_id=plugin, name=name)
+    made = function_name(ref)
+    assert NAME_PATTERN.match(made), made
+    assert ToolNames.of([ref]).resolve(made) == ref
+
+
+def test_names_that_clean_to_the_same_text_stay_apart() -> None:
+    a, b = ToolRef(plugin_id="mail", name="send.email"), ToolRef(plugin_id="mail", name="send:email")
+    names = ToolNames.of([a, b])
+    assert len(names.tools) == 2
+    assert {names.resolve(function_name(a)), names.resolve(function_name(b))} == {a, b}
+    assert names.get("mail__unknown") is None
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {},
+        {"type": "string"},
+        {"properties": {"q": {"type": "string"}}, "required": ["q", "gone"]},
+        {"type": "object", "anyOf": [{"required": ["a"]}], "properties": {"a": {"type": "string"}}},
+        {"type": "object", "properties": "not a mapping", "required": "q"},
+        {"oneOf": [{"type": "object"}], "enum": [1], "const": 1, "not": {}, "allOf": []},
+    ],
+)
+def test_schemas_get_an_object_root_without_refused_keywords(schema: dict[str, Any]) -> None:
+    cleaned = parameters_schema(schema)
+    assert cleaned["type"] == "object"
+    assert isinstance(cleaned["properties"], dict)
+    assert not set(ROOT_KEYWORDS_REFUSED) & set(cleaned)
+    assert set(cleaned.get("required", [])) <= set(cleaned["properties"])
+
+
+def test_a_clean_schema_is_kept_and_never_shared() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "enum": ["a"]}},
+        "required": ["q"],
+    }
+    cleaned = parameters_schema(schema)
+    assert cleaned == schema
+    cleaned["properties"]["q"]["enum"].append("b")
+    assert schema["properties"]["q"]["enum"] == ["a"]
+
+
+def test_openai_and_anthropic_shapes() -> None:
+    tool = scored("mail", "send_email", {"type": "object", "properties": {"to": {"type": "string"}}}, "Say hi.")
+    (openai,) = openai_tools([tool])
+    assert openai["type"] == "function"
+    assert set(openai["function"]) == {"name", "description", "parameters"}
+    assert openai["function"]["name"] == "mail__send_email"
+    assert openai["function"]["description"].endswith("Usage: Say hi.")
+    (anthropic,) = anthropic_tools([tool])
+    assert set(anthropic) == {"name", "description", "input_schema"}
+    assert anthropic["input_schema"] == openai["function"]["parameters"]

@@ -1,0 +1,38 @@
+"""The benchmark's numbers as a table and as JSON."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+COLUMNS = (
+    ("tools", "tools"),
+    ("select p50/p95/p99 ms", "select"),
+    ("inside p50 ms", "selector_inside_p50_ms"),
+    ("repeated p50 ms", "select_repeated_p50_ms"),
+    ("selector RSS MB", "selector_rss_mb"),
+    ("sync tools/s", "sync_tools_per_s"),
+)
+
+
+def cells(size: dict[str, Any]) -> list[str]:
+    """One row: the uncached percentiles in one cell, every other column as measured."""
+    u = size["select_uncached_ms"]
+    return [f"{u['p50']} / {u['p95']} / {u['p99']}" if key == "select" else str(size[key]) for _, key in COLUMNS]
+
+
+def table(result: dict[str, Any]) -> Table:
+    ref = result["reference"]
+    caption = (
+        f"reference: NATS round trip p50 {ref['round_trip_p50_ms']} ms, one query embedding p50 "
+        f"{ref['embed_query_p50_ms']} ms, model batch {ref['batch_texts_per_s']} texts/s"
+    )
+    out = Table(*(title for title, _ in COLUMNS), title=f"toolsel bench ({', '.join(result['sets'])})", caption=caption)
+    for size in result["sizes"]:
+        out.add_row(*cells(size))
+    return out
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    path.write_text(json.dumps(result, indent=2) + "\n")

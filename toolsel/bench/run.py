@@ -1,0 +1,128 @@
+"""Run the benchmark against its own embedded stack in a temporary home, through the client, like a user would."""
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolsel.bench.catalog import bench_queries, catalog_of, pooled_sets
+from toolsel.bench.stats import percentiles_ms, rate, rss_mb
+from toolsel.client import ToolselClient
+from toolsel.embedder import load_embedder
+from toolsel.evaluation.dataset import catalog_syncs, wire_names
+from toolsel.evaluation.ranking import load_catalog
+from toolsel.settings import Settings
+from toolsel.stack import Stack
+
+TENANT = "bench"
+PLUGIN_PREFIX = "bench"
+REPEATED = 20
+"""Distinct queries cycled for the repeated-query latency (the selector's caches then answer)."""
+REFERENCE_SAMPLES = 100
+BATCH_TEXTS = 256
+
+
+@dataclass(frozen=True)
+class Options:
+    data: Path
+    sizes: Sequence[int]
+    requests: int = 300
+
+
+def reference_costs(settings: Settings, queries: Sequence[str], home: Path) -> dict[str, float]:
+    """One query embedding in this process (p50, no cache) and the model's batch rate, same settings as the
+    services: the floor under a select and the ceiling over a sync."""
+    embedder = load_embedder(
+        settings.model_dir,
+        home,
+        threads=settings.embedding_threads,
+        batch_size=settings.embedding_batch_size,
+        cache_size=0,
+        model_name=settings.embedding_model,
+    )
+    embedder.embed(["warm up"])
+    single = []
+    for query in queries[:REFERENCE_SAMPLES]:
+        started = time.perf_counter()
+        embedder.embed_query(query)
+        single.append(time.perf_counter() - started)
+    batch = list(queries[:BATCH_TEXTS])
+    started = time.perf_counter()
+    embedder.embed(batch)
+    return {
+        "embed_query_p50_ms": percentiles_ms(single, (50,))["p50"],
+        "batch_texts_per_s": rate(len(batch), time.perf_counter() - started),
+    }
+
+
+async def round_trip_p50(client: ToolselClient) -> float:
+    """A health request to the indexer: a NATS round trip through a service that does no work."""
+    samples = []
+    for _ in range(REFERENCE_SAMPLES):
+        started = time.perf_counter()
+        await client.health("indexer")
+        samples.append(time.perf_counter() - started)
+    return percentiles_ms(samples, (50,))["p50"]
+
+
+async def measure_size(
+    client: ToolselClient, tools: list[Any], queries: Sequence[str], selector_pid: int
+) -> dict[str, Any]:
+    """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it."""
+    names = wire_names([t.name for t in tools])
+    syncs = catalog_syncs(tools, names, PLUGIN_PREFIX, TENANT)
+    started, embedded = time.perf_counter(), 0
+    for sync in syncs:
+        embedded += (await client.sync(sync)).embedded
+    sync_s = time.perf_counter() - started
+    await load_catalog(client, syncs, names)
+    uncached, inside = [], []
+    for query in queries:
+        started = time.perf_counter()
+        reply = await client.select(query=query, tenant_id=TENANT, dry_run=True)
+        uncached.append(time.perf_counter() - started)
+        inside.append(reply.latency_ms / 1000)
+    repeated = []
+    for i in range(len(queries) + REPEATED):
+        started = time.perf_counter()
+        await client.select(query=queries[i % REPEATED], tenant_id=TENANT, dry_run=True)
+        repeated.append(time.perf_counter() - started)
+    status = await asyncio.to_thread(Path(f"/proc/{selector_pid}/status").read_text)
+    return {
+        "tools": len(tools),
+        "select_uncached_ms": percentiles_ms(uncached),
+        "selector_inside_p50_ms": percentiles_ms(inside, (50,))["p50"],
+        "select_repeated_p50_ms": percentiles_ms(repeated[REPEATED:], (50,))["p50"],
+        "selector_rss_mb": rss_mb(status),
+        "sync_embedded": embedded,
+        "sync_s": round(sync_s, 2),
+        "sync_tools_per_s": rate(embedded, sync_s),
+    }
+
+
+async def run_bench(options: Options) -> dict[str, Any]:
+    """Reference costs, then each size in increasing order on one stack: every number comes from the same run."""
+    sets = pooled_sets(options.data)
+    pool = [t for s in sets for t in s.tools]
+    sizes = sorted(options.sizes)
+    n = options.requests
+    queries = bench_queries([q.text for s in sets for q in s.queries], n * len(sizes))
+    with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
+        settings = Settings(home=Path(home), nats_url=None, database_url=None)  # its own servers, always
+        reference = await asyncio.to_thread(reference_costs, settings, queries, Path(home))
+        stack = Stack(settings)
+        try:
+            endpoints = await stack.start(timeout_s=300)
+            async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
+                reference["round_trip_p50_ms"] = await round_trip_p50(client)
+                selector = stack.services["selector"].pid
+                measured = [  # each size its own queries: none is already in the selector's cache
+                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], selector)
+                    for i, size in enumerate(sizes)
+                ]
+        finally:
+            stack.stop()
+    return {"sets": [s.name for s in sets], "requests": options.requests, "reference": reference, "sizes": measured}

@@ -1,0 +1,70 @@
+"""The figures of a scenario as lines to print: what it did, then what it measured against what it should."""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def _fuzz(f: Mapping[str, Any]) -> list[str]:
+    r, e = f["requests"], f["events"]
+    lines = [
+        f"{f['per_subject']} hostile inputs per subject, {f['seconds']} s",
+        f"requests ({r['subjects']} subjects, {r['sent']} sent): {r['ok']} results, {r['typed_errors']} typed errors, "
+        f"{r['internal']} internal, {r['timeouts']} timeouts, {r['no_responders']} without a responder, "
+        f"{r['unreadable']} unreadable: {r['typed_share']:.2%} typed",
+        f"events ({e['subjects']} subjects, {e['published']} published): {e['applied']} applied, "
+        f"{e['dead_lettered']} dead-lettered, {e['stuck']} stuck",
+        f"services restarted meanwhile: {f['service_restarts']}; not answering after: "
+        f"{', '.join(f['unhealthy_after']) or 'none'}",
+    ]
+    untyped = [s for s, x in r["by_subject"].items() if x["typed_share"] < 1]
+    if untyped:
+        lines.append(f"subjects with untyped answers: {', '.join(untyped)}")
+    return lines
+
+
+def _kill(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"learner SIGKILLed {f['kills']} times ({f['kills_mid_stream']} mid-stream) while {f['sent']} outcomes "
+        f"streamed, {f['seconds']} s",
+        f"stored {f['stored']}, lost {f['lost']}, stuck {f['stuck']}; calls counted {f['calls_counted']} "
+        f"(double-applied {f['double_applied_calls']}); posterior alpha {f['posterior_alpha']} for "
+        f"{f['expected_alpha']} expected (double-applied {f['double_applied_posterior']})",
+    ]
+
+
+def _restart(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{f['answered']} selections answered, NATS restarted after {f['answered_before_restart']} "
+        f"({f['unanswered_attempts']} attempts unanswered while it was away), {f['seconds']} s",
+        f"selection events stored {f['stored']}, lost {f['lost']}; the selector's outbox dropped "
+        f"{f['selector_dropped']}",
+    ]
+
+
+def _tenants(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"one tenant sent {f['events_sent']} events (some naming the other's tools); its answers changed on "
+        f"{f['streaming_tenant_answers_changed']} of {f['questions']} questions",
+        f"the other tenant: answers changed on {f['other_tenant_answers_changed']} of {f['questions']}, tools with "
+        f"anything learnt {f['other_tenant_tools_touched']}: {f['cross_tenant_changes']} cross-tenant changes",
+    ]
+
+
+def _forged(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"an agent published {f['attempts']} forged broadcasts ({', '.join(f['subjects'])})",
+        f"refused by NATS {f['refused']}, not refused {f['not_refused']}; answers changed {f['answers_changed']}",
+    ]
+
+
+LINES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
+    "fuzz": _fuzz,
+    "kill": _kill,
+    "nats-restart": _restart,
+    "tenants": _tenants,
+    "forged": _forged,
+}
+
+
+def scenario_lines(name: str, figures: Mapping[str, Any]) -> list[str]:
+    return [f"[bold]{name}[/]", *(f"  {line}" for line in LINES[name](figures))]

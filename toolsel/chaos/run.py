@@ -1,0 +1,128 @@
+"""``toolsel chaos``: a stack of its own in a temporary home, supervised as ``toolsel up`` supervises it, and the
+scenarios run on it one after another; each scenario's figures are handed on as soon as it ends."""
+
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from uuid import uuid4
+
+from toolsel.chaos.forged import forged
+from toolsel.chaos.fuzz import fuzz
+from toolsel.chaos.kill import kill
+from toolsel.chaos.restart import nats_restart
+from toolsel.chaos.stage import Stage
+from toolsel.chaos.tenants import tenants
+from toolsel.client import ToolselClient
+from toolsel.evaluation.session import UNSET
+from toolsel.settings import Settings
+from toolsel.stack import Stack
+from toolsel.store import create_pool
+
+Scenario = Literal["forged", "tenants", "kill", "nats-restart", "fuzz"]
+SCENARIOS: tuple[Scenario, ...] = ("forged", "tenants", "kill", "nats-restart", "fuzz")
+"""In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
+STACK_ENV = {
+    "TOOLSEL_POSTERIOR_DISCOUNT": "1",
+    "TOOLSEL_RESTART_BACKOFF_S": "0.2",
+    "TOOLSEL_RESTART_BACKOFF_MAX_S": "2",
+    "TOOLSEL_ORPHAN_TIMEOUT_S": "8",
+}
+"""Nothing forgotten, so each applied outcome adds exactly 1 to its posterior (the kill scenario counts on it); a
+killed service back within seconds; an outcome whose selection never comes dead-lettered after 8 s."""
+SUPERVISE_EVERY_S = 0.2
+
+
+@dataclass(frozen=True)
+class Options:
+    fuzz: int = 10_000
+    """Hostile inputs per request subject and per event subject."""
+    kills: int = 10
+    outcomes: int = 5_000
+    selections: int = 2_000
+    """Selections answered across the NATS restart."""
+    rounds: int = 10
+    """Tenants: rounds of events per question of the streaming tenant."""
+    forgeries: int = 25
+    """Forged: each broadcast published this many times."""
+    seed: int = 0
+    scenarios: tuple[Scenario, ...] = SCENARIOS
+
+
+@asynccontextmanager
+async def own_stack(env: Mapping[str, str]) -> AsyncIterator[Stack]:
+    """A fresh stack in a temporary home, its services started with ``env`` (and no plugin credentials
+    required), supervised until it stops."""
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="toolsel-chaos-") as home:
+        os.environ.update(env)
+        for name in UNSET:
+            os.environ.pop(name, None)
+        stack = Stack(Settings(home=Path(home)))
+        supervising: asyncio.Task[None] | None = None
+        try:
+            await stack.start(timeout_s=300)
+            supervising = asyncio.create_task(_supervise(stack))
+            yield stack
+        finally:
+            if supervising is not None:
+                supervising.cancel()
+                with suppress(asyncio.CancelledError):
+                    await supervising
+            stack.stop()
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+async def _supervise(stack: Stack) -> None:
+    """What ``toolsel up`` does while it runs: restart a service that exited (in this thread, see ``supervise``)."""
+    while True:
+        stack.supervise()
+        await asyncio.sleep(SUPERVISE_EVERY_S)
+
+
+async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str, Any]:
+    match name:
+        case "forged":
+            return await forged(stage, options.forgeries)
+        case "tenants":
+            return await tenants(stage, options.rounds)
+        case "kill":
+            return await kill(stage, options.kills, options.outcomes)
+        case "nats-restart":
+            return await nats_restart(stage, options.selections)
+        case "fuzz":
+            return await fuzz(stage, options.fuzz)
+
+
+async def run_chaos(options: Options, done: Callable[[str, dict[str, Any]], None]) -> dict[str, Any]:
+    """Every chosen scenario on one stack; ``done(name, figures)`` after each. Returns every figure, the options,
+    the stack's environment and when and where it ran."""
+    result: dict[str, Any] = {
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "options": asdict(options),
+        "stack_env": STACK_ENV,
+        "scenarios": {},
+    }
+    started = time.monotonic()
+    async with own_stack(STACK_ENV) as stack:
+        assert stack.endpoints is not None
+        token = stack.service_env()["TOOLSEL_ADMIN_TOKEN"]
+        pool = await create_pool(stack.endpoints.database_url)
+        try:
+            async with ToolselClient(stack.endpoints.nats_url, timeout_s=60, admin_token=token) as client:
+                stage = Stage(stack, client, pool, options.seed, uuid4().hex[:8])
+                for name in options.scenarios:
+                    result["scenarios"][name] = await _scenario(stage, name, options)
+                    result["seconds"] = round(time.monotonic() - started, 1)
+                    done(name, result)
+        finally:
+            await pool.close()
+    return result

@@ -1,0 +1,127 @@
+"""What every scenario works on: the stack it may kill parts of, an operator's client, the database, and a small
+catalog synced per tenant; plus the waits they share (for a condition, for a consumer to settle)."""
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import asyncpg
+
+from contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
+from toolsel.client import ToolselClient
+from toolsel.stack import Stack
+
+T = TypeVar("T")
+
+TOOLS = {
+    "get_weather": ("Current weather and forecast for a city.", "what's the weather in Paris"),
+    "send_email": ("Send an email message to one or more recipients.", "email my boss the quarterly report"),
+    "search_flights": ("Search for flights between two airports on a date.", "find a flight from Berlin to Rome"),
+    "translate_text": ("Translate text between languages.", "translate this sentence into Spanish"),
+    "create_event": ("Create a calendar event with a time and attendees.", "schedule a meeting tomorrow at 3pm"),
+}
+"""The small catalog each scenario syncs for its own tenant: name -> (description, an example query)."""
+QUERIES = tuple(example for _, example in TOOLS.values())
+CATEGORY = "general"
+LEARNER_KINDS = ("selection", "outcome", "review", "feedback")
+PUBLISH_CHUNK = 200
+"""Events published before waiting for their acknowledgements."""
+
+
+def durable(kind: str) -> str:
+    """The consumer of an event kind."""
+    return subjects.INDEXER_DURABLE if kind == "sync" else f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}"
+
+
+def selection_of(tenant: str, plugin: str, name: str) -> SelectionEvent:
+    """A selection that offered one tool, with no session or user: its own actor (see the learner's credits)."""
+    return SelectionEvent(
+        tenant_id=tenant,
+        query=TOOLS[name][1],
+        tier="free",
+        context_key="free::general",
+        method="hybrid",
+        tools=[SelectedTool(plugin_id=plugin, name=name, rank=0, score=0.5)],
+        candidate_count=1,
+        latency_ms=1.0,
+        tokens_selected=1,
+        tokens_catalog=1,
+    )
+
+
+@dataclass
+class Stage:
+    stack: Stack
+    client: ToolselClient
+    """As the NATS operator, with the admin token."""
+    pool: asyncpg.Pool
+    seed: int
+    run: str
+    """Unique per run: tenants and plugins are named after it."""
+
+    def name(self, what: str) -> str:
+        return f"chaos-{self.run}-{what}"
+
+    def restarts(self) -> int:
+        """Services the supervisor has restarted so far."""
+        return sum(s.restarts for s in self.stack.supervision.values())
+
+    async def publish(self, subject: str, bodies: list[bytes]) -> None:
+        """Publish into the events stream, ``PUBLISH_CHUNK`` at a time, each acknowledged (so stored)."""
+        js = self.client.nc.jetstream()
+        for start in range(0, len(bodies), PUBLISH_CHUNK):
+            await asyncio.gather(*(js.publish(subject, body) for body in bodies[start : start + PUBLISH_CHUNK]))
+
+    async def sync_catalog(self, tenant: str, plugin: str, names: tuple[str, ...] = tuple(TOOLS)) -> None:
+        """Sync ``names`` of the catalog as ``plugin`` of ``tenant`` and wait until the selectors show them."""
+        tools = [
+            ToolSpec(name=n, description=TOOLS[n][0], example_queries=[TOOLS[n][1]], category=CATEGORY) for n in names
+        ]
+        sync = PluginSync(
+            plugin_id=plugin,
+            plugin_version="1.0.0",
+            tenant_id=tenant,
+            tools=tools,
+            categories=[CategorySpec(name=CATEGORY)],
+        )
+        await self.client.sync(sync)
+
+        async def visible() -> bool:
+            reply = await self.dry_run(tenant, "anything", plugins=[plugin])
+            return {t.name for t in reply.tools} == set(names)
+
+        if not await eventually(visible, timeout_s=60):
+            raise RuntimeError(f"the selectors did not show {plugin} within 60 s")
+
+    async def dry_run(self, tenant: str, query: str, plugins: list[str] | None = None) -> SelectReply:
+        """A seeded selection that records nothing: the same question gets the same answer unless learning moved."""
+        filters = {"plugins": plugins} if plugins else {}
+        return await self.client.select(
+            query=query, tenant_id=tenant, k=10, dry_run=True, seed=self.seed, filters=filters
+        )
+
+    async def pending(self, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
+        """What a consumer has left to deliver or is waiting to have acknowledged: events not yet settled."""
+        info = await self.client.nc.jetstream().consumer_info(stream, durable)
+        return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+    async def settle(self, durable: str, timeout_s: float) -> int:
+        """Wait until ``durable`` has nothing pending (or the timeout); what is still pending then: stuck."""
+
+        async def settled() -> bool:
+            return await self.pending(durable) == 0
+
+        await eventually(settled, timeout_s)
+        return await self.pending(durable)
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 30.0, every_s: float = 0.1) -> T:
+    """Poll until ``probe`` returns something truthy, or return its last answer at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await probe()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(every_s)

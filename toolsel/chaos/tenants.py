@@ -1,0 +1,83 @@
+"""Tenants: two tenants with the same catalog under their own plugins. One streams selections, outcomes, reviews
+and feedback, some of them naming the other's tools; the other's answers, and what is stored about its tools,
+must not change. The streaming tenant's own answers must (else nothing was tested)."""
+
+from typing import Any
+
+from contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, ToolCall, ToolReview, Verdict
+from toolsel.chaos.figures import answer, changed
+from toolsel.chaos.stage import LEARNER_KINDS, QUERIES, TOOLS, Stage, durable, eventually
+from toolsel.store import catalog, readmodels
+
+SETTLE_S = 120.0
+LEARN_S = 60.0
+"""How long the streaming tenant's answers may take to move."""
+
+
+async def _answers(stage: Stage, tenant: str) -> dict[str, list[tuple[Any, ...]]]:
+    return {query: answer(await stage.dry_run(tenant, query)) for query in QUERIES}
+
+
+async def _stream(stage: Stage, tenant: str, plugin: str, other: str, rounds: int) -> int:
+    """``rounds`` of select, outcome, review and feedback per query as ``tenant``; each event also names the
+    ``other`` plugin's tools. Returns how many events were sent."""
+    sent = 0
+    for _ in range(rounds):
+        for query in QUERIES:
+            reply = await stage.client.select(query=query, tenant_id=tenant, k=3)
+            first, second = reply.tools[0].name, reply.tools[1].name
+            calls = [
+                ToolCall(plugin_id=plugin, name=first, success=True),
+                ToolCall(plugin_id=plugin, name=second, success=False, error="timeout"),
+                ToolCall(plugin_id=other, name=first, success=False, error="timeout"),
+            ]
+            reviews = [
+                ToolReview(plugin_id=plugin, name=first, verdict=Verdict.PERFECT),
+                ToolReview(plugin_id=other, name=second, verdict=Verdict.UNRELATED),
+            ]
+            await stage.client.report(
+                [
+                    OutcomeEvent(selection_id=reply.selection_id, calls=calls),
+                    ReviewEvent(selection_id=reply.selection_id, reviews=reviews),
+                    FeedbackEvent(plugin_id=plugin, name=first, tenant_id=tenant, rating=1.0),
+                    FeedbackEvent(plugin_id=other, name=first, tenant_id=tenant, rating=0.0),
+                ]
+            )
+            sent += 5
+    return sent
+
+
+async def _touched(stage: Stage, plugin: str) -> list[str]:
+    """The plugin's tools with anything learnt: calls, ratings or a posterior in any tenant."""
+    learnt = {r["key"] for r in await catalog.posteriors(stage.pool)}
+    touched = []
+    for name in TOOLS:
+        health = await readmodels.tool_health(stage.pool, plugin, name)
+        if f"{plugin}/{name}" in learnt or (health is not None and (health["calls"] or health["ratings"])):
+            touched.append(name)
+    return touched
+
+
+async def tenants(stage: Stage, rounds: int) -> dict[str, Any]:
+    streaming, quiet = stage.name("tenant-a"), stage.name("tenant-b")
+    await stage.sync_catalog(streaming, streaming)
+    await stage.sync_catalog(quiet, quiet)
+    quiet_before, streaming_before = await _answers(stage, quiet), await _answers(stage, streaming)
+    sent = await _stream(stage, streaming, streaming, quiet, rounds)
+    stuck = sum([await stage.settle(durable(kind), SETTLE_S) for kind in LEARNER_KINDS])
+
+    async def learnt() -> list[str]:
+        return changed(streaming_before, await _answers(stage, streaming))
+
+    moved = await eventually(learnt, timeout_s=LEARN_S, every_s=0.5)
+    quiet_changed = changed(quiet_before, await _answers(stage, quiet))
+    touched = await _touched(stage, quiet)
+    return {
+        "events_sent": sent,
+        "stuck": stuck,
+        "questions": len(QUERIES),
+        "streaming_tenant_answers_changed": len(moved),
+        "other_tenant_answers_changed": len(quiet_changed),
+        "other_tenant_tools_touched": len(touched),
+        "cross_tenant_changes": len(quiet_changed) + len(touched),
+    }

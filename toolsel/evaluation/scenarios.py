@@ -1,0 +1,235 @@
+"""The online scenarios against a running stack: a plain stream, a tool that fails then recovers, a tool added
+mid-stream, and two tenants sharing one catalog. Each gives the held-out curve and what it measured."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from contracts import SHARED_TENANT, PluginSync
+from toolsel.client import ToolselClient
+from toolsel.evaluation import plan
+from toolsel.evaluation.dataset import BenchSet, Query, Tool
+from toolsel.evaluation.online import STREAM_K, Point, held_out_rankings, learn, score_point
+from toolsel.evaluation.plan import Event, Sighting
+from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
+from toolsel.render import console
+
+SHARE_SAMPLE = 20
+"""Distinct queries per candidate tool ranked to measure how often it is offered before the change."""
+DRIFT_AT, RECOVER_AT, ADD_AT = 1 / 3, 2 / 3, 1 / 3
+"""Default event indexes of the changes, as fractions of the stream."""
+DRIFT_LEAVE_WITHIN = 30
+NEW_TOOL_WITHIN = 50
+"""Targets: a failing tool leaves the offered top K within this many of its events; a new relevant tool reaches
+the top 3 within this many of its queries."""
+QUARANTINE_ENV = {"TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "5", "TOOLSEL_QUARANTINE_CHECK_INTERVAL_S": "1"}
+"""Drift on its own stack: a quarantined tool goes on probation after seconds, not an hour, so that it can come
+back within the run once it recovers."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One online run: the stack, the set, the held-out slice, the stream and how to measure."""
+
+    client: ToolselClient
+    bench: BenchSet
+    holdout: list[Query]
+    queries: list[Query]
+    every: int
+    seed: int
+    settle_s: float
+    run: str
+    advance: Callable[[int], None] = lambda n: None
+
+    async def catalog(
+        self, tools: Sequence[Tool], suffix: str, tenant: str, select_as: str | None = None
+    ) -> BenchCatalog:
+        """Sync ``tools`` as plugins ``eval-<run>-<suffix>-<i>`` of ``tenant`` and wait until they are served."""
+        return await sync_catalog(self.client, tools, f"eval-{self.run}-{suffix}", tenant, select_as=select_as)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A scenario's held-out curve, what it measured (JSON), event marks for the plot and a tracked tool."""
+
+    curve: list[Point]
+    details: dict[str, Any]
+    marks: dict[str, int] = field(default_factory=dict)
+    sightings: list[Sighting] = field(default_factory=list)
+
+
+async def stream(stage: Stage) -> Outcome:
+    """Today's stream: every event's relevant tools work."""
+    catalog = await stage.catalog(stage.bench.tools, "online", f"eval-{stage.run}")
+    streamed = await learn(
+        stage.client,
+        catalog,
+        stage.holdout,
+        [Event(q) for q in stage.queries],
+        every=stage.every,
+        seed=stage.seed,
+        settle_s=stage.settle_s,
+        advance=stage.advance,
+    )
+    return Outcome(streamed.curve, {})
+
+
+async def _choose(stage: Stage, catalog: BenchCatalog, before: Sequence[Query]) -> tuple[str, dict[str, float]]:
+    """The seed's pick among the tools most often relevant before the change that the selector already offers."""
+    candidates = plan.frequent_tools(before)
+    shares: dict[str, float] = {}
+    for name in candidates:
+        sample = plan.queries_of(before, name)[:SHARE_SAMPLE]
+        rankings = await rank(
+            stage.client, catalog, sample, retrieval="hybrid", rerank=True, k=STREAM_K, seed=stage.seed
+        )
+        shares[name] = sum(name in r for r in rankings) / len(sample)
+    return plan.pick_tool(candidates, shares, stage.seed), shares
+
+
+async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stack_env: dict[str, str]) -> Outcome:
+    """A relevant, frequently used tool fails from ``drift_at`` until ``recover_at``: how soon it leaves the top K
+    offered for its queries, and how soon after recovery it is back."""
+    n = len(stage.queries)
+    start, end = plan.default_at(n, DRIFT_AT, drift_at), plan.default_at(n, RECOVER_AT, recover_at)
+    plan.check_window(n, start, end)
+    catalog = await stage.catalog(stage.bench.tools, "online", f"eval-{stage.run}")
+    tool, shares = await _choose(stage, catalog, stage.queries[:start])
+    events = plan.drift_events(stage.queries, tool, start, end)
+    console.print(f"drift: calls to [bold]{tool}[/] fail from event {start} until event {end}")
+    streamed = await learn(
+        stage.client,
+        catalog,
+        stage.holdout,
+        events,
+        every=stage.every,
+        seed=stage.seed,
+        settle_s=stage.settle_s,
+        advance=stage.advance,
+    )
+    before = plan.track(events, streamed.offered, tool, 0, start)
+    seen = plan.offered_queries(events, before)
+    failing, after = (plan.track(events, streamed.offered, tool, a, b, seen) for a, b in ((start, end), (end, n)))
+    left = plan.events_until_gone(failing)
+    back = plan.events_until_offered(after)
+    details = {
+        "tool": tool,
+        "candidates_offered_share": shares,
+        "drift_at": start,
+        "recover_at": end,
+        "k": STREAM_K,
+        "agent": "from drift_at until recover_at its calls fail (the agent then calls the next relevant tool "
+        "offered) and its reviews say broken",
+        "measured_on": "from drift_at on, the events of its queries for which it was offered before drift_at "
+        f"({len(seen)} queries); left: the event from which it was never offered again until recovery; back: the "
+        "first event after recovery where it was offered",
+        "tool_events": {"before": len(before), "failing": len(failing), "after": len(after)},
+        "offered_share": {
+            "before": plan.offered_share(before),
+            "failing": plan.offered_share(failing),
+            "after": plan.offered_share(after),
+        },
+        "events_until_left_top_k": left,
+        "events_until_back_in_top_k": back,
+        "targets": {"left_within": DRIFT_LEAVE_WITHIN, "comes_back": True},
+        "met": {"left": left is not None and left <= DRIFT_LEAVE_WITHIN, "came_back": back is not None},
+        "quarantine": {
+            "stack_env": {k: v for k, v in stack_env.items() if k in QUARANTINE_ENV},
+            "note": "on its own stack the eval shortens the quarantine release (a quarantined tool goes on probation "
+            "after seconds) so that a recovered tool can come back within the run; on configured servers their "
+            "own settings apply",
+        },
+    }
+    return Outcome(streamed.curve, details, {"drift": start, "recovery": end}, [*before, *failing, *after])
+
+
+async def new_tool(stage: Stage, add_at: int | None) -> Outcome:
+    """A copy of a relevant, frequently used tool is synced at ``add_at`` and replaces it for its queries: how many
+    of its queries until the new one is in the top 3 offered."""
+    n = len(stage.queries)
+    start = plan.default_at(n, ADD_AT, add_at)
+    plan.check_window(n, start)
+    tenant = f"eval-{stage.run}"
+    catalog = await stage.catalog(stage.bench.tools, "online", tenant)
+    original, shares = await _choose(stage, catalog, stage.queries[:start])
+    copy = plan.alternative_tool(
+        next(t for t in stage.bench.tools if t.name == original), {t.name for t in stage.bench.tools}
+    )
+    events = plan.new_tool_events(stage.queries, original, copy.name, start)
+
+    async def add(current: BenchCatalog) -> BenchCatalog:
+        return current.joined(await stage.catalog([copy], "new", tenant))
+
+    console.print(f"new tool: [bold]{copy.name}[/] synced at event {start}, replacing {original} for its queries")
+    streamed = await learn(
+        stage.client,
+        catalog,
+        stage.holdout,
+        events,
+        every=stage.every,
+        seed=stage.seed,
+        settle_s=stage.settle_s,
+        changes={start: add},
+        advance=stage.advance,
+    )
+    sightings = plan.track(events, streamed.offered, copy.name, start, n)
+    top = plan.events_until_offered(sightings, plan.NEW_TOOL_TOP)
+    details = {
+        "original": original,
+        "candidates_offered_share": shares,
+        "new_tool": copy.name,
+        "added_at": start,
+        "description": f"the original's, prefixed {plan.ALTERNATIVE_PREFIX!r}",
+        "relevance": "from added_at the new tool replaces the original in its queries' relevant set: the original "
+        "is no longer called and is reviewed unrelated",
+        "tool_events": len(sightings),
+        "offered_share": plan.offered_share(sightings),
+        "events_until_offered": plan.events_until_offered(sightings),
+        f"events_until_top_{plan.NEW_TOOL_TOP}": top,
+        "target": {f"top_{plan.NEW_TOOL_TOP}_within": NEW_TOOL_WITHIN},
+        "met": top is not None and top <= NEW_TOOL_WITHIN,
+    }
+    return Outcome(streamed.curve, details, {"new tool": start}, sightings)
+
+
+async def _remove(client: ToolselClient, catalog: BenchCatalog) -> None:
+    """A shared catalog is seen by every tenant of the servers: its plugins are emptied when the run ends."""
+    for plugin in catalog.plugins:
+        await client.sync(PluginSync(plugin_id=plugin, plugin_version="1.0.1", tenant_id=SHARED_TENANT, tools=[]))
+
+
+async def tenants(stage: Stage) -> Outcome:
+    """Two tenants over one shared catalog; only A streams. B's held-out answers before and after must be the same
+    tools in the same order (nothing A taught reaches B); A's curve is the learning."""
+    a, b = f"eval-{stage.run}-a", f"eval-{stage.run}-b"
+    shared = await stage.catalog(stage.bench.tools, "shared", SHARED_TENANT, select_as=a)
+    try:
+        seen_by_b = replace(shared, tenant_id=b)
+        before = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
+        streamed = await learn(
+            stage.client,
+            shared,
+            stage.holdout,
+            [Event(q) for q in stage.queries],
+            every=stage.every,
+            seed=stage.seed,
+            settle_s=stage.settle_s,
+            advance=stage.advance,
+        )
+        after = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
+    finally:
+        await _remove(stage.client, shared)
+    changed = plan.ranking_changes([q.id for q in stage.holdout], before, after)
+    details = {
+        "catalog": "synced once as shared (tenant '*'); both tenants select from it, only tenant A streams",
+        "tenant_a": a,
+        "tenant_b": b,
+        "b_held_out_queries": len(stage.holdout),
+        "b_changed": len(changed),
+        "b_changed_query_ids": changed[:20],
+        "b_before": asdict(score_point(0, before, stage.holdout)),
+        "b_after": asdict(score_point(len(stage.queries), after, stage.holdout)),
+        "target": {"b_changed": 0},
+        "met": not changed,
+    }
+    return Outcome(streamed.curve, details)

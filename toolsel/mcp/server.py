@@ -1,0 +1,76 @@
+"""The MCP server (official MCP Python SDK): registers the toolshed's three tools and serves them over stdio
+or streamable HTTP. The caller owns the connected client, so one NATS connection serves every MCP session."""
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from toolsel import __version__
+from toolsel.client import ToolselError
+from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
+
+Transport = Literal["stdio", "http"]
+INSTRUCTIONS = (
+    "Find the tools you need with search_tools: describe what you want to do. You get tools you can call, how to "
+    "use them and workflow guidance. Search again (page=2, 3, ...) for further options. Afterwards tell "
+    "review_tools how the tools fit (or none_of_these=true), and report_outcome how the calls went: both improve "
+    "what the next agent is offered."
+)
+MAX_LIMIT = 20
+
+
+def create_server(toolshed: Toolshed) -> MCPServer:
+    """An MCP server whose tools answer from this toolshed."""
+    server: MCPServer = MCPServer("toolsel", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool()
+    async def search_tools(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What do you need to do?")],
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many tools at most")] = 5,
+        page: Annotated[int, Field(ge=1, le=100, description="2, 3, ...: further options for the same query")] = 1,
+        session: Annotated[str | None, Field(max_length=128, description="The session id of earlier answers")] = None,
+    ) -> SearchResult:
+        """Search for tools by what you need to do. Returns tools you can call (with their input schema, a usage
+        hint and related tools), workflow hints for their categories, and a session id to pass back."""
+        try:
+            return await toolshed.search(query, limit, page, session)
+        except (ToolselError, ToolshedError, ValueError) as error:
+            raise ToolError(str(error)) from error
+
+    @server.tool()
+    async def review_tools(
+        session: Annotated[str, Field(max_length=128, description="The session id search_tools returned")],
+        reviews: Annotated[list[Review], Field(max_length=200)] = [],  # noqa: B006 (a schema default, never mutated)
+        none_of_these: Annotated[
+            bool, Field(description="None of the last answer's tools fit: they are all marked unrelated")
+        ] = False,
+    ) -> ReviewResult:
+        """Say how the offered tools fit your need: perfect, related, unrelated or broken; or none_of_these.
+        Tools you mark unrelated or broken are not offered again in this session."""
+        try:
+            return await toolshed.review(session, reviews, none_of_these)
+        except (ToolselError, ToolshedError, ValueError) as error:
+            raise ToolError(str(error)) from error
+
+    @server.tool()
+    async def report_outcome(
+        session: Annotated[str, Field(max_length=128, description="The session id search_tools returned")],
+        calls: Annotated[list[Call], Field(min_length=1, max_length=200)],
+    ) -> OutcomeResult:
+        """Optional: report the calls you made to offered tools and whether they worked."""
+        try:
+            return await toolshed.report(session, calls)
+        except (ToolselError, ToolshedError, ValueError) as error:
+            raise ToolError(str(error)) from error
+
+    return server
+
+
+async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve until the client closes stdio, or until stopped (HTTP, at ``http://host:port/mcp``)."""
+    if transport == "stdio":
+        await server.run_stdio_async()
+    else:
+        await server.run_streamable_http_async(host=host, port=port)

@@ -1,0 +1,223 @@
+"""What the MCP tools do, over the client and the sessions: search (seed 003's one discovery call, with
+seed 002's paging and exclusion of rejected tools), review (seed 002's verdicts or "none of these") and the
+outcome report. The MCP server only registers these; tests call them through the SDK's client."""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from contracts import (
+    OutcomeEvent,
+    ReviewEvent,
+    ScoredTool,
+    SelectFilters,
+    SelectReply,
+    SelectRequest,
+    ToolCall,
+    ToolRef,
+    ToolReview,
+    Verdict,
+)
+from toolsel.client import ToolselClient
+from toolsel.mcp.sessions import Session, Sessions
+from toolsel.tool_shapes import function_name, parameters_schema
+
+REJECTING = frozenset({Verdict.UNRELATED, Verdict.BROKEN})
+"""Verdicts after which a session never offers the tool again."""
+
+
+class FoundTool(BaseModel):
+    name: str
+    """The name to call it by (``plugin__name``, valid for every LLM API)."""
+    tool: str
+    """Its identity, ``plugin/name``."""
+    description: str
+    input_schema: dict[str, Any]
+    usage_hint: str | None = None
+    related_tools: list[str] = Field(default_factory=list)
+    related_to: str | None = None
+    """Set when it is here only as a related tool of that one."""
+    category: str | None = None
+    confidence: float
+    """The calibrated probability that this tool fits the request."""
+    score: float
+    """Its rank score in this answer (higher is better), with what was learnt from use."""
+
+
+class SearchResult(BaseModel):
+    session: str
+    """Pass it back to search again, review or report: the session remembers rejections and earlier pages."""
+    selection_id: UUID
+    page: int
+    tools: list[FoundTool]
+    workflow_hints: dict[str, str] = Field(default_factory=dict)
+    """Guidance for the categories of the tools found, by ``plugin/category``."""
+    no_match: bool
+    """True when no tool found is likely to fit (none clears the service's confidence threshold)."""
+    note: str
+
+
+class ReviewResult(BaseModel):
+    session: str
+    recorded: int
+    """How many review events were sent (one per selection the reviewed tools came from)."""
+    rejected: list[str]
+    """Tools this session will not offer again."""
+    note: str
+
+
+class OutcomeResult(BaseModel):
+    session: str
+    recorded: int
+
+
+class ToolshedError(Exception):
+    """A request the agent can correct (unknown session, a tool it was never offered)."""
+
+
+def found(tool: ScoredTool) -> FoundTool:
+    related_to = tool.related_to
+    return FoundTool(
+        name=function_name(tool),
+        tool=tool.key,
+        description=tool.description,
+        input_schema=parameters_schema(tool.parameters),
+        usage_hint=tool.usage_hint,
+        related_tools=[function_name(r) for r in tool.related_tools],
+        related_to=None if related_to is None else function_name(related_to),
+        category=tool.category,
+        confidence=tool.confidence,
+        score=tool.score,
+    )
+
+
+def search_result(session: Session, reply: SelectReply, page: int) -> SearchResult:
+    """The answer to a search; says so when nothing fits and how to ask for more when something might."""
+    no_match = reply.no_match or not reply.tools
+    if no_match:
+        note = (
+            "No tool fits this request (tools rejected or already offered in this session are left out). "
+            "Rephrase the need, or go on without a tool."
+        )
+    else:
+        note = (
+            f"Call these tools by name. If none fits, call review_tools with none_of_these=true, or search_tools "
+            f"again with page={page + 1} for further options."
+        )
+    return SearchResult(
+        session=session.id,
+        selection_id=reply.selection_id,
+        page=page,
+        tools=[found(t) for t in reply.tools],
+        workflow_hints=reply.workflow_hints,
+        no_match=no_match,
+        note=note.strip(),
+    )
+
+
+class Review(BaseModel):
+    tool: str = Field(description="the tool's name as search_tools gave it")
+    verdict: Verdict = Field(
+        description="perfect: did what was needed; related: near but not right; unrelated: nothing to do with "
+        "it; broken: failed when used. unrelated and broken tools are not offered again in this session."
+    )
+
+
+class Call(BaseModel):
+    tool: str = Field(description="the tool's name as search_tools gave it")
+    success: bool
+    latency_ms: float | None = Field(default=None, ge=0, le=3_600_000)
+    error: str | None = Field(default=None, max_length=2000)
+
+
+@dataclass
+class Toolshed:
+    """The three MCP tools over one connected client; every agent of this server shares its tenant."""
+
+    client: ToolselClient
+    sessions: Sessions
+    tenant_id: str = "default"
+    user_id: str | None = None
+
+    async def search(self, query: str, limit: int, page: int = 1, session: str | None = None) -> SearchResult:
+        current = self.sessions.open(session)
+        request = SelectRequest(
+            query=query,
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            session_id=current.id,
+            k=limit,
+            filters=SelectFilters(exclude=current.exclude_for(query, page)),
+        )
+        reply = await self.client.select(request)
+        current.record(reply.selection_id, query, page, reply.tools)
+        return search_result(current, reply, page)
+
+    async def review(self, session: str, reviews: Iterable[Review], none_of_these: bool = False) -> ReviewResult:
+        current = self._session(session)
+        by_selection: dict[UUID, list[ToolReview]] = defaultdict(list)
+        rejected: list[ToolRef] = []
+        for review in reviews:
+            ref, selection_id = self._offered(current, review.tool)
+            by_selection[selection_id].append(
+                ToolReview(plugin_id=ref.plugin_id, name=ref.name, verdict=review.verdict)
+            )
+            if review.verdict in REJECTING:
+                rejected.append(ref)
+        events = [ReviewEvent(selection_id=s, reviews=r) for s, r in by_selection.items()]
+        if none_of_these:
+            if current.last is None:
+                raise ToolshedError("none_of_these: this session was offered nothing yet")
+            events.append(ReviewEvent(selection_id=current.last.selection_id, none_of_these=True))
+            rejected.extend(current.last.tools)
+        if not events:
+            raise ToolshedError("reviews: give at least one review or none_of_these=true")
+        for event in events:
+            await self.client.review(event)
+        current.reject(rejected)
+        return ReviewResult(
+            session=current.id,
+            recorded=len(events),
+            rejected=sorted({function_name(r) for r in rejected}),
+            note="Rejected tools will not be offered again in this session; search again for other options."
+            if rejected
+            else "Thanks: the reviews teach the ranking for queries like this one.",
+        )
+
+    async def report(self, session: str, calls: Iterable[Call]) -> OutcomeResult:
+        current = self._session(session)
+        by_selection: dict[UUID, list[ToolCall]] = defaultdict(list)
+        for call in calls:
+            ref, selection_id = self._offered(current, call.tool)
+            by_selection[selection_id].append(
+                ToolCall(
+                    plugin_id=ref.plugin_id,
+                    name=ref.name,
+                    success=call.success,
+                    latency_ms=call.latency_ms,
+                    error=call.error,
+                )
+            )
+        if not by_selection:
+            raise ToolshedError("calls: report at least one call")
+        for selection_id, made in by_selection.items():
+            await self.client.report_outcome(OutcomeEvent(selection_id=selection_id, calls=made))
+        return OutcomeResult(session=current.id, recorded=len(by_selection))
+
+    def _session(self, session: str) -> Session:
+        found_session = self.sessions.find(session)
+        if found_session is None:
+            raise ToolshedError(f"session {session!r} is unknown or expired: call search_tools to start a new one")
+        return found_session
+
+    @staticmethod
+    def _offered(session: Session, name: str) -> tuple[ToolRef, UUID]:
+        ref = session.resolve(name)
+        selection_id = None if ref is None else session.selection_of(ref)
+        if ref is None or selection_id is None:
+            raise ToolshedError(f"tool {name!r} was not offered in this session")
+        return ref, selection_id

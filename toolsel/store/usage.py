@@ -1,0 +1,120 @@
+"""Usage memory: the query examples each tool learnt from use, per scope (a tenant, or '*' when shared), and the
+vectors computed from them (tool_usage_examples, tool_usage_vectors).
+
+The only module that writes these tables. An example is keyed by (tool, scope, event, polarity), so an event
+applied twice adds nothing. A tool's examples and vector change under a per-tool advisory lock; a commit's
+vectors carry one version, taken under a lock held until commit, so versions become visible in order and a
+selector that fetches ``version > its watermark`` misses none.
+"""
+
+from collections.abc import Iterable, Sequence
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from toolsel.store.reviews import vector_text
+
+Vector = npt.NDArray[np.float32]
+ExampleRow = tuple[int, str, UUID, int, int]
+"""tool id, scope, event id, polarity (+1, -1), row of its query's vector (see ``add_examples``)."""
+VectorRow = tuple[int, str, Vector, Vector | None, int, int]
+"""tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives."""
+
+TOOL_LOCK = 7_433_003
+"""Advisory lock class of one tool's usage memory (key: the tool id)."""
+VERSION_LOCK = 7_433_004
+"""Advisory lock held from taking a version to commit."""
+
+LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
+INSERT_EXAMPLES = """
+INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector)
+SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 + 1 : (u.query + 1) * $7]::vector
+FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[])
+     AS u(tool_id, scope, event_id, polarity, query)
+ON CONFLICT (tool_id, scope, event_id, polarity) DO NOTHING
+RETURNING tool_id, scope
+"""
+TRIM_EXAMPLES = """
+DELETE FROM tool_usage_examples e USING (
+    SELECT x.id, row_number() OVER (PARTITION BY x.tool_id, x.scope, x.polarity ORDER BY x.id DESC) AS newer
+    FROM tool_usage_examples x JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
+         ON x.tool_id = u.tool_id AND x.scope = u.scope
+) ranked
+WHERE e.id = ranked.id AND ranked.newer > $3
+"""
+EXAMPLES_OF = """
+SELECT x.tool_id, x.scope, x.polarity, x.query_vector
+FROM tool_usage_examples x JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
+     ON x.tool_id = u.tool_id AND x.scope = u.scope
+ORDER BY x.tool_id, x.scope, x.id DESC
+"""
+NEXT_VERSION = "SELECT pg_advisory_xact_lock($1), nextval('tool_usage_version') AS version"
+UPSERT_VECTORS = """
+INSERT INTO tool_usage_vectors AS v (tool_id, scope, centroid, negative_centroid, positives, negatives, version)
+SELECT u.tool_id, u.scope, u.centroid::vector, u.negative::vector, u.positives, u.negatives, $7
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])
+     AS u(tool_id, scope, centroid, negative, positives, negatives)
+ON CONFLICT (tool_id, scope) DO UPDATE SET centroid = excluded.centroid,
+    negative_centroid = excluded.negative_centroid, positives = excluded.positives,
+    negatives = excluded.negatives, version = excluded.version, updated_at = now()
+"""
+
+
+async def lock_tools(conn: asyncpg.Connection, tool_ids: Iterable[int]) -> None:
+    """Hold these tools' usage memory until commit, taken one at a time in id order (no deadlock)."""
+    await conn.execute(LOCK_TOOLS, TOOL_LOCK, sorted(set(tool_ids)))
+
+
+async def add_examples(
+    conn: asyncpg.Connection, rows: Sequence[ExampleRow], queries: npt.NDArray[np.float32]
+) -> list[tuple[int, str]]:
+    """Add examples, each naming its query's row in ``queries`` (one already stored is kept as is); returns the
+    (tool id, scope) pairs that gained one. The vectors travel as one flat binary array (text is far slower)."""
+    if not rows:
+        return []
+    found = await conn.fetch(
+        INSERT_EXAMPLES,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        [r[3] for r in rows],
+        [r[4] for r in rows],
+        queries.ravel().tolist(),
+        queries.shape[1],
+    )
+    return sorted({(r["tool_id"], r["scope"]) for r in found})
+
+
+async def trim_examples(conn: asyncpg.Connection, touched: Sequence[tuple[int, str]], limit: int) -> None:
+    """Keep the newest ``limit`` examples per (tool, scope, polarity) of these pairs."""
+    await conn.execute(TRIM_EXAMPLES, [t for t, _ in touched], [s for _, s in touched], limit)
+
+
+async def examples_of(
+    conn: asyncpg.Connection, touched: Sequence[tuple[int, str]]
+) -> dict[tuple[int, str], list[tuple[int, Vector]]]:
+    """(polarity, query vector) of every example of these (tool, scope) pairs, newest first."""
+    rows = await conn.fetch(EXAMPLES_OF, [t for t, _ in touched], [s for _, s in touched])
+    result: dict[tuple[int, str], list[tuple[int, Vector]]] = {}
+    for r in rows:
+        vector = np.asarray(r["query_vector"].to_numpy(), dtype=np.float32)
+        result.setdefault((r["tool_id"], r["scope"]), []).append((r["polarity"], vector))
+    return result
+
+
+async def write_vectors(conn: asyncpg.Connection, rows: Sequence[VectorRow]) -> int:
+    """Store these usage vectors under one new version (returned); the version lock is held until commit."""
+    version: int = (await conn.fetchrow(NEXT_VERSION, VERSION_LOCK))["version"]
+    await conn.execute(
+        UPSERT_VECTORS,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [vector_text(r[2]) for r in rows],
+        [None if r[3] is None else vector_text(r[3]) for r in rows],
+        [r[4] for r in rows],
+        [r[5] for r in rows],
+        version,
+    )
+    return version
