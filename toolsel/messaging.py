@@ -25,7 +25,6 @@ from toolsel import __version__
 log = logging.getLogger(__name__)
 
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
-POISON_ATTEMPTS = 3
 """Deliveries of an event that fails on its own (not for want of a server) before it is dead-lettered."""
 TOO_DEEP = "the JSON is nested too deep"
 
@@ -92,10 +91,10 @@ def transient(error: BaseException) -> bool:
     return client_side or isinstance(error, _OUTAGES)
 
 
-def gives_up(error: BaseException, delivered: int) -> bool:
+def gives_up(error: BaseException, delivered: int, attempts: int) -> bool:
     """Whether an event that failed alone with ``error`` on its ``delivered``-th delivery is dead-lettered:
-    never during an outage (it passes), after ``POISON_ATTEMPTS`` deliveries otherwise."""
-    return not transient(error) and delivered >= POISON_ATTEMPTS
+    never during an outage (it passes), after ``attempts`` deliveries otherwise."""
+    return not transient(error) and delivered >= attempts
 
 
 def failure(error: BaseException) -> str:

@@ -192,6 +192,10 @@ class Settings(BaseSettings):
     """Deliveries of one event before it goes to the dead-letter subject."""
     orphan_timeout_s: float = 60.0
     """How long an outcome waits for its selection event (they may arrive out of order) before dead-letter."""
+    poison_attempts: int = Field(default=3, ge=1)
+    """Deliveries of an event that fails alone (not for want of a server) before it is dead-lettered."""
+    failed_event_delay_s: float = Field(default=1.0, ge=0.0)
+    """Redelivery delay of an event whose batch (or sync) failed."""
 
     # caches (seed 000 section 4.3)
     policy_cache_ttl_s: float = 30.0

@@ -30,7 +30,6 @@ from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.settings import Settings
 
 DESCRIPTION = "Keeps the tool registry true to what plugins declare; embeds what changed."
-FAILED_SYNC_DELAY_S = 1.0
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -71,8 +70,8 @@ def create_app(settings: Settings) -> FastStream:
             await dead_letter(broker, "sync", msg.body, refused.detail.message)
             return
         except Exception as error:
-            if not gives_up(error, msg.raw_message.metadata.num_delivered):
-                raise NackMessage(delay=FAILED_SYNC_DELAY_S) from error
+            if not gives_up(error, msg.raw_message.metadata.num_delivered, state.settings.poison_attempts):
+                raise NackMessage(delay=state.settings.failed_event_delay_s) from error
             await dead_letter(broker, "sync", msg.body, failure(error))
             return
         await sync_reports.publish(report)

@@ -7,7 +7,7 @@ message is the same for every kind, here:
 - malformed (deep JSON too): dead-lettered with the validation error at once, acknowledged;
 - the batch failed for want of a server: every event negatively acknowledged, redelivered in a second;
 - the batch failed otherwise: split until the failing events stand alone, the others applied; a failing
-  event is redelivered, then dead-lettered with the error once delivered ``POISON_ATTEMPTS`` times;
+  event is redelivered, then dead-lettered with the error once delivered ``Settings.poison_attempts`` times;
 - refers to something not stored (yet): redelivered with backoff (events may arrive out of order), then
   dead-lettered once older than ``orphan_timeout_s`` or delivered ``max_deliver`` times, unless a last
   attempt finds it applied meanwhile (by a redelivered copy in a concurrent batch): that is a duplicate;
@@ -36,7 +36,6 @@ from toolsel.messaging import dead_letter, events_stream, failure, gives_up, tra
 log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
 MAX_BACKOFF_S = 5.0
-FAILED_BATCH_DELAY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,11 +109,11 @@ async def _failed(state: LearnerState, kind: str, msg: Msg, error: Exception) ->
     """Redeliver an event whose batch failed for want of a server, or that failed alone (for now); dead-letter
     one that keeps failing alone."""
     delivered = msg.metadata.num_delivered
-    if gives_up(error, delivered):
+    if gives_up(error, delivered, state.settings.poison_attempts):
         await _dead_letter(state, kind, msg, failure(error))
         return
     log.warning("%s event failed (delivery %d), redelivering: %s: %s", kind, delivered, type(error).__name__, error)
-    await msg.nak(delay=FAILED_BATCH_DELAY_S)
+    await msg.nak(delay=state.settings.failed_event_delay_s)
 
 
 def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:

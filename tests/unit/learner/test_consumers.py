@@ -119,7 +119,7 @@ async def test_concurrent_events_are_applied_in_one_batch_then_each_acknowledged
 async def test_a_failed_batch_is_redelivered_not_acknowledged(harness: Harness) -> None:
     harness.error = RuntimeError("database went away")
     await harness.publish(_outcome().model_dump_json().encode())
-    assert harness.log == [("apply", 1), ("nak", consumers.FAILED_BATCH_DELAY_S)]
+    assert harness.log == [("apply", 1), ("nak", Settings().failed_event_delay_s)]
     assert harness.dead_letters == []
 
 
@@ -168,7 +168,7 @@ async def test_a_poison_event_is_split_from_its_batch_and_the_others_are_applied
     await asyncio.gather(*(harness.publish(e.model_dump_json().encode()) for e in events))
     assert harness.log[0] == ("apply", 3)  # the whole batch first, then its halves until the poison stands alone
     settled = sorted((e for e in harness.log if e[0] != "apply"), key=str)
-    assert settled == [("ack", None), ("ack", None), ("nak", consumers.FAILED_BATCH_DELAY_S)]
+    assert settled == [("ack", None), ("ack", None), ("nak", Settings().failed_event_delay_s)]
     assert ("apply", 1) in harness.log  # the poison was tried alone
     assert harness.dead_letters == []
 
@@ -178,7 +178,7 @@ async def test_a_poison_event_failing_alone_is_dead_lettered_with_its_error_afte
 ) -> None:
     harness.error = ValueError("cannot be\nstored")
     body = _outcome().model_dump_json().encode()
-    await harness.publish(body, delivered=messaging.POISON_ATTEMPTS)
+    await harness.publish(body, delivered=Settings().poison_attempts)
     assert harness.log == [("apply", 1), ("ack", None)]
     assert harness.dead_letters == [(body, "failed: ValueError: cannot be stored")]
 
@@ -187,7 +187,7 @@ async def test_a_batch_failing_for_want_of_a_server_is_redelivered_whole_however
     harness.error = ConnectionRefusedError("postgres is down")
     events = [_outcome() for _ in range(3)]
     await asyncio.gather(*(harness.publish(e.model_dump_json().encode(), delivered=100) for e in events))
-    assert harness.log == [("apply", 3)] + [("nak", consumers.FAILED_BATCH_DELAY_S)] * 3
+    assert harness.log == [("apply", 3)] + [("nak", Settings().failed_event_delay_s)] * 3
     assert harness.dead_letters == []
 
 
