@@ -23,10 +23,8 @@ def _sizes(text: str) -> list[int]:
 
 @app.command("bench")
 def bench(
+    data: Annotated[Path, typer.Option(help="folder of evaluation sets (tools.jsonl + queries.jsonl each) to pool")],
     sizes: Annotated[str, typer.Option(help="catalog sizes (tools), comma-separated")] = "200,2000,10000",
-    data: Annotated[Path, typer.Option(help="folder of evaluation sets whose tools and queries are pooled")] = Path(
-        "../shared/bench"
-    ),
     requests: Annotated[int, typer.Option(min=20, help="selects timed per size")] = 300,
     json_file: Annotated[Path | None, typer.Option("--json", help="write every number as JSON")] = None,
 ) -> None:

@@ -140,7 +140,7 @@ class Selector:
         if len(queries) > 1:
             method += f"+decomposed({len(parts)})"
 
-        intent = self._intent(candidates, query_vector, pool)
+        intent = self._intent(candidates, query_vector, per_query[0], usage, pool)
         ctx = context_key(s.context_key_template, request.tier, request.page, intent)
         rng = self._rng(request)
         scored = self._score(request, ctx, per_query, query_vector, reviews, rng, degraded, pool)
@@ -277,15 +277,26 @@ class Selector:
                 alpha[row], beta[row], last_success[row] = a, b, at
         return alpha, beta, last_success
 
-    def _intent(self, candidates: stages.Rows, query_vector: stages.Vector | None, pool: stages.Mask) -> str:
+    def _intent(
+        self,
+        candidates: stages.Rows,
+        query_vector: stages.Vector | None,
+        whole: _Retrieved,
+        usage: UsageView | None,
+        pool: stages.Mask,
+    ) -> str:
         """The query's apparent intent (seed 000, 10.3): the tool nearest its meaning by declared vectors alone,
-        so that what use teaches moves the ranking but never the context its evidence is kept under."""
+        so that what use teaches moves the ranking but never the context its evidence is kept under. Reuses the
+        vector signal's cosine; only the rows it replaced with a learnt blend are computed again."""
         cat = self.catalog
+        cosine = whole.signals.get("vector")
         declared = pool & cat.has_vector
-        if query_vector is not None and declared.any():
-            nearest = np.where(declared, stages.cosine(cat.vectors, query_vector), -np.inf)
-            return cat.keys[int(np.argmax(nearest))]
-        return cat.keys[int(candidates[0])] if candidates.size else "none"
+        if query_vector is None or cosine is None or not declared.any():
+            return cat.keys[int(candidates[0])] if candidates.size else "none"
+        nearest = cosine.copy()
+        if usage is not None:
+            nearest[usage.rows] = stages.cosine(cat.vectors[usage.rows], query_vector)
+        return cat.keys[int(np.argmax(np.where(declared, nearest, -np.inf)))]
 
     def _review_lookup(self, scope: str) -> ReviewLookup | None:
         """The review index as this scope sees it: other scopes' entries are left out (row -1)."""

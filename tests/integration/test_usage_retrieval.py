@@ -29,43 +29,46 @@ def position(reply: SelectReply) -> int:
 async def test_successes_teach_only_their_tenant_and_lift_only_in_their_context(client: ToolselClient) -> None:
     plugin, taught, other = unique("family"), unique("tenant"), unique("tenant")
     await client.sync(plugin_sync(plugin, "*", [tool(n) for n in TOOLS]))  # shared: both tenants see them
+    try:
 
-    async def ask(tenant: str, query: str = PARAPHRASE, page: str = "/inbox") -> SelectReply:
-        return await client.select(
-            query=query, tenant_id=tenant, page=page, k=5, dry_run=True, seed=7, filters={"plugins": [plugin]}
-        )
+        async def ask(tenant: str, query: str = PARAPHRASE, page: str = "/inbox") -> SelectReply:
+            return await client.select(
+                query=query, tenant_id=tenant, page=page, k=5, dry_run=True, seed=7, filters={"plugins": [plugin]}
+            )
 
-    async def synced() -> bool:
-        return len((await ask(taught)).tools) == len(TOOLS)
+        async def synced() -> bool:
+            return len((await ask(taught)).tools) == len(TOOLS)
 
-    assert await eventually(synced), "the selector did not pick up the sync"
+        assert await eventually(synced), "the selector did not pick up the sync"
 
-    before, theirs_before = await ask(taught), await ask(other)
-    assert position(before) > 0, "the paraphrase already finds the tool: nothing to learn"
+        before, theirs_before = await ask(taught), await ask(other)
+        assert position(before) > 0, "the paraphrase already finds the tool: nothing to learn"
 
-    for query in TAUGHT:  # one selection each, every tool offered, one success
-        reply = await client.select(
-            query=query, tenant_id=taught, page="/inbox", k=5, session_id=uuid4().hex, filters={"plugins": [plugin]}
-        )
-        assert TARGET in {t.name for t in reply.tools}
-        call = ToolCall(plugin_id=plugin, name=TARGET, success=True, latency_ms=50)
-        await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
+        for query in TAUGHT:  # one selection each, every tool offered, one success
+            reply = await client.select(
+                query=query, tenant_id=taught, page="/inbox", k=5, session_id=uuid4().hex, filters={"plugins": [plugin]}
+            )
+            assert TARGET in {t.name for t in reply.tools}
+            call = ToolCall(plugin_id=plugin, name=TARGET, success=True, latency_ms=50)
+            await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
 
-    async def moved() -> SelectReply | None:
-        now = await ask(taught)
-        return now if position(now) < position(before) else None
+        async def moved() -> SelectReply | None:
+            now = await ask(taught)
+            return now if position(now) < position(before) else None
 
-    after = await eventually(moved, timeout_s=30)
-    assert after is not None, "the tenant's successes did not move the tool up for a paraphrase"
-    assert after.tools[position(after)].breakdown.similarity > before.tools[position(before)].breakdown.similarity
+        after = await eventually(moved, timeout_s=30)
+        assert after is not None, "the tenant's successes did not move the tool up for a paraphrase"
+        assert after.tools[position(after)].breakdown.similarity > before.tools[position(before)].breakdown.similarity
 
-    assert ranking(await ask(other)) == ranking(theirs_before), "another tenant's ranking moved"
+        assert ranking(await ask(other)) == ranking(theirs_before), "another tenant's ranking moved"
 
-    # the bandit context is tier, page and intent: a taught query's own context holds the evidence
-    here_reply = await ask(taught, query=TAUGHT[0])
-    here = here_reply.tools[position(here_reply)].breakdown
-    elsewhere_reply = await ask(taught, query=TAUGHT[0], page="/calendar")
-    elsewhere = elsewhere_reply.tools[position(elsewhere_reply)].breakdown
-    assert here.alpha > 1.0
-    assert here.recency > 0.0
-    assert (elsewhere.alpha, elsewhere.beta, elsewhere.recency) == (1.0, 1.0, 0.0)
+        # the bandit context is tier, page and intent: a taught query's own context holds the evidence
+        here_reply = await ask(taught, query=TAUGHT[0])
+        here = here_reply.tools[position(here_reply)].breakdown
+        elsewhere_reply = await ask(taught, query=TAUGHT[0], page="/calendar")
+        elsewhere = elsewhere_reply.tools[position(elsewhere_reply)].breakdown
+        assert here.alpha > 1.0
+        assert here.recency > 0.0
+        assert (elsewhere.alpha, elsewhere.beta, elsewhere.recency) == (1.0, 1.0, 0.0)
+    finally:  # shared tools are offered to every tenant: leave none behind for the tests that follow
+        await client.sync(plugin_sync(plugin, "*", []))
