@@ -34,7 +34,9 @@ def eval_(
         ),
     ] = "stream",
     drift_at: Annotated[int | None, typer.Option(help="drift: event its calls start failing (default n/3)")] = None,
-    recover_at: Annotated[int | None, typer.Option(help="drift: event it works again (default 2n/3)")] = None,
+    recover_at: Annotated[
+        int | None, typer.Option(help="drift: event it works again (default: after 60 of its events failed, else 2n/3)")
+    ] = None,
     add_at: Annotated[int | None, typer.Option(help="new-tool: event the tool is synced (default n/3)")] = None,
 ) -> None:
     """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""

@@ -80,17 +80,25 @@ class Embedder:
 
     def embed_query(self, text: str) -> Matrix:
         """One unit vector, cached: agents repeat queries."""
-        hit = self._cache.get(text)
-        if hit is not None:
-            self._cache.move_to_end(text)
-            return hit
-        vector: Matrix = self.embed([text])[0]
-        vector.setflags(write=False)
-        if self._cache_size:
-            self._cache[text] = vector
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        vector: Matrix = self.embed_queries([text])[0]
         return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Matrix]:
+        """One cached unit vector per text; the ones not cached are computed in a single batch (a compound
+        request and its parts cost one model call, not one per part)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        found: dict[str, Matrix] = dict(zip(missing, self.embed(missing), strict=True)) if missing else {}
+        for text in found:
+            found[text].setflags(write=False)
+        for text in dict.fromkeys(texts):
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                found[text] = self._cache[text]
+        if self._cache_size:
+            self._cache.update((text, found[text]) for text in missing)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return [found[text] for text in texts]
 
 
 def length_order(texts: Sequence[str]) -> list[int]:

@@ -343,39 +343,41 @@ class Selector:
         confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
         s, cat = self.settings, self.catalog
         zeros = np.zeros(len(cat), dtype=np.float64)
+        contexts = [QueryContext(s, cat, query, pool, None, reviews, usage) for query in queries]
+        lexical = [BM25.scores(ctx) if mode != "vector" else zeros for ctx in contexts]
+        fast = [
+            mode == "hybrid"
+            and s.bm25_fast_path
+            and retrieval.bm25_confidence(bm25, pool, s.bm25_confidence_scale) > s.bm25_confidence_threshold
+            for bm25 in lexical
+        ]
+        wanted = [q for q, f in zip(queries, fast, strict=True) if mode != "bm25" and not f]
+        vectors = self._embed(wanted, degraded)
         out = []
         method = mode
         query_vector = None
-        for i, query in enumerate(queries):
-            ctx = QueryContext(s, cat, query, pool, None, reviews, usage)
+        for i, (ctx, bm25, fast_path) in enumerate(zip(contexts, lexical, fast, strict=True)):
             found = dict.fromkeys(RETRIEVAL, zeros)
-            if mode != "vector":
-                found[BM25.name] = BM25.scores(ctx)
-            bm25 = found[BM25.name]
-            fast = (
-                mode == "hybrid"
-                and s.bm25_fast_path
-                and retrieval.bm25_confidence(bm25, pool, s.bm25_confidence_scale) > s.bm25_confidence_threshold
-            )
-            if mode != "bm25" and not fast:
-                ctx = replace(ctx, vector=self._embed(query, degraded))
+            found[BM25.name] = bm25
+            if mode != "bm25" and not fast_path:
+                ctx = replace(ctx, vector=vectors.get(ctx.query))
                 if ctx.vector is None and mode == "vector":
                     method = "unranked"
                 query_vector = ctx.vector if i == 0 else query_vector
                 others = [VECTOR.name] if mode == "vector" else [n for n in RETRIEVAL if n != BM25.name]
                 found.update({name: RETRIEVAL[name].scores(ctx) for name in others})
-            if fast:
+            if fast_path:
                 method = "bm25-fast-path"
-            if mode == "bm25" or fast or (mode == "hybrid" and not found[VECTOR.name].any()):
+            if mode == "bm25" or fast_path or (mode == "hybrid" and not found[VECTOR.name].any()):
                 top = bm25[pool].max() if pool.any() else 0.0
                 relevance = bm25 / top if top > 0 else zeros
-                if mode == "hybrid" and not fast:
+                if mode == "hybrid" and not fast_path:
                     method = "bm25"
             elif mode == "vector":
                 relevance = found[VECTOR.name]
             else:
                 relevance = self._fuse(found, ctx)
-            match = confidence.bm25_match(bm25, cat.lexical.ceiling(query)) if mode != "vector" else zeros
+            match = confidence.bm25_match(bm25, cat.lexical.ceiling(ctx.query)) if mode != "vector" else zeros
             out.append(_Retrieved(relevance, found, match))
         return out, method, query_vector
 
@@ -393,17 +395,20 @@ class Selector:
         """Bounded by relevance: the learnt parts lift a tool at most as much as it is relevant."""
         return stages.composite(rerank, self.settings.rerank_weights, NEUTRAL, bound=RELEVANCE.name)
 
-    def _embed(self, query: str, degraded: list[str]) -> stages.Vector | None:
+    def _embed(self, queries: list[str], degraded: list[str]) -> dict[str, stages.Vector]:
+        """The queries' vectors, in one batch; none when the model is missing or fails (BM25 answers alone)."""
+        if not queries:
+            return {}
         if self.embedder is None:
             degraded.append("retrieval.vectors")
-            return None
+            return {}
         try:
-            return self.embedder.embed_query(query)
+            return dict(zip(queries, self.embedder.embed_queries(queries), strict=True))
         except Exception:
             log.exception("query embedding failed; BM25 alone")
             if "retrieval.vectors" not in degraded:
                 degraded.append("retrieval.vectors")
-            return None
+            return {}
 
     def _reply(
         self,

@@ -15,6 +15,9 @@ CANDIDATES = 5
 OFFERED_SHARE = 0.5
 """A candidate must be offered for at least this share of its queries before the change: a tool the selector
 never offers can neither leave nor be replaced."""
+RETRY_SHARE = 0.1
+"""A failing tool has left the top K once it is offered in at most this share of its later events: a tool must be
+retried now and then (on probation after quarantine, or in the exploration slot) to be seen to recover."""
 NEW_TOOL_TOP = 3
 """The new tool's target: reach this rank among the tools offered for its queries."""
 ALTERNATIVE_PREFIX = "Alternative: "
@@ -40,6 +43,18 @@ def check_window(events: int, start: int, end: int | None = None) -> None:
     last = events if end is None else end
     if not 0 < start < last <= events:
         raise ValueError(f"need 0 < change ({start}){'' if end is None else f' < recovery ({end})'} ≤ {events} events")
+
+
+def recovery_at(queries: Sequence[Query], tool: str, start: int, failing_events: int, fallback: int) -> int:
+    """Where a drifting tool recovers by default: right after ``failing_events`` of its queries have been streamed
+    from ``start`` (so "leaves the top K within N of its events" can be seen however rare the tool is), when the
+    stream holds that many and leaves events after them; else ``fallback``."""
+    seen = 0
+    for i in range(start, len(queries)):
+        seen += tool in queries[i].relevant
+        if seen == failing_events:
+            return i + 1 if i + 1 < len(queries) else fallback
+    return fallback
 
 
 def frequent_tools(queries: Sequence[Query], top: int = CANDIDATES) -> list[str]:
@@ -119,13 +134,15 @@ def offered_queries(events: Sequence[Event], sightings: Sequence[Sighting]) -> f
     return frozenset(events[s.event].query.id for s in sightings if s.rank is not None)
 
 
-def events_until_gone(sightings: Sequence[Sighting]) -> int | None:
-    """How many of the tool's events until (and including) the first one from which it was never offered again;
-    None when it was still offered at its last event (or had none)."""
-    if not sightings or sightings[-1].rank is not None:
-        return None
-    last_seen = max((n for n, s in enumerate(sightings, 1) if s.rank is not None), default=0)
-    return last_seen + 1
+def events_until_gone(sightings: Sequence[Sighting], retry_share: float = RETRY_SHARE) -> int | None:
+    """How many of the tool's events until (and including) the first one from which it was offered in at most
+    ``retry_share`` of its remaining events (the odd retry of a quarantined tool on probation, or of the
+    exploration slot, does not keep it in the top K); None when that never happened (or it had no events)."""
+    for n in range(1, len(sightings) + 1):
+        rest = sightings[n - 1 :]
+        if sum(s.rank is not None for s in rest) <= retry_share * len(rest):
+            return n
+    return None
 
 
 def events_until_offered(sightings: Sequence[Sighting], within: int | None = None) -> int | None:

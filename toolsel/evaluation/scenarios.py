@@ -22,6 +22,9 @@ DRIFT_LEAVE_WITHIN = 30
 NEW_TOOL_WITHIN = 50
 """Targets: a failing tool leaves the offered top K within this many of its events; a new relevant tool reaches
 the top 3 within this many of its queries."""
+DRIFT_FAILING_EVENTS = 2 * DRIFT_LEAVE_WITHIN
+"""By default a drifting tool recovers after this many of its own events have failed (twice the target, so that
+leaving within it can be seen), when the stream is long enough."""
 QUARANTINE_ENV = {"TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "5", "TOOLSEL_QUARANTINE_CHECK_INTERVAL_S": "1"}
 """Drift on its own stack: a quarantined tool goes on probation after seconds, not an hour, so that it can come
 back within the run once it recovers."""
@@ -91,10 +94,15 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
     """A relevant, frequently used tool fails from ``drift_at`` until ``recover_at``: how soon it leaves the top K
     offered for its queries, and how soon after recovery it is back."""
     n = len(stage.queries)
-    start, end = plan.default_at(n, DRIFT_AT, drift_at), plan.default_at(n, RECOVER_AT, recover_at)
-    plan.check_window(n, start, end)
+    start = plan.default_at(n, DRIFT_AT, drift_at)
+    plan.check_window(n, start)
     catalog = await stage.catalog(stage.bench.tools, "online", f"eval-{stage.run}")
     tool, shares = await _choose(stage, catalog, stage.queries[:start])
+    end = recover_at
+    if end is None:
+        fallback = plan.default_at(n, RECOVER_AT, None)
+        end = plan.recovery_at(stage.queries, tool, start, DRIFT_FAILING_EVENTS, max(fallback, start + 1))
+    plan.check_window(n, start, end)
     events = plan.drift_events(stage.queries, tool, start, end)
     console.print(f"drift: calls to [bold]{tool}[/] fail from event {start} until event {end}")
     streamed = await learn(
@@ -121,8 +129,9 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
         "agent": "from drift_at until recover_at its calls fail (the agent then calls the next relevant tool "
         "offered) and its reviews say broken",
         "measured_on": "from drift_at on, the events of its queries for which it was offered before drift_at "
-        f"({len(seen)} queries); left: the event from which it was never offered again until recovery; back: the "
-        "first event after recovery where it was offered",
+        f"({len(seen)} queries); left: the event from which it was offered in at most {plan.RETRY_SHARE:.0%} of "
+        "its events until recovery (retries on probation or exploration); back: the first event after recovery "
+        "where it was offered",
         "tool_events": {"before": len(before), "failing": len(failing), "after": len(after)},
         "offered_share": {
             "before": plan.offered_share(before),

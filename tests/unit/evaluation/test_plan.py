@@ -21,6 +21,7 @@ from toolsel.evaluation.plan import (
     pick_tool,
     queries_of,
     ranking_changes,
+    recovery_at,
     track,
 )
 
@@ -49,6 +50,14 @@ def test_the_pick_is_seeded_among_tools_offered_often_enough() -> None:
     assert pick_tool(["a", "b"], {"a": 0.2, "b": 0.3}, 0) == "b"  # none offered enough: the most offered
     with pytest.raises(ValueError, match="no relevant tools"):
         pick_tool([], {}, 0)
+
+
+def test_recovery_comes_after_the_tools_own_failing_events_when_the_stream_holds_them() -> None:
+    # STREAM: "a" is relevant at events 0, 2 and 3
+    assert recovery_at(STREAM, "a", 1, 2, fallback=5) == 4  # its 2nd event from 1 is event 3: recovers at 4
+    assert recovery_at(STREAM, "a", 0, 1, fallback=5) == 1
+    assert recovery_at(STREAM, "a", 1, 3, fallback=5) == 5  # only two of its events left: the fallback
+    assert recovery_at(STREAM, "d", 0, 1, fallback=5) == 5  # its event is the last: nothing after, the fallback
 
 
 def test_change_events_default_to_fractions_and_must_leave_a_before_and_after() -> None:
@@ -102,11 +111,14 @@ def test_events_until_offered_anywhere_or_in_the_top() -> None:
     assert events_until_offered([]) is None
 
 
-def test_a_tool_is_gone_from_the_event_after_it_was_last_offered() -> None:
+def test_a_tool_is_gone_from_the_event_after_which_it_is_only_retried_now_and_then() -> None:
     assert events_until_gone([Sighting(1, 1), Sighting(2, None), Sighting(3, 4), Sighting(4, None)]) == 4
     assert events_until_gone([Sighting(1, None), Sighting(2, None)]) == 1
     assert events_until_gone([Sighting(1, None), Sighting(2, 3)]) is None  # still offered at its last event
     assert events_until_gone([]) is None
+    retried = [Sighting(1, 1), Sighting(2, 2)] + [Sighting(i, 5 if i == 8 else None) for i in range(3, 13)]
+    assert events_until_gone(retried) == 3  # one retry in its last 10 events: gone from the 3rd
+    assert events_until_gone(retried, retry_share=0.0) == 9  # strict: after its last offer (event 8)
 
 
 def test_only_the_queries_it_was_offered_for_count() -> None:

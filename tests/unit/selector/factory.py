@@ -75,7 +75,10 @@ class AxisEmbedder:
     def __init__(self, keywords: dict[str, int]) -> None:
         self.keywords = keywords
 
-    def embed_query(self, text: str) -> np.ndarray:  # type: ignore[type-arg]
+    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        return [self._embed(text) for text in texts]
+
+    def _embed(self, text: str) -> npt.NDArray[np.float32]:
         vector = np.zeros(DIM, dtype=np.float32)
         for word, axis in self.keywords.items():
             if word in text:

@@ -34,8 +34,8 @@ class FixedEmbedder:
     def __init__(self, vector: npt.NDArray[np.float32]) -> None:
         self.vector = vector
 
-    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self.vector
+    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        return [self.vector for _ in texts]
 
 
 def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]:
