@@ -1,4 +1,4 @@
-"""``toolsel docs``: documentation generated from the code, kept in the README."""
+"""``toolsel docs``: documentation generated from the code, kept in the operators' page (docs/operators.md)."""
 
 from pathlib import Path
 from typing import Annotated
@@ -11,21 +11,24 @@ from toolsel.settings_table import settings_table, with_settings_table
 
 app = typer.Typer(help="Documentation generated from the code.", no_args_is_help=True)
 
+OPERATORS_PAGE = Path("docs/operators.md")
+"""The page whose configuration section holds the table, between the settings-table markers."""
+
 
 @app.command("config")
 def config(
-    write: Annotated[bool, typer.Option(help="rewrite the table between the README's settings-table markers")] = False,
-    check: Annotated[bool, typer.Option(help="fail if the README's table differs from the settings")] = False,
-    readme: Annotated[Path, typer.Option(help="the README to rewrite or check")] = Path("README.md"),
+    write: Annotated[bool, typer.Option(help="rewrite the table between the page's settings-table markers")] = False,
+    check: Annotated[bool, typer.Option(help="fail if the page's table differs from the settings")] = False,
+    doc: Annotated[Path, typer.Option(help="the page to rewrite or check")] = OPERATORS_PAGE,
 ) -> None:
     """The configuration table (every TOOLSEL_* variable, its default and meaning) generated from Settings."""
     table = settings_table(Settings)
     if not write and not check:
         print(table, end="")
         return
-    text = readme.read_text()
+    text = doc.read_text()
     current = with_settings_table(text, table)
     if check and current != text:
-        fail(f"{readme}'s configuration table is stale: run `toolsel docs config --write`")
+        fail(f"{doc}'s configuration table is stale: run `toolsel docs config --write`")
     if write:
-        readme.write_text(current)
+        doc.write_text(current)

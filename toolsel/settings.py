@@ -80,14 +80,14 @@ class Settings(BaseSettings):
     # retrieval (seeds 002, 003)
     fusion: Literal["rrf", "scores"] = "scores"
     """How retrieval signals combine: a weighted mean of max-scaled scores, or reciprocal rank fusion (rrf).
-    Scores measured better than RRF on all four evaluation sets (README, Quality), so they are the default."""
+    Scores measured better than RRF on all four evaluation sets (docs/results.md, Quality), so they are the default."""
     fusion_rrf_k: float = 60.0
     """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
     fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
     """Retrieval fusion weights by signal: vector cosine, BM25, and the historical recommendation (tools that
     helped on similar past queries). Names not given keep their default; 0 leaves a signal out. The historical
     recommendation is off by default: lifting what helped on near queries pulled multi-tool sets down (online
-    toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; README, Quality); what is learnt reaches
+    toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; docs/results.md, Quality); what is learnt reaches
     retrieval through the usage vectors instead."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
@@ -101,12 +101,12 @@ class Settings(BaseSettings):
     """BM25 confidence above which the fast path answers from BM25 alone."""
     bm25_confidence_scale: float = 20.0
     """The best BM25 score divided by this, capped at 1, is BM25's confidence. With BM25's fusion weight of 2,
-    chosen as one default over the four shared sets and checked leaving each set out (README, Quality)."""
+    chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
-    relevant: intercept, cosine, bm25_match and log_rank (fitted on the four shared sets; README, Quality)."""
+    relevant: intercept, cosine, bm25_match and log_rank (fitted on the four shared sets; docs/results.md, Quality)."""
     no_match_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
     """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits."""
     review_neighbours: int = 10

@@ -1,4 +1,4 @@
-"""The README's configuration table, generated from ``Settings`` so the two cannot disagree: one row per
+"""The configuration table of docs/operators.md, generated from ``Settings`` so the two cannot disagree: one row per
 field with its environment variable, its default and its docstring."""
 
 import json

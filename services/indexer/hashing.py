@@ -29,7 +29,7 @@ def name_words(name: str) -> str:
 def embedding_text(spec: ToolSpec) -> str:
     """What a tool without example queries is embedded from (seed 000, 6.2): ``<name in words>: <description>``,
     then the other prose and ``Parameters: p (description); ...``. The model reads its first 256 tokens, so the
-    name and description come first; parameters lifted NDCG@10 on the evaluation sets (README, Quality)."""
+    name and description come first; parameters lifted NDCG@10 on the evaluation sets (docs/results.md, Quality)."""
     parts = [
         f"{name_words(spec.name)}: {spec.description}".strip(),
         spec.display_name,

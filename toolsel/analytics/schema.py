@@ -1,5 +1,5 @@
 """The four event tables as polars frames: one schema each, shared by the store reader, the export and the
-metrics (the README's Parquet table is this module)."""
+metrics (docs/analysts.md's Parquet table is this module)."""
 
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""The README's configuration table is generated from Settings: the rows, their rendering, and the README."""
+"""The configuration table is generated from Settings: the rows, their rendering, and the operators' page."""
 
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from toolsel.settings import Settings
 from toolsel.settings_table import END, START, settings_rows, settings_table, show_default, with_settings_table
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+OPERATORS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "operators.md"
 
 
 class Example(BaseSettings):
@@ -55,6 +55,6 @@ def test_every_setting_says_what_it_is_for() -> None:
     assert [row.variable for row in settings_rows(Settings) if not row.meaning] == []
 
 
-def test_the_readme_table_is_the_one_settings_generate() -> None:
-    text = README.read_text()
+def test_the_operators_page_table_is_the_one_settings_generate() -> None:
+    text = OPERATORS_PAGE.read_text()
     assert with_settings_table(text, settings_table(Settings)) == text, "run `toolsel docs config --write`"
