@@ -19,7 +19,10 @@ app = typer.Typer()
 
 def serve(create_app: Callable[[Settings], FastStream]) -> None:
     """Build one service's app from the environment's settings and run it until it is stopped."""
+    from threadpoolctl import threadpool_limits
+
     current = settings()
+    threadpool_limits(current.blas_threads, user_api="blas")
     logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     asyncio.run(create_app(current).run())

@@ -425,7 +425,8 @@ class Selector:
         related: Mapping[int, int],
     ) -> tuple[SelectReply, SelectionEvent]:
         cat = self.catalog
-        tools = [self._scored(int(r), scored, bool(np.isin(r, explored)), related.get(int(r))) for r in final]
+        exploring = set(explored.tolist())
+        tools = [self._scored(int(r), scored, int(r) in exploring, related.get(int(r))) for r in final]
         selected_tokens = int(cat.schema_tokens[final].sum())
         hints = {
             f"{t.plugin_id}/{t.category}": hint

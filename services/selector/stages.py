@@ -59,10 +59,11 @@ def cosine(vectors: npt.NDArray[np.float32], query: Vector) -> Scores:
 def top_n(scores: Scores, mask: Mask, n: int) -> Rows:
     """Rows of the ``n`` best scores among the masked rows, best first (stable for ties)."""
     rows = np.flatnonzero(mask)
-    if rows.size == 0:
-        return rows.astype(np.int64)
-    order = np.argsort(-scores[rows], kind="stable")[:n]
-    result: Rows = rows[order].astype(np.int64)
+    values = -scores[rows]
+    if 0 < n < rows.size:  # partition first: only the n best (and rows tied with the n-th) get sorted
+        keep = np.flatnonzero(values <= np.partition(values, n - 1)[n - 1])
+        rows, values = rows[keep], values[keep]
+    result: Rows = rows[np.argsort(values, kind="stable")[:n]].astype(np.int64)
     return result
 
 
@@ -87,7 +88,9 @@ def thompson(alpha: Scores, beta: Scores, rng: np.random.Generator | None) -> Sc
     """One draw from each Beta(alpha, beta); the posterior mean when randomness is off (rng None)."""
     if rng is None:
         return posterior_mean(alpha, beta)
-    sample: Scores = rng.beta(alpha, beta)
+    sample: Scores = rng.random(alpha.shape)  # Beta(1, 1) is uniform: most rows, a twentieth of the cost
+    learnt = (alpha != 1.0) | (beta != 1.0)
+    sample[learnt] = rng.beta(alpha[learnt], beta[learnt])
     return sample
 
 

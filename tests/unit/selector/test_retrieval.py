@@ -1,8 +1,10 @@
 """BM25 over tool text, reciprocal rank fusion, the confidence gate and query decomposition."""
 
+import bm25s
 import numpy as np
 import pytest
 
+from services.selector import retrieval
 from services.selector.retrieval import (
     LexicalIndex,
     bm25_confidence,
@@ -118,3 +120,18 @@ def test_bm25_ceiling_is_reached_only_by_matching_every_query_word_ever_more() -
     assert 0 < share[0] < 1
     assert share[1] == 0
     assert share[2] < share[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Send an e-mail to the team's inbox, then book 2 flights (NYC->SFO)!",
+        "getWeatherForecast for_the_next week: it's ÜBER cold in Zürich",
+        "I'm planning a trip; can you also find the world rankings of the top players for 2022?",
+        "",
+    ],
+)
+def test_tokens_are_bm25s_own_tokenisation(text: str) -> None:
+    split = retrieval._SEPARATORS.sub(" ", retrieval._CAMEL.sub(r"\1 \2", text))
+    expected = bm25s.tokenize([split], stopwords="en", return_ids=False, show_progress=False)
+    assert retrieval._tokens([text]) == expected

@@ -153,6 +153,16 @@ def test_top_n_ties_keep_row_order() -> None:
     assert top_n(scores, np.ones(5, dtype=bool), 5).tolist() == [1, 3, 0, 2, 4]
 
 
+def test_top_n_is_the_full_stable_sort_cut_to_n() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 10, 40):
+        scores = rng.integers(0, 6, size=60).astype(np.float64)  # many ties around the cut
+        mask = rng.random(60) < 0.7
+        rows = np.flatnonzero(mask)
+        expected = rows[np.argsort(-scores[rows], kind="stable")][:n]
+        assert top_n(scores, mask, n).tolist() == expected.tolist()
+
+
 def test_top_n_of_empty_mask_is_empty() -> None:
     result = top_n(_floats(1.0, 2.0), np.zeros(2, dtype=bool), 3)
     assert result.size == 0
@@ -183,6 +193,16 @@ def test_thompson_with_seeded_rng_is_reproducible_and_in_unit_interval() -> None
     assert first.tolist() == second.tolist()
     assert ((first > 0) & (first < 1)).all()
     assert not np.allclose(first, posterior_mean(alpha, beta))
+
+
+def test_thompson_draws_the_prior_rows_uniformly() -> None:
+    n = 20000
+    draws = thompson(np.ones(n), np.ones(n), np.random.default_rng(3))
+    assert abs(draws.mean() - 0.5) < 0.01
+    assert abs(np.quantile(draws, 0.1) - 0.1) < 0.01
+    mixed = thompson(_floats(1, 50, 1), _floats(1, 1, 50), np.random.default_rng(3))
+    assert mixed[1] > 0.8
+    assert mixed[2] < 0.2
 
 
 def test_thompson_of_a_confident_posterior_stays_near_one() -> None:
