@@ -181,8 +181,11 @@ async def _refresh(state: SelectorState, source: str, load: Load) -> None:
 
 
 async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
+    """Built in a worker thread: parsing and indexing thousands of tools must not hold up the selections and
+    broadcasts waiting on the event loop."""
     tools = await store.live_tools(pool)
-    return build_catalog(tools, await store.categories(pool), await store.page_mappings(pool), settings)
+    categories, mappings = await store.categories(pool), await store.page_mappings(pool)
+    return await asyncio.to_thread(build_catalog, tools, categories, mappings, settings)
 
 
 async def _load_registry(state: SelectorState) -> None:
