@@ -118,20 +118,13 @@ def track(
     tool: str,
     start: int,
     end: int,
-    only: frozenset[str] | None = None,
 ) -> list[Sighting]:
-    """The tracked tool's rank in each event ``start ≤ i < end`` of a query it is relevant to (and whose id is in
-    ``only``, when given)."""
+    """The tracked tool's rank in each event ``start ≤ i < end`` of a query it is relevant to."""
     return [
         Sighting(i, offered[i].index(tool) + 1 if tool in offered[i] else None)
         for i in range(start, min(end, len(events)))
-        if tool in events[i].query.relevant and (only is None or events[i].query.id in only)
+        if tool in events[i].query.relevant
     ]
-
-
-def offered_queries(events: Sequence[Event], sightings: Sequence[Sighting]) -> frozenset[str]:
-    """The ids of the queries for which the tool was offered in these sightings: where it can be seen to leave."""
-    return frozenset(events[s.event].query.id for s in sightings if s.rank is not None)
 
 
 def events_until_gone(sightings: Sequence[Sighting], retry_share: float = RETRY_SHARE) -> int | None:

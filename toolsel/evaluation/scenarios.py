@@ -116,8 +116,7 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
         advance=stage.advance,
     )
     before = plan.track(events, streamed.offered, tool, 0, start)
-    seen = plan.offered_queries(events, before)
-    failing, after = (plan.track(events, streamed.offered, tool, a, b, seen) for a, b in ((start, end), (end, n)))
+    failing, after = (plan.track(events, streamed.offered, tool, a, b) for a, b in ((start, end), (end, n)))
     left = plan.events_until_gone(failing)
     back = plan.events_until_offered(after)
     details = {
@@ -128,10 +127,10 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
         "k": STREAM_K,
         "agent": "from drift_at until recover_at its calls fail (the agent then calls the next relevant tool "
         "offered) and its reviews say broken",
-        "measured_on": "from drift_at on, the events of its queries for which it was offered before drift_at "
-        f"({len(seen)} queries); left: the event from which it was offered in at most {plan.RETRY_SHARE:.0%} of "
-        "its events until recovery (retries on probation or exploration); back: the first event after recovery "
-        "where it was offered",
+        "measured_on": "from drift_at on, every event of a query it is relevant to (offered_share.before says how "
+        "often it was offered for them before); left: the event from which it was offered in at most "
+        f"{plan.RETRY_SHARE:.0%} of its events until recovery (retries on probation or exploration); back: the "
+        "first event after recovery where it was offered",
         "tool_events": {"before": len(before), "failing": len(failing), "after": len(after)},
         "offered_share": {
             "before": plan.offered_share(before),

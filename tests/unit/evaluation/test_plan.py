@@ -16,7 +16,6 @@ from toolsel.evaluation.plan import (
     events_until_offered,
     frequent_tools,
     new_tool_events,
-    offered_queries,
     offered_share,
     pick_tool,
     queries_of,
@@ -121,12 +120,11 @@ def test_a_tool_is_gone_from_the_event_after_which_it_is_only_retried_now_and_th
     assert events_until_gone(retried, retry_share=0.0) == 9  # strict: after its last offer (event 8)
 
 
-def test_only_the_queries_it_was_offered_for_count() -> None:
+def test_track_gives_the_rank_at_each_event_of_its_queries() -> None:
     events = [Event(x) for x in STREAM]
     offered = [["a"], [], ["c"], ["a"], [], [], []]
-    before = track(events, offered, "a", 0, 2)
-    assert offered_queries(events, before) == {"1"}
-    assert track(events, offered, "a", 2, 7, offered_queries(events, before)) == [Sighting(3, 1)]
+    assert track(events, offered, "a", 0, 2) == [Sighting(0, 1)]
+    assert track(events, offered, "a", 2, 7) == [Sighting(2, None), Sighting(3, 1)]
 
 
 def test_offered_share() -> None:
