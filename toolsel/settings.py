@@ -174,6 +174,9 @@ class Settings(BaseSettings):
     """Calls a released tool must make without its rolling quality falling below the threshold."""
     quarantine_release_after_s: float = 3600.0
     """A quarantined tool goes on probation this long after it was quarantined (0: only an operator releases)."""
+    quarantine_release_max_s: float = Field(default=86400.0, gt=0)
+    """Each time in a row a tool fails again on probation, its next release waits twice as long, up to this: a
+    tool that stays broken is retried less and less often, one that recovers comes back at its next retry."""
     quarantine_check_interval_s: float = 30.0
     """How often a learner looks for quarantined tools due for probation."""
     fitness_perfect: float = 1.4

@@ -26,11 +26,16 @@ DESCRIPTION = (
 
 
 async def release_when_due(state: LearnerState) -> None:
-    """Quarantine is not forever: after ``quarantine_release_after_s`` a tool goes on probation."""
+    """Quarantine is not forever: after ``quarantine_release_after_s`` (longer for a tool that keeps failing on
+    probation) a tool goes on probation."""
     while True:
         await asyncio.sleep(state.settings.quarantine_check_interval_s)
         try:
-            await announce(state, await release_due(state.pool, state.settings.quarantine_release_after_s))
+            settings = state.settings
+            released = await release_due(
+                state.pool, settings.quarantine_release_after_s, settings.quarantine_release_max_s
+            )
+            await announce(state, released)
         except Exception:
             log.exception("timed quarantine release failed; trying again later")
 

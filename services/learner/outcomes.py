@@ -316,11 +316,13 @@ async def advance_health(
     changed: set[int] = set()
     transitions: list[ToolStateChanged] = []
     quarantined: dict[int, str] = {}
+    again: set[int] = set()
     for event in events:
         for call in event.calls:
             tool_id = ids.get(call.key)
             if tool_id is None:
                 continue
+            on_probation = health[tool_id].state == ToolState.PROBATION
             health[tool_id], transition = observe(health[tool_id], call_quality(call), event.occurred_at, policy)
             if transition is not None:
                 changed.add(tool_id)
@@ -331,6 +333,8 @@ async def advance_health(
                 )
                 if transition.state == ToolState.QUARANTINED:
                     quarantined[tool_id] = transition.reason
+                    if on_probation:
+                        again.add(tool_id)
     rows = []
     for r in standing:
         h = health[r["tool_id"]]
@@ -349,7 +353,7 @@ async def advance_health(
             )
         )
     await learning.update_health(conn, rows)
-    await learning.quarantine(conn, quarantined)
+    await learning.quarantine(conn, quarantined, again)
     return transitions
 
 

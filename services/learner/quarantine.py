@@ -45,7 +45,8 @@ async def release_tool(pool: asyncpg.Pool, plugin_id: str, name: str, by: str) -
         return changed[0]
 
 
-async def release_due(pool: asyncpg.Pool, after_s: float) -> list[ToolStateChanged]:
-    """Release every tool quarantined for ``after_s`` seconds or more (several learners: each tool once)."""
+async def release_due(pool: asyncpg.Pool, after_s: float, max_s: float) -> list[ToolStateChanged]:
+    """Release every tool whose quarantine has lasted its delay: ``after_s``, doubled for each time in a row it
+    failed again on probation, at most ``max_s`` (several learners: each tool once)."""
     async with pool.acquire() as conn, conn.transaction():
-        return await _release(conn, await learning.due_for_release(conn, after_s), "timer")
+        return await _release(conn, await learning.due_for_release(conn, after_s, max_s), "timer")

@@ -25,9 +25,13 @@ the top 3 within this many of its queries."""
 DRIFT_FAILING_EVENTS = 2 * DRIFT_LEAVE_WITHIN
 """By default a drifting tool recovers after this many of its own events have failed (twice the target, so that
 leaving within it can be seen), when the stream is long enough."""
-QUARANTINE_ENV = {"TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "5", "TOOLSEL_QUARANTINE_CHECK_INTERVAL_S": "1"}
-"""Drift on its own stack: a quarantined tool goes on probation after seconds, not an hour, so that it can come
-back within the run once it recovers."""
+QUARANTINE_ENV = {
+    "TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "5",
+    "TOOLSEL_QUARANTINE_RELEASE_MAX_S": "120",
+    "TOOLSEL_QUARANTINE_CHECK_INTERVAL_S": "1",
+}
+"""Drift on its own stack: a quarantined tool goes on probation after seconds (doubling while it keeps failing,
+at most two minutes), not an hour to a day, so that it can come back within the run once it recovers."""
 
 
 @dataclass(frozen=True)

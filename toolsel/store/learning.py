@@ -7,7 +7,7 @@ the rows are. Posteriors and credits are read under lock and written back (``loc
 learner steps them event by event, which no single update expression can.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import asyncpg
@@ -95,7 +95,8 @@ WHERE tool_id = ANY($1::bigint[])
 QUARANTINE = """
 INSERT INTO tool_quarantine AS q (tool_id, reason)
 SELECT * FROM unnest($1::bigint[], $2::text[])
-ON CONFLICT (tool_id) DO UPDATE SET reason = excluded.reason, since = now(), released_at = NULL, released_by = NULL
+ON CONFLICT (tool_id) DO UPDATE SET reason = excluded.reason, since = now(), released_at = NULL, released_by = NULL,
+    strikes = CASE WHEN q.tool_id = ANY($3::bigint[]) THEN q.strikes + 1 ELSE 1 END
 """
 
 RELEASE = """
@@ -105,7 +106,8 @@ RETURNING tool_id
 """
 
 DUE_FOR_RELEASE = """
-SELECT tool_id FROM tool_quarantine WHERE released_at IS NULL AND since <= now() - make_interval(secs => $1)
+SELECT tool_id FROM tool_quarantine
+WHERE released_at IS NULL AND since <= now() - make_interval(secs => least($1 * power(2, strikes - 1), $2))
 """
 
 LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality, session_credits IN EXCLUSIVE MODE"
@@ -227,11 +229,12 @@ async def update_health(conn: asyncpg.Connection, rows: Sequence[Row]) -> None:
 # quarantine
 
 
-async def quarantine(conn: asyncpg.Connection, reasons: Mapping[int, str]) -> None:
-    """Quarantine these tools with their reasons (again, when an earlier quarantine was released)."""
+async def quarantine(conn: asyncpg.Connection, reasons: Mapping[int, str], again: Collection[int] = ()) -> None:
+    """Quarantine these tools with their reasons (again, when an earlier quarantine was released); those in
+    ``again`` failed on probation, so their next release waits twice as long as the last."""
     if reasons:
         ordered = sorted(reasons.items())
-        await conn.execute(QUARANTINE, [t for t, _ in ordered], [r for _, r in ordered])
+        await conn.execute(QUARANTINE, [t for t, _ in ordered], [r for _, r in ordered], sorted(again))
 
 
 async def release(conn: asyncpg.Connection, ids: Sequence[int], by: str, state: str, score: float) -> list[int]:
@@ -245,9 +248,10 @@ async def release(conn: asyncpg.Connection, ids: Sequence[int], by: str, state: 
     return released
 
 
-async def due_for_release(conn: asyncpg.Connection, after_s: float) -> list[int]:
-    """Tools quarantined for ``after_s`` seconds or more and not released."""
-    return [r["tool_id"] for r in await conn.fetch(DUE_FOR_RELEASE, after_s)]
+async def due_for_release(conn: asyncpg.Connection, after_s: float, max_s: float) -> list[int]:
+    """Unreleased tools quarantined for ``after_s`` seconds, doubled for each strike after the first (at most
+    ``max_s``), or more."""
+    return [r["tool_id"] for r in await conn.fetch(DUE_FOR_RELEASE, after_s, max_s)]
 
 
 # rebuild
