@@ -1,35 +1,31 @@
 """``toolsel admin``: categories, page mappings, visibility rules, test selections and quarantine (admin
-requests carry ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
+requests carry the operators' token: TOOLSEL_ADMIN_TOKEN, else the one ``toolsel up`` keeps)."""
 
 import json
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.tree import Tree
 
-from cli.running import USAGE, AsJson, Format, Output, chosen, fail, request, show_rows, validated
-from contracts import QuarantineRelease, SelectReply, SelectRequest, ToolStateChanged, subjects
-from contracts.admin import (
-    CategoryNode,
-    CategoryQuery,
-    CategoryTree,
-    PageCategories,
-    PageMapping,
-    PageMappingList,
-    PageMappingQuery,
-    PageMappingWrite,
-    PageQuery,
-    QuarantineList,
-    QuarantineQuery,
-    RuleCreate,
-    RuleFields,
-    RuleKey,
-    RuleList,
-    RuleQuery,
-    RuleUpdate,
-    VisibilityRule,
+from cli.running import (
+    USAGE,
+    AsJson,
+    Format,
+    ObjectFormat,
+    ObjectOutput,
+    Output,
+    Rows,
+    ask,
+    chosen,
+    fail,
+    validated,
 )
-from toolsel.render import EXPLAIN, console, selection_table
+from contracts import SelectReply
+from contracts.admin import CategoryNode, CategoryTree, PageMapping, RuleFields, VisibilityRule
+from toolsel.client import ToolselClient
+from toolsel.render import EXPLAIN, console, selection_view
 
 app = typer.Typer(help="Categories, page mappings, visibility rules, test selections, quarantine.")
 mappings_app = typer.Typer(help="Page-to-category mappings.", no_args_is_help=True)
@@ -40,12 +36,17 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(quarantine_app, name="quarantine")
 
 
+def _say(line: str) -> None:
+    """Print a one-line confirmation as it is (a page pattern or a condition is not rich markup)."""
+    console.print(escape(line), soft_wrap=True)
+
+
 # categories and page mappings
 
 
 def _branch(tree: Tree, node: CategoryNode) -> None:
-    hint = f"  [dim]{node.workflow_hint}[/]" if node.workflow_hint else ""
-    branch = tree.add(f"{node.name}{hint}")
+    hint = f"  [dim]{escape(node.workflow_hint)}[/]" if node.workflow_hint else ""
+    branch = tree.add(f"{escape(node.name)}{hint}")
     for child in node.children:
         _branch(branch, child)
 
@@ -53,10 +54,10 @@ def _branch(tree: Tree, node: CategoryNode) -> None:
 @app.command("categories")
 def categories(
     plugin: Annotated[str | None, typer.Option(help="only this plugin's")] = None,
-    fmt: Output = Format.table,
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
-    """Categories as a tree, per plugin."""
+    """Categories as a tree, per plugin (a tree has no csv: `page-categories` and `page-mappings list` do)."""
 
     def show(reply: CategoryTree) -> None:
         plugins: dict[str, Tree] = {}
@@ -64,27 +65,18 @@ def categories(
             _branch(plugins.setdefault(node.plugin_id, Tree(f"[bold]{node.plugin_id}[/]")), node)
         for tree in plugins.values():
             console.print(tree)
+        if not plugins:
+            console.print("no categories")
 
-    body = validated(CategoryQuery, {"plugin_id": plugin}, "categories")
-
-    request(
-        lambda c: c.admin(subjects.ADMIN_CATEGORIES_LIST, body, CategoryTree),
-        chosen(as_json, fmt),
-        show,
-        rows="categories",
-    )
+    fields = {"plugin_id": plugin}
+    ask(ToolselClient.list_categories, fields, "categories", chosen(as_json, fmt), show)
 
 
 @app.command("page-categories")
 def page_categories(page: str, fmt: Output = Format.table, as_json: AsJson = False) -> None:
     """The categories PAGE brings in (what the selector's page filter keeps)."""
-    body = validated(PageQuery, {"page": page}, "page-categories")
-    request(
-        lambda c: c.admin(subjects.ADMIN_CATEGORIES_FOR_PAGE, body, PageCategories),
-        chosen(as_json, fmt),
-        show_rows(f"categories for {page}", "categories"),
-        rows="categories",
-    )
+    show = Rows(f"categories for {page}", "categories")
+    ask(ToolselClient.page_categories, {"page": page}, "page-categories", chosen(as_json, fmt), show)
 
 
 @mappings_app.command("list")
@@ -95,33 +87,45 @@ def mappings_list(
     as_json: AsJson = False,
 ) -> None:
     """Page mappings, highest priority first."""
-    body = validated(PageMappingQuery, {"plugin_id": plugin, "category": category}, "page mappings")
-    request(
-        lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_LIST, body, PageMappingList),
+    fields = {"plugin_id": plugin, "category": category}
+    ask(
+        ToolselClient.list_page_mappings,
+        fields,
+        "page mappings",
         chosen(as_json, fmt),
-        show_rows("page mappings", "mappings"),
-        rows="mappings",
+        Rows("page mappings", "mappings"),
     )
 
 
 @mappings_app.command("create")
-def mappings_create(plugin: str, pattern: str, category: str, priority: int = 0, as_json: AsJson = False) -> None:
+def mappings_create(
+    plugin: str,
+    pattern: str,
+    category: str,
+    priority: int = 0,
+    fmt: ObjectOutput = ObjectFormat.table,
+    as_json: AsJson = False,
+) -> None:
     """Map PATTERN (/exact, /prefix*, *suffix, *contains*) to PLUGIN's CATEGORY."""
-    body = validated(
-        PageMappingWrite,
-        {"plugin_id": plugin, "page_pattern": pattern, "category": category, "priority": priority},
-        "page mapping",
-    )
-    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_CREATE, body, PageMapping), chosen(as_json), console.print)
+
+    def show(m: PageMapping) -> None:
+        _say(f"mapped pages {m.page_pattern} to {m.plugin_id}'s category {m.category} (priority {m.priority})")
+
+    fields = {"plugin_id": plugin, "page_pattern": pattern, "category": category, "priority": priority}
+    ask(ToolselClient.create_page_mapping, fields, "page mapping", chosen(as_json, fmt), show)
 
 
 @mappings_app.command("delete")
-def mappings_delete(plugin: str, pattern: str, category: str, as_json: AsJson = False) -> None:
+def mappings_delete(
+    plugin: str, pattern: str, category: str, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False
+) -> None:
     """Delete a page mapping."""
-    body = validated(
-        PageMappingWrite, {"plugin_id": plugin, "page_pattern": pattern, "category": category}, "page mapping"
-    )
-    request(lambda c: c.admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, body, PageMapping), chosen(as_json), console.print)
+
+    def show(m: PageMapping) -> None:
+        _say(f"deleted the mapping of pages {m.page_pattern} to {m.plugin_id}'s category {m.category}")
+
+    fields = {"plugin_id": plugin, "page_pattern": pattern, "category": category}
+    ask(ToolselClient.delete_page_mapping, fields, "page mapping", chosen(as_json, fmt), show)
 
 
 # visibility rules
@@ -154,6 +158,20 @@ def _rule(
     return validated(RuleFields, fields, "rule")
 
 
+def _ruled(done: str) -> Callable[[VisibilityRule], None]:
+    """Confirm what became of a rule in one line: ``rule 3 created: deny tool mail/send_email ...``."""
+
+    def show(r: VisibilityRule) -> None:
+        when = f"when {json.dumps(r.conditions)}" if r.conditions else "always"
+        inactive = ", inactive" if not r.active else ""
+        _say(
+            f"rule {r.id} {done}: {r.effect} {r.target_kind} {r.target} for tenant {r.tenant_id} {when}"
+            f" ({r.rule_type} rule, priority {r.priority}{inactive})"
+        )
+
+    return show
+
+
 RuleType = Annotated[str, typer.Option("--type", help="org, user, page, role, tier or composite")]
 Effect = Annotated[str, typer.Option(help="allow or deny")]
 TargetKind = Annotated[str, typer.Option(help="tool (plugin/name) or category (plugin/category)")]
@@ -169,13 +187,8 @@ def rules_list(
     as_json: AsJson = False,
 ) -> None:
     """Visibility rules, highest priority first."""
-    body = validated(RuleQuery, {"tenant_id": tenant, "include_inactive": inactive}, "rules")
-    request(
-        lambda c: c.admin(subjects.ADMIN_RULES_LIST, body, RuleList),
-        chosen(as_json, fmt),
-        show_rows("visibility rules", "rules"),
-        rows="rules",
-    )
+    fields = {"tenant_id": tenant, "include_inactive": inactive}
+    ask(ToolselClient.list_rules, fields, "rules", chosen(as_json, fmt), Rows("visibility rules", "rules"))
 
 
 @rules_app.command("create")
@@ -188,11 +201,12 @@ def rules_create(
     priority: int = 0,
     tenant: Tenant = "*",
     active: bool = True,
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """Create a visibility rule for TARGET."""
-    body = RuleCreate(rule=_rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active))
-    request(lambda c: c.admin(subjects.ADMIN_RULES_CREATE, body, VisibilityRule), chosen(as_json), console.print)
+    rule = _rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active)
+    ask(ToolselClient.create_rule, {"rule": rule}, "rule", chosen(as_json, fmt), _ruled("created"))
 
 
 @rules_app.command("update")
@@ -206,19 +220,18 @@ def rules_update(
     priority: int = 0,
     tenant: Tenant = "*",
     active: bool = True,
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """Replace the fields of rule RULE_ID."""
     rule = _rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active)
-    body = RuleUpdate(id=rule_id, rule=rule)
-    request(lambda c: c.admin(subjects.ADMIN_RULES_UPDATE, body, VisibilityRule), chosen(as_json), console.print)
+    ask(ToolselClient.update_rule, {"id": rule_id, "rule": rule}, "rule", chosen(as_json, fmt), _ruled("updated"))
 
 
 @rules_app.command("delete")
-def rules_delete(rule_id: int, as_json: AsJson = False) -> None:
+def rules_delete(rule_id: int, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False) -> None:
     """Delete rule RULE_ID."""
-    body = RuleKey(id=rule_id)
-    request(lambda c: c.admin(subjects.ADMIN_RULES_DELETE, body, VisibilityRule), chosen(as_json), console.print)
+    ask(ToolselClient.delete_rule, {"id": rule_id}, "rule", chosen(as_json, fmt), _ruled("deleted"))
 
 
 # test selection and quarantine
@@ -233,17 +246,16 @@ def dry_run_selection(
     role: str | None = None,
     user: str | None = None,
     k: int | None = None,
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """A dry run (nothing recorded) with every part of each score."""
     fields = {"query": query, "page": page, "tenant_id": tenant, "tier": tier, "role": role, "user_id": user, "k": k}
-    body = validated(SelectRequest, fields | {"dry_run": True}, "test-selection")
 
     def show(reply: SelectReply) -> None:
-        console.print(selection_table(reply, query, EXPLAIN, k))
-        console.print(f"[dim]method {reply.method}; degraded: {', '.join(reply.degraded) or 'nothing'}[/]")
+        console.print(selection_view(reply, query, EXPLAIN, k))
 
-    request(lambda c: c.select(body), chosen(as_json), show)
+    ask(ToolselClient.select, fields | {"dry_run": True}, "test-selection", chosen(as_json, fmt), show)
 
 
 @quarantine_app.command("list")
@@ -253,21 +265,19 @@ def quarantine_list(
     as_json: AsJson = False,
 ) -> None:
     """Quarantined tools, most recent first."""
-    body = QuarantineQuery(include_released=released)
-    request(
-        lambda c: c.admin(subjects.ADMIN_QUARANTINE_LIST, body, QuarantineList),
-        chosen(as_json, fmt),
-        show_rows("quarantine", "entries"),
-        rows="entries",
-    )
+    fields = {"include_released": released}
+    ask(ToolselClient.list_quarantine, fields, "quarantine", chosen(as_json, fmt), Rows("quarantine", "entries"))
 
 
 @quarantine_app.command("release")
-def quarantine_release(plugin: str, name: str, by: str = "operator", as_json: AsJson = False) -> None:
+def quarantine_release(
+    plugin: str, name: str, by: str = "operator", fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False
+) -> None:
     """Put a quarantined tool on probation (the learner's release request)."""
-    body = validated(QuarantineRelease, {"plugin_id": plugin, "name": name, "released_by": by}, "release")
-    request(
-        lambda c: c.admin(subjects.ADMIN_QUARANTINE_RELEASE, body, ToolStateChanged),
-        chosen(as_json),
-        lambda change: console.print(f"{plugin}/{name}: {change.state}"),
+    ask(
+        ToolselClient.release_quarantine,
+        {"plugin_id": plugin, "name": name, "released_by": by},
+        "release",
+        chosen(as_json, fmt),
+        lambda change: _say(f"{plugin}/{name}: {change.state}"),
     )

@@ -4,17 +4,32 @@ the learner, or locally from an export) and ``report`` (an HTML page)."""
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, TypeVar
 
 import asyncpg
 import polars as pl
 import typer
 from pydantic import BaseModel
 
-from cli.running import USAGE, AsJson, Format, Output, chosen, fail, print_reply, request, show_rows, with_database
-from contracts import subjects
-from contracts.admin import AnalyticsQuery
+from cli.running import (
+    USAGE,
+    AsJson,
+    Format,
+    ObjectFormat,
+    ObjectOutput,
+    Output,
+    Rows,
+    Show,
+    ask,
+    chosen,
+    fail,
+    print_reply,
+    with_database,
+)
+from contracts.admin import AnalyticsQuery, SelectionMetrics
 from toolsel.analytics import replies
+from toolsel.client import ToolselClient
+from toolsel.client_methods import Request
 from toolsel.render import console, rows_table
 
 app = typer.Typer()
@@ -52,28 +67,40 @@ def _local(export_dir: Path, since: date | None, until: date | None) -> tuple[pl
 
 
 def _analytics(
-    subject: str,
+    method: Request[AnalyticsQuery, R],
     measure: Callable[[pl.DataFrame, pl.DataFrame], R],
-    window: tuple[date | None, date | None, Path | None],
+    window: tuple[datetime | None, datetime | None, Path | None],
     fmt: Format,
-    show: Callable[[Any], None],
-    rows: str | None = None,
+    show: Show[R],
 ) -> None:
     """Ask the service (the store), or measure an export locally with the same function the service uses."""
-    since, until, export_dir = window
+    since, until, export_dir = _day(window[0]), _day(window[1]), window[2]
     if export_dir is None:
-        query = AnalyticsQuery(since=since, until=until)
-        reply_type: type[R] = get_type_hints(measure)["return"]
-        request(lambda c: c.admin(subject, query, reply_type), fmt, show, rows)
+        ask(method, {"since": since, "until": until}, "analytics", fmt, show)
     else:
-        print_reply(measure(*_local(export_dir, since, until)), fmt, show, rows)
+        print_reply(measure(*_local(export_dir, since, until)), fmt, show)
+
+
+def _metrics_table(metrics: SelectionMetrics) -> None:
+    """A row per measure, and per kind of method and of outcome."""
+    counts = {"methods": metrics.methods, "outcomes": metrics.outcomes}
+    plain = metrics.model_dump(exclude={"schema_version", *counts})
+    rows = [{"measure": name, "value": value} for name, value in plain.items()]
+    rows += [{"measure": f"{name}: {kind}", "value": n} for name, kinds in counts.items() for kind, n in kinds.items()]
+    console.print(rows_table("selection metrics", rows))
 
 
 @analytics_app.command("metrics")
-def analytics_metrics(since: Since = None, until: Until = None, export_dir: ExportDir = None) -> None:
-    """Selections, latency percentiles, methods, outcomes and average tokens saved (JSON)."""
-    window = (_day(since), _day(until), export_dir)
-    _analytics(subjects.ADMIN_ANALYTICS_METRICS, replies.metrics_reply, window, Format.json, console.print)
+def analytics_metrics(
+    since: Since = None,
+    until: Until = None,
+    export_dir: ExportDir = None,
+    fmt: ObjectOutput = ObjectFormat.table,
+    as_json: AsJson = False,
+) -> None:
+    """Selections, latency percentiles, methods, outcomes and average tokens saved."""
+    window = (since, until, export_dir)
+    _analytics(ToolselClient.metrics, replies.metrics_reply, window, chosen(as_json, fmt), _metrics_table)
 
 
 @analytics_app.command("heatmap")
@@ -85,9 +112,8 @@ def analytics_heatmap(
     as_json: AsJson = False,
 ) -> None:
     """How often each tool was selected on each page."""
-    window = (_day(since), _day(until), export_dir)
-    show = show_rows("tool x page", "cells")
-    _analytics(subjects.ADMIN_ANALYTICS_HEATMAP, replies.heatmap_reply, window, chosen(as_json, fmt), show, "cells")
+    window = (since, until, export_dir)
+    _analytics(ToolselClient.heatmap, replies.heatmap_reply, window, chosen(as_json, fmt), Rows("tool x page", "cells"))
 
 
 @analytics_app.command("accuracy")
@@ -99,9 +125,9 @@ def analytics_accuracy(
     as_json: AsJson = False,
 ) -> None:
     """Daily share of outcomes whose called tools were all among the selected."""
-    window = (_day(since), _day(until), export_dir)
-    show = show_rows("retrieval accuracy", "points")
-    _analytics(subjects.ADMIN_ANALYTICS_ACCURACY, replies.accuracy_reply, window, chosen(as_json, fmt), show, "points")
+    window = (since, until, export_dir)
+    show = Rows("retrieval accuracy", "points")
+    _analytics(ToolselClient.accuracy, replies.accuracy_reply, window, chosen(as_json, fmt), show)
 
 
 @app.command("report")

@@ -13,7 +13,7 @@ from rich.progress import track
 from cli.plugins import removal
 from contracts import OutcomeEvent, PluginSync, SelectReply, ToolCall
 from toolsel.client import ToolselClient, ToolselError
-from toolsel.render import console, selection_table, sync_table
+from toolsel.render import console, selection_view, sync_table
 
 DEMO_QUERIES = (
     ("find me a cheap flight to Paris next week", "/travel"),
@@ -73,11 +73,11 @@ async def run_demo(client: ToolselClient) -> None:
     console.print(f"synced {tools} demo tools as {len(catalog)} plugins named {DEMO_PREFIX}*.")
     for query, page in DEMO_QUERIES:
         reply = await client.select(query=query, page=page, dry_run=True, seed=1)
-        console.print(selection_table(reply, f"{query!r} on page {page or '-'}"))
+        console.print(selection_view(reply, f"{query!r} on page {page or '-'}"))
 
     query, page = LEARNING_QUERY
     before = await client.select(query=query, page=page, dry_run=True, seed=7, k=10)
-    console.print(selection_table(before, f"before learning: {query!r}", LEARNING))
+    console.print(selection_view(before, f"before learning: {query!r}", LEARNING))
     first, second = [t for t in before.tools if not t.pinned][:2]
     console.print(
         f"The agent now runs {ROUNDS} times: [red]{first.name}[/] fails when called, [green]{second.name}[/] works."
@@ -94,7 +94,7 @@ async def run_demo(client: ToolselClient) -> None:
         failures += sum(not c.success for c in calls)
         await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=calls)])
     after = await _wait_for_learning(client, query, page, second.key, second.breakdown.alpha + wins)
-    console.print(selection_table(after, f"after learning: {query!r}", LEARNING))
+    console.print(selection_view(after, f"after learning: {query!r}", LEARNING))
     rank = {t.key: i + 1 for i, t in enumerate(t for t in after.tools if not t.pinned)}
     console.print(
         f"Among the retrieved tools, {second.name} moved from 2nd to {rank.get(second.key, 'dropped')} and "

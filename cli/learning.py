@@ -7,21 +7,22 @@ import typer
 
 from cli.running import (
     USAGE,
+    AsJson,
     Format,
     Output,
+    Rows,
+    ask,
+    chosen,
     client,
     fail,
-    request,
     run,
     settings,
-    show_rows,
     validated,
     warn,
     with_database,
 )
-from contracts import ErrorCode, FeedbackEvent, subjects
-from contracts.admin import FeedbackList, FeedbackQuery, QualityList, QualityQuery
-from toolsel.client import ToolselError
+from contracts import ErrorCode, FeedbackEvent
+from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console
 
 app = typer.Typer()
@@ -65,17 +66,15 @@ def feedback_submit(
 
 @feedback_app.command("list")
 def feedback_list(
-    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")], limit: int = 20, fmt: Output = Format.table
+    tool: Annotated[str, typer.Option(help="PLUGIN/NAME")],
+    limit: int = 20,
+    fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """A tool's most recent feedback."""
     plugin, name = _tool(tool)
-    body = validated(FeedbackQuery, {"plugin_id": plugin, "name": name, "limit": limit}, "feedback")
-    request(
-        lambda c: c.admin(subjects.ADMIN_FEEDBACK_LIST, body, FeedbackList),
-        fmt,
-        show_rows(tool, "feedback"),
-        "feedback",
-    )
+    fields = {"plugin_id": plugin, "name": name, "limit": limit}
+    ask(ToolselClient.list_feedback, fields, "feedback", chosen(as_json, fmt), Rows(f"feedback on {tool}", "feedback"))
 
 
 @feedback_app.command("metrics")
@@ -83,13 +82,12 @@ def feedback_metrics(
     tool: Annotated[str | None, typer.Option(help="PLUGIN/NAME")] = None,
     degraded: Annotated[bool, typer.Option(help="every tool that is not healthy")] = False,
     fmt: Output = Format.table,
+    as_json: AsJson = False,
 ) -> None:
     """Quality of one tool (calls, success rate, ratings, latency, state) or of the degraded ones."""
     plugin, name = _tool(tool) if tool else (None, None)
-    body = validated(QualityQuery, {"plugin_id": plugin, "name": name, "degraded": degraded}, "feedback")
-    request(
-        lambda c: c.admin(subjects.ADMIN_QUALITY, body, QualityList), fmt, show_rows("tool quality", "tools"), "tools"
-    )
+    fields = {"plugin_id": plugin, "name": name, "degraded": degraded}
+    ask(ToolselClient.quality, fields, "feedback", chosen(as_json, fmt), Rows("tool quality", "tools"))
 
 
 @app.command()

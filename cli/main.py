@@ -1,5 +1,6 @@
 """The ``toolsel`` app: every command group's commands under one typer app, and the console script's entry, which
-turns an unexpected exception into one line on stderr (``--debug`` shows the traceback)."""
+turns a command line it cannot parse, and an unexpected exception, into one line on stderr (``--debug`` shows
+the traceback)."""
 
 import sys
 from importlib.metadata import version
@@ -58,18 +59,32 @@ def options(
     debugging = debug
 
 
+def _refusal(error: Exception) -> tuple[int, str] | None:
+    """Click's refusal of a command line (an unknown command or option, a missing or bad value) as its exit code
+    and its message, else None. Told by its shape, not its class: typer may bundle a Click of its own."""
+    code, message = getattr(error, "exit_code", None), getattr(error, "format_message", None)
+    return (code, str(message())) if isinstance(code, int) and callable(message) else None
+
+
 def main() -> None:
     try:
-        app(sys.argv[1:], prog_name="toolsel")
-    except KeyboardInterrupt:
+        code = app(sys.argv[1:], prog_name="toolsel", standalone_mode=False)
+    except typer.Abort:
         sys.exit(130)
-    except ValidationError as error:
-        if debugging:
-            raise
-        complain(first_problem(error))
-        sys.exit(USAGE)
     except Exception as error:
+        if refused := _refusal(error):
+            code, message = refused
+            if type(error).__name__ == "NoArgsIsHelpError":  # a group without a command: its help, not an error
+                print(message, end="")  # (typer's rich help is printed already, and its message is empty)
+            else:
+                context = getattr(error, "ctx", None)
+                complain(message + (f" (see `{context.command_path} --help`)" if context is not None else ""))
+            sys.exit(code)
         if debugging:
             raise
+        if isinstance(error, ValidationError):
+            complain(first_problem(error))
+            sys.exit(USAGE)
         complain(f"{type(error).__name__}: {error} (toolsel --debug ... shows the traceback)")
         sys.exit(FAILED)
+    sys.exit(code if isinstance(code, int) else 0)

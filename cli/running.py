@@ -4,11 +4,11 @@ code: 2 for bad input (usage), 1 for a failure."""
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NamedTuple, NoReturn, TypeVar, get_args
 
 import asyncpg
 import nats.errors
@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from contracts import ErrorCode
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.client_methods import Request
 from toolsel.embedded import admin_token, redacted
 from toolsel.render import console, errors, rows_csv, rows_table
 from toolsel.settings import Settings, get_settings
@@ -34,18 +35,40 @@ FAILED = 1
 
 
 class Format(StrEnum):
+    """How a reply is printed: a table (or lines) for people, JSON or CSV (a listing's rows) for programs."""
+
     table = "table"
     json = "json"
     csv = "csv"
 
 
+class ObjectFormat(StrEnum):
+    """How a reply that is one object rather than rows is printed: there is no CSV of it."""
+
+    table = "table"
+    json = "json"
+
+
 Output = Annotated[Format, typer.Option("--format", help="table, json or csv")]
+ObjectOutput = Annotated[ObjectFormat, typer.Option("--format", help="table or json")]
 AsJson = Annotated[bool, typer.Option("--json", help="same as --format json")]
 
 
-def chosen(as_json: bool, fmt: Format = Format.table) -> Format:
+def chosen(as_json: bool, fmt: Format | ObjectFormat = Format.table) -> Format:
     """The format asked for, ``--json`` being short for ``--format json``."""
-    return Format.json if as_json else fmt
+    return Format.json if as_json else Format(fmt.value)
+
+
+class Rows(NamedTuple):
+    """How a listing shows its reply: the reply's list ``key`` as a table titled ``title`` (CSV writes the same
+    rows)."""
+
+    title: str
+    key: str
+
+
+Show = Callable[[R], None] | Rows
+"""A reply's table output: a function that prints it, or the rows of a listing."""
 
 
 def complain(message: str) -> None:
@@ -144,33 +167,47 @@ def validated(model: type[R], data: Any, where: str) -> R:
         fail(f"{where}: {first_problem(error)}", USAGE)
 
 
-def request(
-    call: Callable[[ToolselClient], Awaitable[R]], fmt: Format, show: Callable[[R], None], rows: str | None = None
+def ask(
+    method: Request[Any, R],
+    fields: Mapping[str, Any],
+    where: str,
+    fmt: Format,
+    show: Show[R],
+    rows: str | None = None,
 ) -> None:
-    """Send one request and print its reply (see ``print_reply``)."""
+    """Validate ``fields`` as ``method``'s request (exit 2 naming ``where`` and the field when they are not one),
+    send it to the running stack and print the reply (see ``print_reply``)."""
+    body = validated(method.message, fields, where)
 
     async def main() -> R:
         async with client() as connected:
-            return await call(connected)
+            return await method.invoke(connected, body)
 
     print_reply(run(main), fmt, show, rows)
 
 
-def print_reply(reply: R, fmt: Format, show: Callable[[R], None], rows: str | None = None) -> None:
-    """The reply as JSON, as CSV of its list ``rows``, or as ``show`` renders it; csv needs ``rows``."""
+def print_reply(reply: R, fmt: Format, show: Show[R], rows: str | None = None) -> None:
+    """The reply as JSON, as CSV of its list ``rows`` (a ``Rows`` show names it itself), or as ``show`` renders
+    it; csv needs the rows."""
+    key = show.key if isinstance(show, Rows) else rows
     if fmt is Format.json:
         print(reply.model_dump_json(indent=2))
     elif fmt is Format.csv:
-        if rows is None:
+        if key is None:
             fail("this command has no csv output: use --format table or json", USAGE)
-        print(rows_csv([item.model_dump(mode="json") for item in getattr(reply, rows)]), end="")
+        print(rows_csv([item.model_dump(mode="json") for item in getattr(reply, key)], _columns(reply, key)), end="")
+    elif isinstance(show, Rows):
+        items = [item.model_dump() for item in getattr(reply, show.key)]
+        console.print(rows_table(show.title, items, _columns(reply, show.key)))
     else:
         show(reply)
 
 
-def show_rows(title: str, key: str) -> Callable[[Any], None]:
-    """Show a reply's list ``key`` as a table."""
-    return lambda reply: console.print(rows_table(title, [item.model_dump() for item in getattr(reply, key)]))
+def _columns(reply: BaseModel, key: str) -> list[str]:
+    """The fields of the items of the reply's list ``key``, read from its type: an empty listing keeps its
+    header."""
+    item = next(iter(get_args(type(reply).model_fields[key].annotation)), None)
+    return list(item.model_fields) if isinstance(item, type) and issubclass(item, BaseModel) else []
 
 
 def with_database(job: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:

@@ -4,10 +4,28 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from pydantic import BaseModel
+from rich.markup import escape
 
-from cli.running import USAGE, client, fail, read_json, run, validated
-from contracts import PluginSync, SelectReply, SelectRequest
-from toolsel.render import EXPLAIN, console, selection_table, sync_table
+from cli.running import (
+    USAGE,
+    AsJson,
+    Format,
+    ObjectFormat,
+    ObjectOutput,
+    Output,
+    ask,
+    chosen,
+    client,
+    fail,
+    print_reply,
+    read_json,
+    run,
+    validated,
+)
+from contracts import PluginSync, SelectReply, SyncReport
+from toolsel.client import ToolselClient
+from toolsel.render import EXPLAIN, console, selection_view, sync_table
 
 app = typer.Typer()
 
@@ -35,7 +53,8 @@ def select(
     min_score: Annotated[float | None, typer.Option(help="least confidence of a tool returned (0..1)")] = None,
     explain: Annotated[bool, typer.Option(help="show every part of each score")] = False,
     dry_run: Annotated[bool, typer.Option(help="do not record a selection event")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print the raw reply")] = False,
+    fmt: ObjectOutput = ObjectFormat.table,
+    as_json: AsJson = False,
 ) -> None:
     """Ask the selector which tools fit QUERY (every field of a selection request is an option)."""
     filters = {
@@ -61,27 +80,21 @@ def select(
         "filters": filters,
         "dry_run": dry_run,
     }
-    body = validated(SelectRequest, fields, "select")
 
-    async def main() -> None:
-        async with client() as connected:
-            reply = await connected.select(body)
-        if as_json:
-            print(reply.model_dump_json(indent=2))
-        else:
-            console.print(selection_table(reply, query, EXPLAIN if explain else (), k))
-            if explain:
-                _explain_retrieval(reply)
-            for category, hint in reply.workflow_hints.items():
-                console.print(f"[dim]{category}:[/] {hint}")
+    def show(reply: SelectReply) -> None:
+        console.print(selection_view(reply, query, EXPLAIN if explain else (), k))
+        if explain:
+            _explain_retrieval(reply)
+        for category, hint in reply.workflow_hints.items():
+            console.print(f"[dim]{category}:[/] {escape(hint)}")
 
-    run(main)
+    ask(ToolselClient.select, fields, "select", chosen(as_json, fmt), show)
 
 
 def _explain_retrieval(reply: SelectReply) -> None:
     """What retrieval made of the query: its parts, and how sure it is of each tool (calibrated probability)."""
     if reply.sub_queries:
-        console.print("[dim]sub-queries:[/] " + " | ".join(reply.sub_queries))
+        console.print("[dim]sub-queries:[/] " + escape(" | ".join(reply.sub_queries)))
     sure = ", ".join(f"{t.name} {t.confidence:.2f}" for t in reply.tools)
     console.print(f"[dim]confidence:[/] {sure}" if sure else "[dim]confidence:[/] no tools")
     if reply.no_match:
@@ -95,8 +108,14 @@ def _ref(ref: str) -> dict[Literal["plugin_id", "name"], str]:
     return {"plugin_id": plugin, "name": name}
 
 
+class SyncReports(BaseModel):
+    """``toolsel sync --format json``: the report of each plugin synced."""
+
+    reports: list[SyncReport]
+
+
 @app.command()
-def sync(file: Path) -> None:
+def sync(file: Path, fmt: Output = Format.table, as_json: AsJson = False) -> None:
     """Sync a plugin declaration (a PluginSync JSON, or {"plugins": [...]}) and print the report. To remove a
     plugin, sync it with an empty tool list (or `toolsel plugins remove`)."""
     raw = read_json(file)
@@ -109,8 +128,9 @@ def sync(file: Path) -> None:
     many = "plugins" in raw
     syncs = [validated(PluginSync, p, f"{file}: plugins.{i}" if many else str(file)) for i, p in enumerate(declared)]
 
-    async def main() -> None:
+    async def main() -> SyncReports:
         async with client() as connected:
-            console.print(sync_table([await connected.sync(s) for s in syncs]))
+            return SyncReports(reports=[await connected.sync(s) for s in syncs])
 
-    run(main)
+    reports = run(main)
+    print_reply(reports, chosen(as_json, fmt), lambda r: console.print(sync_table(r.reports)), rows="reports")

@@ -7,10 +7,23 @@ import time
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel, Field
 from rich.table import Table
 
 from cli.demo import reset_demo, run_demo
-from cli.running import USAGE, client, fail, operator_token, run, settings
+from cli.running import (
+    USAGE,
+    AsJson,
+    ObjectFormat,
+    ObjectOutput,
+    chosen,
+    client,
+    fail,
+    operator_token,
+    print_reply,
+    run,
+    settings,
+)
 from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
@@ -107,8 +120,36 @@ def demo(
             stack.stop()
 
 
+class ServiceHealth(BaseModel):
+    """A service in ``toolsel status --format json``: its health reply, or the error it answered with instead."""
+
+    service: str
+    status: str
+    version: str | None = None
+    details: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class StackHealth(BaseModel):
+    services: list[ServiceHealth]
+    pid: int | None = None
+    """The process of the ``toolsel up`` running on this home, if one does."""
+    restarts: dict[str, int] = Field(default_factory=dict)
+    """Restarts of each service since that ``toolsel up`` started."""
+
+
+def _health(service: str, reply: HealthReply | str) -> ServiceHealth:
+    if isinstance(reply, HealthReply):
+        return ServiceHealth.model_validate(reply.model_dump(include={"service", "status", "version", "details"}))
+    return ServiceHealth(service=service, status="down", error=reply)
+
+
 @app.command()
-def status(service: Annotated[str | None, typer.Option(help="check one service only")] = None) -> None:
+def status(
+    service: Annotated[str | None, typer.Option(help="check one service only")] = None,
+    fmt: ObjectOutput = ObjectFormat.table,
+    as_json: AsJson = False,
+) -> None:
     """Ask every service for its health; exit 0 only when all answer."""
     if service is not None and service not in subjects.SERVICES:
         fail(f"unknown service {service!r}: toolsel's services are {', '.join(subjects.SERVICES)}", USAGE)
@@ -119,12 +160,21 @@ def status(service: Annotated[str | None, typer.Option(help="check one service o
             return await health_all(connected, services)
 
     replies = run(main)
-    console.print(status_table(replies))
-    info = stack_info(settings().home)
-    if info is not None:
-        restarts = ", ".join(f"{name} {count}" for name, count in info.get("restarts", {}).items())
-        console.print(f"restarts since toolsel up (pid {info['pid']}): {restarts}")
-    if not all(isinstance(r, HealthReply) for r in replies.values()):
+    info = stack_info(settings().home) or {}
+    health = StackHealth(
+        services=[_health(name, reply) for name, reply in replies.items()],
+        pid=info.get("pid"),
+        restarts=info.get("restarts", {}),
+    )
+
+    def show(health: StackHealth) -> None:
+        console.print(status_table(replies))
+        if health.pid is not None:
+            restarts = ", ".join(f"{name} {count}" for name, count in health.restarts.items())
+            console.print(f"restarts since toolsel up (pid {health.pid}): {restarts}")
+
+    print_reply(health, chosen(as_json, fmt), show)
+    if any(s.error is not None for s in health.services):
         raise typer.Exit(1)
 
 

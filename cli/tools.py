@@ -9,20 +9,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.running import AsJson, Format, Output, chosen, read_json, request, validated
+from cli.running import AsJson, Format, ObjectFormat, ObjectOutput, Output, ask, chosen, read_json, validated
 from contracts import (
     DriftReport,
     RecomputeReport,
     RollbackReport,
     ToolDetail,
-    ToolKey,
+    ToolList,
     ToolSpec,
     ToolSummary,
     ToolVersions,
-    subjects,
 )
-from contracts.admin import ToolRegister, ToolUpdate, ToolWriteReport
-from toolsel.render import console, new_table
+from contracts.admin import ToolWriteReport
+from toolsel.client import ToolselClient
+from toolsel.render import clipped, console, new_table
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
@@ -51,27 +51,29 @@ def tools_list(
     status: Annotated[str | None, typer.Option(help="draft, active, deprecated or retired")] = None,
     flagged: Annotated[bool | None, typer.Option("--flagged/--not-flagged", help="by review flag")] = None,
     deleted: Annotated[bool, typer.Option(help="include soft-deleted tools")] = False,
+    limit: Annotated[int, typer.Option(help="at most this many tools")] = 200,
     fmt: Output = Format.table,
     as_json: AsJson = False,
 ) -> None:
     """List tools in the registry."""
-    request(
-        lambda c: c.list_tools(plugin_id=plugin, status=status, flagged=flagged, include_deleted=deleted),
-        chosen(as_json, fmt),
-        lambda r: console.print(_tools_table(f"{len(r.tools)} tools", r.tools)),
-        rows="tools",
-    )
+
+    def show(listed: ToolList) -> None:
+        more = f" (the first {limit}: --limit shows more)" if len(listed.tools) == limit else ""
+        console.print(_tools_table(f"{len(listed.tools)} tools{more}", listed.tools))
+
+    fields = {"plugin_id": plugin, "status": status, "flagged": flagged, "include_deleted": deleted, "limit": limit}
+    ask(ToolselClient.list_tools, fields, "tools list", chosen(as_json, fmt), show, rows="tools")
 
 
 @app.command("show")
-def tools_show(plugin: str, name: str, as_json: AsJson = False) -> None:
+def tools_show(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False) -> None:
     """Show one tool: its record and its declared spec."""
 
     def show(detail: ToolDetail) -> None:
         console.print(_tools_table(f"{plugin}/{name} · {detail.versions} versions", [detail.tool]))
         console.print_json(json.dumps(detail.spec))
 
-    request(lambda c: c.show_tool(plugin, name), chosen(as_json), show)
+    ask(ToolselClient.show_tool, {"plugin_id": plugin, "name": name}, "tools show", chosen(as_json, fmt), show)
 
 
 @app.command("versions")
@@ -83,19 +85,21 @@ def tools_versions(plugin: str, name: str, fmt: Output = Format.table, as_json: 
         for v in history.versions:
             for i, (field, change) in enumerate(v.diff.items()):
                 head = (f"v{v.version}", f"{v.created_at:%Y-%m-%d %H:%M:%S}", v.reason) if i == 0 else ("", "", "")
-                table.add_row(*head, field, _short(change.before), _short(change.after))
+                table.add_row(*head, field, _value(change.before), _value(change.after))
         console.print(table)
 
-    request(lambda c: c.tool_versions(plugin, name), chosen(as_json, fmt), show, rows="versions")
+    key = {"plugin_id": plugin, "name": name}
+    ask(ToolselClient.tool_versions, key, "tools versions", chosen(as_json, fmt), show, rows="versions")
 
 
-def _short(value: object, width: int = 60) -> str:
-    text = "" if value is None else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _value(value: object) -> str:
+    return clipped("" if value is None else json.dumps(value, ensure_ascii=False), 60)
 
 
 @app.command("rollback")
-def tools_rollback(plugin: str, name: str, version: int, as_json: AsJson = False) -> None:
+def tools_rollback(
+    plugin: str, name: str, version: int, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False
+) -> None:
     """Restore a tool to VERSION (recorded as a new version) and re-embed it."""
 
     def show(report: RollbackReport) -> None:
@@ -104,15 +108,18 @@ def tools_rollback(plugin: str, name: str, version: int, as_json: AsJson = False
             f"{plugin}/{name}: restored v{report.restored_version} as v{report.new_version}; changed {changed}"
         )
 
-    request(lambda c: c.rollback_tool(plugin, name, version), chosen(as_json), show)
+    fields = {"plugin_id": plugin, "name": name, "version": version}
+    ask(ToolselClient.rollback_tool, fields, "tools rollback", chosen(as_json, fmt), show)
 
 
 @app.command("approve")
-def tools_approve(plugin: str, name: str, as_json: AsJson = False) -> None:
+def tools_approve(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False) -> None:
     """Approve a tool: clear its review flag and make it selectable again."""
-    request(
-        lambda c: c.approve_tool(plugin, name),
-        chosen(as_json),
+    ask(
+        ToolselClient.approve_tool,
+        {"plugin_id": plugin, "name": name},
+        "tools approve",
+        chosen(as_json, fmt),
         lambda d: console.print(_tools_table("approved", [d.tool])),
     )
 
@@ -121,6 +128,7 @@ def tools_approve(plugin: str, name: str, as_json: AsJson = False) -> None:
 def tools_recompute(
     plugin: Annotated[str | None, typer.Option(help="only this plugin's tools")] = None,
     force: Annotated[bool, typer.Option(help="re-embed every live tool, not only the drifted ones")] = False,
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """Recompute embeddings of missing, stale and drifted tools."""
@@ -128,7 +136,13 @@ def tools_recompute(
     def show(report: RecomputeReport) -> None:
         console.print(f"to embed: {report.marked}, embedded: {report.embedded} in {report.duration_ms:.0f} ms")
 
-    request(lambda c: c.recompute_embeddings(plugin, force=force), chosen(as_json), show)
+    ask(
+        ToolselClient.recompute_embeddings,
+        {"plugin_id": plugin, "force": force},
+        "tools recompute",
+        chosen(as_json, fmt),
+        show,
+    )
 
 
 @app.command("drift")
@@ -148,7 +162,14 @@ def tools_drift(
             table.add_row(f"{t.plugin_id}/{t.name}", t.reason, t.embedding_status, age)
         console.print(table)
 
-    request(lambda c: c.drift(plugin, days), chosen(as_json, fmt), show, rows="tools")
+    ask(
+        ToolselClient.drift,
+        {"plugin_id": plugin, "days": days},
+        "tools drift",
+        chosen(as_json, fmt),
+        show,
+        rows="tools",
+    )
 
 
 # writes: register, update, soft-delete
@@ -167,12 +188,13 @@ def tools_register(
     plugin: str,
     spec: Annotated[Path, typer.Argument(help="a ToolSpec JSON file")],
     tenant: Annotated[str, typer.Option(help="tenant id, * for every tenant")] = "*",
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """Register a tool in PLUGIN (as a sync would: hash, version, embedding, selectors told)."""
     tool = validated(ToolSpec, read_json(spec), str(spec))
-    body = validated(ToolRegister, {"plugin_id": plugin, "tenant_id": tenant, "tool": tool}, "register")
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_REGISTER, body, ToolWriteReport), chosen(as_json), _written)
+    fields = {"plugin_id": plugin, "tenant_id": tenant, "tool": tool}
+    ask(ToolselClient.register_tool, fields, "tools register", chosen(as_json, fmt), _written)
 
 
 @app.command("update")
@@ -180,6 +202,7 @@ def tools_update(
     plugin: str,
     name: str,
     changes: Annotated[list[str], typer.Option("--set", help="FIELD=VALUE (VALUE as JSON, else text); repeat")],
+    fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
     """Change fields of a tool's spec; written as a new version."""
@@ -190,12 +213,11 @@ def tools_update(
             parsed[field] = json.loads(value)
         except json.JSONDecodeError:
             parsed[field] = value
-    body = validated(ToolUpdate, {"plugin_id": plugin, "name": name, "changes": parsed}, "update")
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_UPDATE, body, ToolWriteReport), chosen(as_json), _written)
+    fields = {"plugin_id": plugin, "name": name, "changes": parsed}
+    ask(ToolselClient.update_tool, fields, "tools update", chosen(as_json, fmt), _written)
 
 
 @app.command("delete")
-def tools_delete(plugin: str, name: str, as_json: AsJson = False) -> None:
+def tools_delete(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False) -> None:
     """Soft-delete a tool (its plugin's next sync that declares it brings it back)."""
-    body = validated(ToolKey, {"plugin_id": plugin, "name": name}, "delete")
-    request(lambda c: c.admin(subjects.ADMIN_TOOLS_DELETE, body, ToolWriteReport), chosen(as_json), _written)
+    ask(ToolselClient.delete_tool, {"plugin_id": plugin, "name": name}, "tools delete", chosen(as_json, fmt), _written)

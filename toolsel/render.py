@@ -8,11 +8,14 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Column, Table
+from rich.text import Text
 
 from contracts import HealthReply, SelectReply, SyncReport
 
@@ -32,20 +35,28 @@ errors = console_for(sys.stderr, stderr=True)
 
 
 def new_table(title: str, *columns: str | Column, **options: Any) -> Table:
-    """A table whose cells wrap (``fold``) rather than end in "…": an identifier is never cut."""
+    """A table whose cells wrap (``fold``) rather than end in "…": an identifier is never cut. The title is plain
+    text (a query or a page in it is not read as rich markup)."""
     folded = [Column(c) if isinstance(c, str) else c for c in columns]
     for column in folded:
         column.overflow = "fold"
-    return Table(*folded, title=title, title_justify="left", **options)
+    return Table(*folded, title=escape(title), title_justify="left", **options)
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` cut to ``width`` with "…" on a terminal, where a long value would fill screens; whole when piped,
+    where a program may look for it."""
+    return text if len(text) <= width or console.width >= PIPED_WIDTH else text[: width - 1] + "…"
 
 
 EXPLAIN = ("similarity", "bm25", "relevance", "quality", "recency", "fitness", "thompson", "alpha", "beta")
 """The breakdown parts ``--explain`` shows, as ScoreBreakdown names them."""
 
 
-def selection_table(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | None = None) -> Table:
-    """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them); given the ``k`` asked
-    for, the caption says how many pinned tools came on top of it."""
+def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | None = None) -> Group:
+    """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them), then one line about the
+    selection: how many tools (given the ``k`` asked for, how many pinned ones came on top of it), the time, the
+    method, the context and the tokens. The line is not a caption, which rich squeezes to the table's width."""
     table = new_table(
         title,
         Column("#", justify="right"),
@@ -58,14 +69,19 @@ def selection_table(reply: SelectReply, title: str, parts: tuple[str, ...] = (),
         note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
         values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
         table.add_row(str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note)
+    return Group(table, Text(selection_summary(reply, k), style="dim"))
+
+
+def selection_summary(reply: SelectReply, k: int | None = None) -> str:
+    count = len(reply.tools)
     pinned = sum(t.pinned for t in reply.tools)
-    table.caption = (
-        f"{reply.latency_ms:.1f} ms in the selector · method {reply.method} · context "
-        f"{reply.context_key} · tokens {reply.tokens.selected} of {reply.tokens.catalog}"
-        + (f" · {len(reply.tools)} tools: {pinned} pinned on top of the k={k} asked for" if k and pinned else "")
+    return (
+        f"{count} tool{'' if count == 1 else 's'}"
+        + (f": {pinned} pinned on top of the k={k} asked for" if k and pinned else "")
+        + f" · {reply.latency_ms:.1f} ms in the selector · method {reply.method} · context {reply.context_key}"
+        + f" · tokens {reply.tokens.selected} of {reply.tokens.catalog}"
         + (f" · degraded: {', '.join(reply.degraded)}" if reply.degraded else "")
     )
-    return table
 
 
 def sync_table(reports: Iterable[SyncReport]) -> Table:
@@ -90,30 +106,36 @@ def status_table(replies: Mapping[str, HealthReply | str]) -> Table:
 
 
 def cell(value: Any) -> str:
-    """A value as one table or CSV cell: floats to three places, None blank, lists and dicts as JSON."""
+    """A value as one table or CSV cell: floats to three places, times to the second, None blank, lists and dicts
+    as JSON."""
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.3f}"
+    if isinstance(value, datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}"
     if isinstance(value, list | dict):
         return json.dumps(value, default=str, ensure_ascii=False)
     return str(value)
 
 
-def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """Dicts of one shape as a table: a column per key."""
-    table = new_table(title, *(rows[0] if rows else ()))
+def rows_table(title: str, rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> Table:
+    """Dicts of one shape as a table: a column per key (``columns`` name them when there are no rows). Cells are
+    plain text: a value that looks like rich markup is shown as it is."""
+    table = new_table(title, *(rows[0] if rows else columns))
     for row in rows:
-        table.add_row(*(cell(v) for v in row.values()))
+        table.add_row(*(Text(cell(v)) for v in row.values()))
     return table
 
 
-def rows_csv(rows: list[dict[str, Any]]) -> str:
-    """Dicts of one shape as CSV with a header (floats in full, lists and dicts as JSON)."""
+def rows_csv(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:
+    """Dicts of one shape as CSV with a header (``columns`` when there are no rows; floats in full, lists and
+    dicts as JSON)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    if rows:
-        writer.writerow(rows[0])
+    header = list(rows[0] if rows else columns)
+    if header:
+        writer.writerow(header)
     for row in rows:
         writer.writerow(repr(v) if isinstance(v, float) else cell(v) for v in row.values())
     return out.getvalue()

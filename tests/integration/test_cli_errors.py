@@ -1,10 +1,12 @@
 """The CLI against the running test stack: an unknown tool is named, a failure is one line with exit code 1,
-output piped keeps identifiers whole, listings speak JSON and CSV, select takes every request field."""
+output piped keeps identifiers whole, listings speak JSON and CSV, admin writes confirm in one line, select takes
+every request field."""
 
 import csv
 import io
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from tests.integration.catalog import plugin_sync, run_cli, tool, unique
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 LONG_PLUGIN = "a-plugin-whose-name-is-longer-than-a-narrow-table-shows"
+LONG_DESCRIPTION = "Current weather and forecast for a city: hourly rain, wind and temperature for the next ten days."
 
 
 def _synced(endpoints: Endpoints, folder: Path, plugin: str = "cli", **fields: object) -> tuple[str, str]:
@@ -48,16 +51,37 @@ def test_a_wrong_admin_token_is_one_line(endpoints: Endpoints) -> None:
     assert "missing or wrong admin token" in line
 
 
-def test_piped_tables_keep_identifiers_whole(endpoints: Endpoints, tmp_path: Path) -> None:
-    plugin, tenant = _synced(endpoints, tmp_path, LONG_PLUGIN)
+def _piped(endpoints: Endpoints, *args: str) -> str:
+    """``toolsel ARGS`` with stdout a pipe and no COLUMNS, as ``toolsel ... | cat`` runs it; its stdout."""
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env |= {"TOOLSEL_NATS_URL": endpoints.nats_url, "TOOLSEL_DATABASE_URL": endpoints.database_url}
-    for args in (("tools", "list", "--plugin", plugin), ("select", "rain in Paris", "--tenant", tenant, "--explain")):
-        done = subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        assert f"{plugin}/get_weather" in done.stdout
-        assert "…" not in done.stdout
-        assert "thompson" in done.stdout or args[0] == "tools"
+    done = subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_piped_tables_keep_identifiers_whole(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, tenant = _synced(endpoints, tmp_path, LONG_PLUGIN, description=LONG_DESCRIPTION)
+    ref = f"{plugin}/get_weather"
+    for args, whole in (
+        (("tools", "list", "--plugin", plugin), ref),
+        (("tools", "versions", plugin, "get_weather"), LONG_DESCRIPTION),
+        (("select", "rain in Paris", "--tenant", tenant, "--explain"), ref),
+        (("admin", "test-selection", "rain in Paris", "--tenant", tenant), ref),
+        (("admin", "page-mappings", "list", "--plugin", plugin), plugin),
+        (("feedback", "metrics", "--tool", ref), plugin),
+    ):
+        out = _piped(endpoints, *args)
+        assert whole in out, args
+        assert "…" not in out, args
+    assert "thompson" in _piped(endpoints, "select", "rain in Paris", "--tenant", tenant, "--explain")
+
+
+def test_an_empty_selection_says_so_in_one_line(endpoints: Endpoints) -> None:
+    last = _piped(endpoints, "select", "xyzzy", "--plugin", unique("nobody"), "--no-rerank").splitlines()[-1]
+    assert last.startswith("0 tools · ")
+    assert " ms in the selector · method " in last
+    assert " · tokens 0 of " in last
 
 
 def test_listings_as_json_and_csv(endpoints: Endpoints, tmp_path: Path) -> None:
@@ -73,8 +97,52 @@ def test_listings_as_json_and_csv(endpoints: Endpoints, tmp_path: Path) -> None:
     )
     mappings = run_cli(endpoints, "admin", "page-mappings", "list", "--plugin", plugin, "--format", "csv").stdout
     assert "/inbox*" in mappings
-    no_csv = run_cli(endpoints, "tools", "show", plugin, "get_weather", "--format", "csv")  # fmt: skip
-    assert no_csv.returncode == 2
+    no_csv = run_cli(endpoints, "tools", "show", plugin, "get_weather", "--format", "csv")
+    assert "'csv' is not one of 'table', 'json'" in _one_error_line(no_csv, 2)
+
+
+def test_feedback_listings_as_json_and_csv(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, _ = _synced(endpoints, tmp_path)
+    ref = f"{plugin}/get_weather"
+    assert json.loads(run_cli(endpoints, "feedback", "list", "--tool", ref, "--json").stdout)["feedback"] == []
+    header = run_cli(endpoints, "feedback", "list", "--tool", ref, "--format", "csv").stdout
+    assert header.startswith("event_id,tenant_id,rating,")
+    quality = json.loads(run_cli(endpoints, "feedback", "metrics", "--tool", ref, "--json").stdout)
+    assert [(t["plugin_id"], t["name"]) for t in quality["tools"]] == [(plugin, "get_weather")]
+
+
+def test_status_and_analytics_metrics_as_a_table_or_json(endpoints: Endpoints) -> None:
+    status = json.loads(run_cli(endpoints, "status", "--json").stdout)
+    assert {(s["service"], s["status"], s["error"]) for s in status["services"]} == {
+        (service, "ok", None) for service in ("selector", "learner", "indexer")
+    }
+    table = run_cli(endpoints, "analytics", "metrics")
+    assert table.returncode == 0, table.stderr
+    assert "latency_p50_ms" in table.stdout
+    assert "{" not in table.stdout
+    assert "selections" in json.loads(run_cli(endpoints, "analytics", "metrics", "--format", "json").stdout)
+
+
+def test_admin_writes_confirm_in_one_line_or_print_json(endpoints: Endpoints, tmp_path: Path) -> None:
+    plugin, tenant = _synced(endpoints, tmp_path)
+    mapping = (plugin, "/outbox*", "general")
+    created = run_cli(endpoints, "admin", "page-mappings", "create", *mapping, "--priority", "5")
+    assert created.stdout == f"mapped pages /outbox* to {plugin}'s category general (priority 5)\n", created.stderr
+    deleted = json.loads(run_cli(endpoints, "admin", "page-mappings", "delete", *mapping, "--json").stdout)
+    assert (deleted["plugin_id"], deleted["page_pattern"]) == (plugin, "/outbox*")
+
+    target = f"{plugin}/get_weather"
+    rule = ("--type", "tier", "--effect", "deny", "--target-kind", "tool", "--tenant", tenant)
+    done = run_cli(endpoints, "admin", "rules", "create", target, *rule, "--conditions", '{"tier": {"lt": "pro"}}')
+    line = r"rule (\d+) created: deny tool (\S+) for tenant (\S+) when (.+) \(tier rule, priority 0\)\n"
+    confirmed = re.fullmatch(line, done.stdout)
+    assert confirmed, done.stdout + done.stderr
+    rule_id, named, for_tenant, when = confirmed.groups()
+    assert (named, for_tenant, json.loads(when)) == (target, tenant, {"tier": {"lt": "pro"}})
+    updated = run_cli(endpoints, "admin", "rules", "update", rule_id, target, *rule, "--no-active", "--format", "json")
+    assert (json.loads(updated.stdout)["id"], json.loads(updated.stdout)["active"]) == (int(rule_id), False)
+    gone = run_cli(endpoints, "admin", "rules", "delete", rule_id)
+    assert gone.stdout.startswith(f"rule {rule_id} deleted: deny tool {target} for tenant {tenant} always")
 
 
 def test_select_takes_every_request_field_and_says_why_pins_exceed_k(endpoints: Endpoints, tmp_path: Path) -> None:

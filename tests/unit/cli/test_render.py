@@ -1,12 +1,17 @@
-"""Tables never cut an identifier: piped they are as wide as their rows, on a narrow terminal they wrap; CSV
-keeps every value."""
+"""Tables never cut an identifier: piped they are as wide as their rows, on a narrow terminal they wrap; an empty
+listing keeps its header; CSV keeps every value; a selection's summary is one line of its own."""
 
 import csv
 import io
+from datetime import UTC, datetime
+from uuid import uuid4
 
-from rich.console import Console
+import pytest
+from rich.console import Console, RenderableType
 
-from toolsel.render import PIPED_WIDTH, rows_csv, rows_table
+from contracts import SelectReply
+from toolsel import render
+from toolsel.render import PIPED_WIDTH, cell, clipped, rows_csv, rows_table, selection_view
 
 ROWS = [
     {"tool": "developer-productivity-tools/create_pull_request_with_reviewers", "score": 0.12345, "tags": ["a"]},
@@ -14,9 +19,9 @@ ROWS = [
 ]
 
 
-def _render(width: int) -> str:
+def _render(width: int, renderable: RenderableType | None = None) -> str:
     out = io.StringIO()
-    Console(file=out, width=width).print(rows_table("tools", ROWS))
+    Console(file=out, width=width).print(renderable if renderable is not None else rows_table("tools", ROWS))
     return out.getvalue()
 
 
@@ -38,3 +43,53 @@ def test_csv_keeps_every_value() -> None:
     read = list(csv.DictReader(io.StringIO(rows_csv(ROWS))))
     assert read[0] == {"tool": ROWS[0]["tool"], "score": "0.12345", "tags": '["a"]'}
     assert read[1] == {"tool": "short/x", "score": "", "tags": "[]"}
+
+
+def test_an_empty_listing_keeps_its_header() -> None:
+    assert rows_csv([], ["plugin_id", "name"]) == "plugin_id,name\n"
+    header = _render(PIPED_WIDTH, rows_table("rules", [], ["tenant_id", "target"]))
+    assert "tenant_id" in header
+    assert "target" in header
+
+
+def test_a_cell_is_plain_text_and_a_time_is_to_the_second() -> None:
+    assert cell(datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC)) == "2026-01-02 03:04:05"
+    text = _render(PIPED_WIDTH, rows_table("[red]title[/]", [{"reason": "[bold]not markup[/bold]"}]))
+    assert "[bold]not markup[/bold]" in text
+    assert "[red]title[/]" in text
+
+
+def test_a_long_value_is_clipped_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = "x" * 100
+    monkeypatch.setattr(render, "console", Console(width=80))
+    assert clipped(value, 10) == "x" * 9 + "…"
+    assert clipped("short", 10) == "short"
+    monkeypatch.setattr(render, "console", Console(width=PIPED_WIDTH))
+    assert clipped(value, 10) == value
+
+
+def _reply(*pinned: bool) -> SelectReply:
+    tools = [
+        {"plugin_id": "mail", "name": f"tool_{i}", "description": "d", "parameters": {}, "score": 0.5, "pinned": pin,
+         "breakdown": {}}
+        for i, pin in enumerate(pinned)
+    ]  # fmt: skip
+    return SelectReply.model_validate(
+        {"selection_id": uuid4(), "tools": tools, "context_key": "free:*:none", "method": "hybrid",
+         "tokens": {"selected": 0, "catalog": 24922, "saved": 24922}, "latency_ms": 10.04}
+    )  # fmt: skip
+
+
+def test_an_empty_selection_says_so_on_one_line_not_squeezed_under_the_table() -> None:
+    lines = _render(PIPED_WIDTH, selection_view(_reply(), "xyzzy")).splitlines()
+    assert lines[-1].strip() == (
+        "0 tools · 10.0 ms in the selector · method hybrid · context free:*:none · tokens 0 of 24922"
+    )
+    narrow = _render(60, selection_view(_reply(), "xyzzy")).splitlines()
+    assert narrow[-2].startswith("0 tools · 10.0 ms in the selector · method hybrid")  # wraps at 60, not at 26
+
+
+def test_a_selection_says_how_many_pinned_tools_came_on_top_of_k() -> None:
+    text = _render(PIPED_WIDTH, selection_view(_reply(False, True), "q", k=1))
+    assert "2 tools: 1 pinned on top of the k=1 asked for · 10.0 ms" in text
+    assert "1 tool · " in _render(PIPED_WIDTH, selection_view(_reply(False), "q", k=1))
