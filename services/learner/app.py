@@ -33,7 +33,7 @@ async def release_when_due(state: LearnerState) -> None:
         try:
             settings = state.settings
             released = await release_due(
-                state.pool, settings.quarantine_release_after_s, settings.quarantine_release_max_s
+                state.pool, settings.quarantine_release_after_s, settings.quarantine_release_max_s, state.policy
             )
             await announce(state, released)
         except Exception:

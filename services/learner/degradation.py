@@ -7,8 +7,8 @@
                                                   (below while on probation: quarantined again)
 
 "below" means the rolling quality score, an exponential moving average of call qualities, is under the
-threshold after the call. A new or released tool starts at a score of 1.0: it has to fail repeatedly to be
-warned about, whatever happened before its release.
+threshold after the call. A new tool starts at a score of 1.0: it has to fail repeatedly to be warned about. A
+released tool starts on probation at the threshold: one failed call quarantines it again.
 """
 
 from dataclasses import dataclass, replace
@@ -98,6 +98,7 @@ def _quarantine(health: Health, at: datetime, reason: str) -> tuple[Health, Tran
     return quarantined, Transition(ToolState.QUARANTINED, reason)
 
 
-def release(health: Health) -> Health:
-    """Out of quarantine onto probation, with a fresh score (an operator or the timer decided it may retry)."""
-    return Health(state=ToolState.PROBATION)
+def release(policy: DegradationPolicy) -> Health:
+    """Out of quarantine onto probation (an operator or the timer decided it may retry), at the threshold: its
+    first failed call sends it back, each good one lifts it."""
+    return Health(state=ToolState.PROBATION, score=policy.threshold)

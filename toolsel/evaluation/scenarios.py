@@ -26,7 +26,7 @@ DRIFT_FAILING_EVENTS = 2 * DRIFT_LEAVE_WITHIN
 """By default a drifting tool recovers after this many of its own events have failed (twice the target, so that
 leaving within it can be seen), when the stream is long enough."""
 QUARANTINE_ENV = {
-    "TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "5",
+    "TOOLSEL_QUARANTINE_RELEASE_AFTER_S": "15",
     "TOOLSEL_QUARANTINE_RELEASE_MAX_S": "120",
     "TOOLSEL_QUARANTINE_CHECK_INTERVAL_S": "1",
 }

@@ -73,7 +73,7 @@ def router(state: LearnerState) -> NatsRouter:
     async def quarantine_release(request: QuarantineRelease) -> ToolStateChanged:
         check_admin(request.admin_token, state.settings.admin_token)
         try:
-            change = await release_tool(state.pool, request.plugin_id, request.name, request.released_by)
+            change = await release_tool(state.pool, request.plugin_id, request.name, request.released_by, state.policy)
         except ReleaseRefused as refused:
             raise RequestError(refused.code, str(refused), "name") from refused
         await announce(state, [change])

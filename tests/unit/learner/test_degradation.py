@@ -72,14 +72,20 @@ def test_a_quarantined_tool_stays_quarantined_whatever_its_calls() -> None:
     assert transitions == []
 
 
-def test_release_puts_a_tool_on_probation_with_a_fresh_score() -> None:
-    quarantined, _ = run(Health(), [0.0] * 11)
-    released = release(quarantined)
-    assert released == Health(state=ToolState.PROBATION, score=FRESH_SCORE)
+def test_release_puts_a_tool_on_probation_at_the_threshold() -> None:
+    assert release(POLICY) == Health(state=ToolState.PROBATION, score=POLICY.threshold)
+
+
+def test_on_probation_one_failed_call_quarantines_again_and_a_good_one_lifts() -> None:
+    health, transitions = run(release(POLICY), [0.0])
+    assert [t.state for t in transitions] == [ToolState.QUARANTINED]
+    health, transitions = run(release(POLICY), [1.0])
+    assert (health.state, transitions) == (ToolState.PROBATION, [])
+    assert health.score > POLICY.threshold
 
 
 def test_probation_passes_after_enough_calls_above_the_threshold() -> None:
-    health, transitions = run(release(Health()), [1.0, 1.0])
+    health, transitions = run(release(POLICY), [1.0, 1.0])
     assert health.state == ToolState.PROBATION
     assert transitions == []
     health, transitions = run(health, [1.0])
@@ -88,8 +94,8 @@ def test_probation_passes_after_enough_calls_above_the_threshold() -> None:
 
 def test_probation_quarantines_again_at_the_first_dip_below_the_threshold() -> None:
     health, transitions = run(
-        release(Health()),
-        [0.0] * 6,
+        release(POLICY),
+        [1.0, 0.0, 0.0],
         DegradationPolicy(threshold=0.3, quarantine_after=5, window=10, probation_calls=20),
     )
     assert [t.state for t in transitions] == [ToolState.QUARANTINED]
