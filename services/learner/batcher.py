@@ -52,6 +52,10 @@ class Batcher(Generic[T, R]):
 
     async def submit(self, item: T) -> R:
         """The result of applying ``item`` (as part of a batch); raises what its batch (or, split, it) raised."""
+        return await self.enqueue(item)
+
+    def enqueue(self, item: T) -> "asyncio.Future[R]":
+        """Add ``item`` to the open batch now; the future holds its result once its batch is applied."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._items.append(item)
@@ -60,7 +64,7 @@ class Batcher(Generic[T, R]):
             self._flush()
         elif self._timer is None:
             self._timer = loop.call_later(self._max_wait_s, self._flush)
-        return await future
+        return future
 
     def _flush(self) -> None:
         if self._timer is not None:

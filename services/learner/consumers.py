@@ -11,9 +11,12 @@ message is the same for every kind, here:
 - refers to something not stored (yet): redelivered with backoff (events may arrive out of order), then
   dead-lettered once older than ``orphan_timeout_s`` or delivered ``max_deliver`` times, unless a last
   attempt finds it applied meanwhile (by a redelivered copy in a concurrent batch): that is a duplicate;
-- applied (or a duplicate): acknowledged, after the batch's transaction committed.
+- applied (or a duplicate): acknowledged, after the batch's transaction committed;
+- while its batch is still being applied (a large one embeds its queries first), the event tells the server
+  it is in progress every half ack-wait, so that a slow batch is not redelivered and applied again.
 """
 
+import asyncio
 import functools
 import logging
 import time
@@ -35,6 +38,7 @@ from toolsel.messaging import dead_letter, events_stream, failure, gives_up, tra
 
 log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
+R = TypeVar("R")
 MAX_BACKOFF_S = 5.0
 
 
@@ -90,10 +94,12 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
         await _dead_letter(state, kind.name, msg, f"malformed: {invalid.errors()[0]['msg']}")
         return
     batcher = state.batchers[kind.name]
+    every_s = state.settings.learner_ack_wait_s / 2
     try:
-        applied = await batcher.submit(event)
+        applied = await in_progress_while(msg, batcher.enqueue(event), every_s)
         if applied == "unknown" and _given_up(state, msg):
-            applied = await batcher.submit(event)  # a fresh transaction sees what concurrent ones committed
+            # a fresh transaction sees what concurrent ones committed
+            applied = await in_progress_while(msg, batcher.enqueue(event), every_s)
     except Exception as error:
         await _failed(state, kind.name, msg, error)
         return
@@ -103,6 +109,16 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
         await _dead_letter(state, kind.name, msg, kind.missing(event))
     else:
         await msg.nak(delay=backoff_s(msg.metadata.num_delivered))
+
+
+async def in_progress_while(msg: Msg, work: "asyncio.Future[R]", every_s: float) -> R:
+    """Await ``work``, telling the server every ``every_s`` seconds that the message is still being worked on
+    (its ack-wait restarts): an event is redelivered only when its learner is gone, not because it is slow."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=every_s)
+        if done:
+            return work.result()
+        await msg.in_progress()
 
 
 async def _failed(state: LearnerState, kind: str, msg: Msg, error: Exception) -> None:

@@ -36,11 +36,13 @@ class Harness:
     log: Log
     verdicts: list[Applied] = field(default_factory=lambda: ["applied"])
     error: Exception | None = None
+    slow_s: float = 0.0
     poison: set[UUID] = field(default_factory=set)
     dead_letters: list[tuple[bytes, str]] = field(default_factory=list)
 
     async def apply(self, state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
         self.log.append(("apply", len(batch)))
+        await asyncio.sleep(self.slow_s)
         if self.error is not None and (not self.poison or any(e.selection_id in self.poison for e in batch)):
             raise self.error
         verdict = self.verdicts.pop(0) if len(self.verdicts) > 1 else self.verdicts[0]
@@ -66,8 +68,13 @@ def log(monkeypatch: pytest.MonkeyPatch) -> Log:
         if self.subject == subjects.OUTCOME_EVENTS:
             calls.append(("nak", delay))
 
+    async def in_progress(self: PatchedMessage) -> None:
+        if self.subject == subjects.OUTCOME_EVENTS:
+            calls.append(("in_progress", None))
+
     monkeypatch.setattr(PatchedMessage, "ack", ack)
     monkeypatch.setattr(PatchedMessage, "nak", nak)
+    monkeypatch.setattr(PatchedMessage, "in_progress", in_progress)
     return calls
 
 
@@ -76,7 +83,7 @@ async def harness(log: Log) -> AsyncIterator[Harness]:
     settings = Settings(
         home=Path(tempfile.mkdtemp(prefix="toolsel-unit-")),
         learner_batch_size=3,
-        learner_batch_timeout_s=0.01,
+        learner_batch_timeout_s=0.25,  # concurrent publishes land in one batch even on a busy machine
         orphan_timeout_s=60,
         max_deliver=4,
     )
@@ -109,6 +116,16 @@ async def test_an_event_is_acknowledged_after_its_batch_applied(harness: Harness
     await harness.publish(_outcome().model_dump_json().encode())
     assert harness.log == [("apply", 1), ("ack", None)]
     assert harness.dead_letters == []
+
+
+async def test_a_slow_batch_keeps_its_events_in_progress_until_it_commits(harness: Harness) -> None:
+    harness.state.settings = harness.state.settings.model_copy(update={"learner_ack_wait_s": 0.2})
+    harness.slow_s = 0.35  # the heartbeat comes every half ack-wait: 0.1 s
+    await harness.publish(_outcome().model_dump_json().encode())
+    applied = harness.log.index(("apply", 1))
+    assert harness.log[-1] == ("ack", None)
+    assert harness.log[applied + 1 : -1].count(("in_progress", None)) >= 2  # while the batch was applied
+    assert set(harness.log[:-1]) == {("apply", 1), ("in_progress", None)}
 
 
 async def test_concurrent_events_are_applied_in_one_batch_then_each_acknowledged(harness: Harness) -> None:
