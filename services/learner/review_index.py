@@ -18,6 +18,8 @@ class Entry:
     """Unit length: the selector ranks entries by a dot product with the query."""
     fitness: float
     reviews: int
+    id: int | None = None
+    """Its row in the store; None for an entry not stored yet."""
 
 
 def unit(vector: npt.NDArray[np.floating]) -> Vector:
@@ -38,6 +40,7 @@ def add_review(entries: list[Entry], query: Vector, fitness: float, min_similari
                 centroid=unit(near.centroid * n + query),
                 fitness=(near.fitness * n + fitness) / (n + 1),
                 reviews=n + 1,
+                id=near.id,
             )
             return [*entries[:best], merged, *entries[best + 1 :]]
     return [*entries, Entry(centroid=unit(query), fitness=fitness, reviews=1)]

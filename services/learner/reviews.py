@@ -76,12 +76,17 @@ async def apply_reviews(
         touched = sorted({(tool_id, scope) for _, tool_id, scope, _, _, _ in logged})
         await reviews.lock_tool_indexes(conn, {t for t, _ in touched})  # concurrent learners queue per tool
         entries: dict[reviews.Owner, list[Entry]] = {o: [] for o in touched}
-        for tool_id, scope, centroid, fitness, count in await reviews.index_entries(conn, touched):
-            entries[(tool_id, scope)].append(Entry(centroid, fitness, count))
+        for entry_id, tool_id, scope, centroid, fitness, count in await reviews.index_entries(conn, touched):
+            entries[(tool_id, scope)].append(Entry(centroid, fitness, count, entry_id))
+        loaded = [e for es in entries.values() for e in es]  # held: no new entry can take one of their ids
+        stored = {id(e) for e in loaded}
         for _, tool_id, scope, query_vector, _, fitness in logged:
             owner = (tool_id, scope)
             entries[owner] = add_review(entries[owner], query_vector, fitness, merge_similarity)
-        await reviews.replace_index_entries(conn, touched, _index_rows(entries))
+        written = {o: [e for e in es if id(e) not in stored] for o, es in entries.items()}
+        changed = [(e.id, e.centroid, e.fitness, e.reviews) for es in written.values() for e in es if e.id is not None]
+        new = _index_rows({o: [e for e in es if e.id is None] for o, es in written.items()})
+        await reviews.write_index_entries(conn, changed, new)
         result.usage = await remember(conn, examples, vectors, usage)
     return result
 

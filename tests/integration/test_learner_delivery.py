@@ -157,6 +157,35 @@ async def test_none_of_these_logs_unrelated_for_every_suggestion(client: Toolsel
     assert [(r["fitness"], r["reviews"]) for r in index] == [(0.75, 1)] * 3
 
 
+async def test_a_review_of_a_near_query_updates_its_entry_and_a_far_one_adds_an_entry(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    tenant, plugin = unique("tenant"), unique("merge")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather")]))
+
+    async def index() -> list[tuple[float, int]]:
+        rows = await pool.fetch(
+            "SELECT i.fitness, i.reviews FROM review_index i JOIN tools t ON t.id = i.tool_id"
+            " WHERE t.plugin_id = $1 ORDER BY i.id",
+            plugin,
+        )
+        return [(round(r["fitness"], 6), r["reviews"]) for r in rows]
+
+    for query, verdict, expected in (
+        ("weather in Paris", Verdict.PERFECT, [(1.4, 1)]),
+        ("weather in Paris", Verdict.UNRELATED, [(round((1.4 + 0.75) / 2, 6), 2)]),  # merged into the entry
+        ("email my boss the report", Verdict.UNRELATED, [(round((1.4 + 0.75) / 2, 6), 2), (0.75, 1)]),
+    ):
+        selection_id, _ = await selection(client, pool, tenant, query, 1)
+        review = ToolReview(plugin_id=plugin, name="get_weather", verdict=verdict)
+        await client.report([ReviewEvent(selection_id=selection_id, reviews=[review])])
+
+        async def written(expected: list[tuple[float, int]] = expected) -> bool:
+            return await index() == expected
+
+        assert await eventually(written), await index()
+
+
 async def test_compaction_shrinks_the_index_to_k_entries_per_tool(
     client: ToolselClient, pool: asyncpg.Pool, stack: Stack
 ) -> None:

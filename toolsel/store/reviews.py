@@ -16,6 +16,10 @@ Owner = tuple[int, str]
 """Whose index entries: a tool id and the scope (tenant, or '*' when shared) its reviews came from."""
 IndexRow = tuple[int, str, Vector, float, int]
 """One index entry: tool id, scope, unit centroid, fitness, number of reviews."""
+StoredRow = tuple[int, int, str, Vector, float, int]
+"""One stored index entry: its id, then an ``IndexRow``."""
+Change = tuple[int, Vector, float, int]
+"""A stored entry's new centroid, fitness and number of reviews, by id."""
 
 INDEX_LOCK = 7_433_002
 """Advisory lock class of one tool's review-index entries (key: the tool id)."""
@@ -30,15 +34,19 @@ ON CONFLICT (event_id, tool_id) DO NOTHING
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
 OWNERS = "unnest($1::bigint[], $2::text[]) AS o(tool_id, scope)"
 INDEX_OF = f"""
-SELECT r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
+SELECT r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
 FROM review_index r JOIN {OWNERS} ON r.tool_id = o.tool_id AND r.scope = o.scope ORDER BY r.id
 """
-DELETE_INDEX_OF = f"DELETE FROM review_index r USING {OWNERS} WHERE r.tool_id = o.tool_id AND r.scope = o.scope"
 INSERT_INDEX = """
 INSERT INTO review_index (tool_id, scope, centroid, fitness, reviews)
 SELECT u.tool_id, u.scope, u.centroid::vector, u.fitness, u.reviews
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::int[])
      AS u(tool_id, scope, centroid, fitness, reviews)
+"""
+UPDATE_INDEX = """
+UPDATE review_index r SET centroid = u.centroid::vector, fitness = u.fitness, reviews = u.reviews
+FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::int[]) AS u(id, centroid, fitness, reviews)
+WHERE r.id = u.id
 """
 LOCK_INDEX = "LOCK TABLE review_index IN SHARE ROW EXCLUSIVE MODE"
 COUNT_INDEX = "SELECT count(*) FROM review_index"
@@ -52,15 +60,25 @@ def vector_text(vector: Vector) -> str:
     return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
 
 
+def _texts(vectors: Sequence[Vector]) -> list[str]:
+    """Each vector's text, computed once per distinct array."""
+    done: dict[int, str] = {}
+    for vector in vectors:
+        if id(vector) not in done:
+            done[id(vector)] = vector_text(vector)
+    return [done[id(vector)] for vector in vectors]
+
+
 async def log_reviews(conn: asyncpg.Connection, rows: Sequence[tuple[Any, int, str, Vector, str, float]]) -> None:
-    """Append (event id, tool id, scope, query embedding, verdict, fitness) rows; one already logged is kept."""
+    """Append (event id, tool id, scope, query embedding, verdict, fitness) rows; one already logged is kept.
+    A selection's verdicts share its query's vector: it is turned into text once."""
     if rows:
         await conn.execute(
             INSERT_LOG,
             [e for e, _, _, _, _, _ in rows],
             [t for _, t, _, _, _, _ in rows],
             [o for _, _, o, _, _, _ in rows],
-            [vector_text(q) for _, _, _, q, _, _ in rows],
+            _texts([q for _, _, _, q, _, _ in rows]),
             [v for _, _, _, _, v, _ in rows],
             [f for _, _, _, _, _, f in rows],
         )
@@ -72,18 +90,25 @@ async def lock_tool_indexes(conn: asyncpg.Connection, tool_ids: Iterable[int]) -
         await conn.execute(LOCK_TOOL_INDEX, INDEX_LOCK, tool_id)
 
 
-async def index_entries(conn: asyncpg.Connection, owners: Sequence[Owner]) -> list[IndexRow]:
-    """These (tool, scope) owners' index entries, in the order they were written."""
+async def index_entries(conn: asyncpg.Connection, owners: Sequence[Owner]) -> list[StoredRow]:
+    """These (tool, scope) owners' index entries with their ids, in the order they were written."""
     return [
-        (r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"])
+        (r["id"], r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"])
         for r in await conn.fetch(INDEX_OF, [t for t, _ in owners], [o for _, o in owners])
     ]
 
 
-async def replace_index_entries(conn: asyncpg.Connection, owners: Sequence[Owner], rows: Sequence[IndexRow]) -> None:
-    """Swap these (tool, scope) owners' index entries for the given ones."""
-    await conn.execute(DELETE_INDEX_OF, [t for t, _ in owners], [o for _, o in owners])
-    await _insert_entries(conn, rows)
+async def write_index_entries(conn: asyncpg.Connection, changed: Sequence[Change], new: Sequence[IndexRow]) -> None:
+    """Update the stored entries that changed and add the new ones (the others are left as they are)."""
+    if changed:
+        await conn.execute(
+            UPDATE_INDEX,
+            [i for i, _, _, _ in changed],
+            [vector_text(c) for _, c, _, _ in changed],
+            [f for _, _, f, _ in changed],
+            [n for _, _, _, n in changed],
+        )
+    await _insert_entries(conn, new)
 
 
 async def _insert_entries(conn: asyncpg.Connection, rows: Sequence[IndexRow]) -> None:
