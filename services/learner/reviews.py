@@ -76,7 +76,8 @@ async def apply_reviews(
         touched = sorted({(tool_id, scope) for _, tool_id, scope, _, _, _ in logged})
         await reviews.lock_tool_indexes(conn, {t for t, _ in touched})  # concurrent learners queue per tool
         entries: dict[reviews.Owner, list[Entry]] = {o: [] for o in touched}
-        for entry_id, tool_id, scope, centroid, fitness, count in await reviews.index_entries(conn, touched):
+        reviewed = [(tool_id, scope, query) for _, tool_id, scope, query, _, _ in logged]
+        for entry_id, tool_id, scope, centroid, fitness, count in await reviews.nearest_entries(conn, reviewed):
             entries[(tool_id, scope)].append(Entry(centroid, fitness, count, entry_id))
         loaded = [e for es in entries.values() for e in es]  # held: no new entry can take one of their ids
         stored = {id(e) for e in loaded}

@@ -32,10 +32,14 @@ FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::fl
 ON CONFLICT (event_id, tool_id) DO NOTHING
 """
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
-OWNERS = "unnest($1::bigint[], $2::text[]) AS o(tool_id, scope)"
-INDEX_OF = f"""
-SELECT r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
-FROM review_index r JOIN {OWNERS} ON r.tool_id = o.tool_id AND r.scope = o.scope ORDER BY r.id
+NEAREST_ENTRIES = """
+SELECT DISTINCT ON (r.id) r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
+FROM unnest($1::bigint[], $2::text[], $3::text[]) AS q(tool_id, scope, query)
+CROSS JOIN LATERAL (
+    SELECT * FROM review_index i WHERE i.tool_id = q.tool_id AND i.scope = q.scope
+    ORDER BY i.centroid <=> q.query::vector, i.id LIMIT 1
+) r
+ORDER BY r.id
 """
 INSERT_INDEX = """
 INSERT INTO review_index (tool_id, scope, centroid, fitness, reviews)
@@ -90,12 +94,15 @@ async def lock_tool_indexes(conn: asyncpg.Connection, tool_ids: Iterable[int]) -
         await conn.execute(LOCK_TOOL_INDEX, INDEX_LOCK, tool_id)
 
 
-async def index_entries(conn: asyncpg.Connection, owners: Sequence[Owner]) -> list[StoredRow]:
-    """These (tool, scope) owners' index entries with their ids, in the order they were written."""
-    return [
-        (r["id"], r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"])
-        for r in await conn.fetch(INDEX_OF, [t for t, _ in owners], [o for _, o in owners])
-    ]
+async def nearest_entries(conn: asyncpg.Connection, reviews: Sequence[tuple[int, str, Vector]]) -> list[StoredRow]:
+    """For each (tool, scope, query vector), the owner's stored entry nearest the query (the one a review may
+    join), with its id; each entry once, in the order they were written. An owner's other entries stay put."""
+    if not reviews:
+        return []
+    rows = await conn.fetch(
+        NEAREST_ENTRIES, [t for t, _, _ in reviews], [o for _, o, _ in reviews], _texts([q for _, _, q in reviews])
+    )
+    return [(r["id"], r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"]) for r in rows]
 
 
 async def write_index_entries(conn: asyncpg.Connection, changed: Sequence[Change], new: Sequence[IndexRow]) -> None:
