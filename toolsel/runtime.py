@@ -55,6 +55,7 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         settings.home,
         threads=settings.embedding_threads,
         batch_size=settings.embedding_batch_size,
+        batch_tokens=settings.embedding_batch_tokens,
         cache_size=settings.query_cache_size if cache else 0,
         model_name=settings.embedding_model,
     )

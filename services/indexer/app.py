@@ -78,7 +78,7 @@ def create_app(settings: Settings) -> FastStream:
 
     def health() -> dict[str, Any]:
         state: IndexerState = broker.context.get(STATE)
-        return {"syncs": state.syncs}
+        return {"syncs": state.syncs, "embedded": state.embedded, "embedding_s": round(state.embedding_s, 3)}
 
     for router in admin_routers():
         rpc.include_router(router)

@@ -1,6 +1,9 @@
 """Differential sync: compare a plugin's declared tools with what the registry holds, by content hash."""
 
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from contracts import ToolSpec
 from services.indexer.hashing import content_hash
@@ -11,7 +14,13 @@ class StoredTool:
     id: int
     content_hash: str
     deleted: bool
-    spec: dict[str, object]
+    spec_json: str
+    """The stored spec as JSON text: a sync compares hashes, and parses only the specs of the tools it updates."""
+
+    @cached_property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = json.loads(self.spec_json)
+        return spec
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """The tools' vectors: embedding those that wait for one, and finding and marking those that drifted."""
 
 import asyncio
+import time
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 
@@ -11,21 +12,32 @@ from services.indexer.drift import days_since, drift_reason
 from services.indexer.tool2vec import tool_vectors
 from toolsel.embedder import Embedder
 from toolsel.store import registry
+from toolsel.store.registry import Conn
 
-PAGE = 20_000
-"""Pending tools read per pass: every text of a sync (even a 10,000-tool catalog) goes to the model in one call."""
+PAGE = 2_000
+"""Pending tools read per pass: bounds what a pass holds (rows, specs, texts, vectors) whatever the catalog, and
+is enough texts for the model's length-sorted batches to carry little padding."""
 
 
-async def embed_pending(pool: asyncpg.Pool, embedder: Embedder, page: int = PAGE) -> int:
-    """Re-embed every pending or stale tool; returns how many were embedded. The model runs in a worker thread
-    over all the pass's texts at once (it batches them by length), so the event loop keeps answering."""
-    done = 0
+class EmbedPass(NamedTuple):
+    tools: int
+    """Tools that got a vector."""
+    model_s: float
+    """Seconds spent computing the vectors (the rest of a pass is reading and writing the store)."""
+
+
+async def embed_pending(pool: Conn, embedder: Embedder, page: int = PAGE) -> EmbedPass:
+    """Re-embed every pending or stale tool, a page at a time, each page's texts in one ``embed`` call. The model
+    runs in a worker thread, so the event loop keeps answering."""
+    done, model_s = 0, 0.0
     while rows := await registry.tools_to_embed(pool, page):
         specs = [ToolSpec.model_validate_json(r["spec"]) for r in rows]
+        started = time.perf_counter()
         vectors = await asyncio.to_thread(tool_vectors, specs, embedder)
+        model_s += time.perf_counter() - started
         await registry.store_vectors(pool, [(r["id"], vectors[i], r["embed_hash"]) for i, r in enumerate(rows)])
         done += len(rows)
-    return done
+    return EmbedPass(done, model_s)
 
 
 async def drift_report(pool: asyncpg.Pool, request: DriftRequest, default_days: float) -> DriftReport:

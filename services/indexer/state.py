@@ -25,11 +25,18 @@ class IndexerState:
     registry_changed: LogicPublisher
     embed_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     syncs: int = 0
+    embedded: int = 0
+    """Tools embedded since the start (the health reply shows it, beside the seconds it took the model)."""
+    embedding_s: float = 0.0
 
     async def embed(self) -> int:
-        """One embedding pass at a time: syncs, rollbacks, recomputes and operators' writes all end with one."""
+        """One embedding pass at a time: syncs, rollbacks, recomputes and operators' writes all end with one.
+        Returns how many tools it embedded."""
         async with self.embed_lock:
-            return await embed_pending(self.pool, self.embedder)
+            done = await embed_pending(self.pool, self.embedder)
+        self.embedded += done.tools
+        self.embedding_s += done.model_s
+        return done.tools
 
     async def changed(self, plugin_id: str, reason: str, names: list[str] | None = None) -> None:
         """Tell the selectors to reload what they hold of the registry."""

@@ -4,7 +4,6 @@ The writer (``write_plan``) is also how operators' tool writes reach the registr
 same hashing, versions and review flags.
 """
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -38,41 +37,36 @@ class Origin:
 async def stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
     """The plugin's tools as the diff compares them, by name (deleted ones too)."""
     rows = await registry.stored_tools(conn, plugin_id)
-    return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], json.loads(r["spec"])) for r in rows}
+    return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], r["spec"]) for r in rows}
 
 
 async def write_plan(
     conn: asyncpg.Connection, origin: Origin, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
 ) -> int:
-    """Insert, update (each with a version snapshot) and soft-delete per the plan; returns how many updates were
-    flagged for review."""
-    for spec, digest in plan.insert:
-        tool_id = await registry.insert_tool(
-            conn, origin.plugin_id, origin.tenant_id, origin.plugin_version, spec, digest, embedding_hash(spec)
-        )
-        await registry.snapshot_version(conn, tool_id, ["created"], digest, origin.reason)
-    flagged = 0
+    """Insert, update (each with a version snapshot) and soft-delete per the plan, a few statements for the
+    whole plan whatever its size; returns how many updates were flagged for review."""
+    inserted = await registry.insert_tools(
+        conn,
+        origin.plugin_id,
+        origin.tenant_id,
+        origin.plugin_version,
+        [(spec, digest, embedding_hash(spec)) for spec, digest in plan.insert],
+    )
     current = await registry.review_states(conn, [u[0] for u in plan.update])
-    old_specs = {t.id: t.spec for t in stored.values()}
-    for tool_id, spec, digest, fields in plan.update:
+    by_id = {t.id: t for t in stored.values()}
+    rewrites = []
+    for tool_id, spec, digest, _ in plan.update:
         approved, status = current[tool_id]
-        review = needs_review(old_specs[tool_id], spec, approved)
-        flagged += review
-        await registry.update_tool(
-            conn,
-            tool_id,
-            origin.tenant_id,
-            origin.plugin_version,
-            spec,
-            digest,
-            embedding_hash(spec),
-            flag_review=review,
-            status=status_after_update(status, review, flagged_selectable),
-        )
-        await registry.snapshot_version(conn, tool_id, fields, digest, origin.reason)
+        review = needs_review(by_id[tool_id].spec, spec, approved)
+        status = status_after_update(status, review, flagged_selectable)
+        rewrites.append(registry.ToolRewrite(tool_id, spec, digest, embedding_hash(spec), review, status))
+    await registry.update_tools(conn, origin.tenant_id, origin.plugin_version, rewrites)
+    versions = [(inserted[spec.name], ["created"], digest) for spec, digest in plan.insert]
+    versions += [(tool_id, fields, digest) for tool_id, _, digest, fields in plan.update]
+    await registry.snapshot_versions(conn, versions, origin.reason)
     if plan.delete:
         await registry.soft_delete(conn, plan.delete)
-    return flagged
+    return sum(r.flag_review for r in rewrites)
 
 
 async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:

@@ -5,6 +5,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.integration.test_eval import tiny_set
 from toolsel.stack import TOOLSEL_COMMAND
 
@@ -36,6 +38,12 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
         assert 0 < u["p50"] <= u["p95"] <= u["p99"]
         assert size["selector_rss_mb"] > 0
         assert size["sync_tools_per_s"] > 0
+        assert size["sync_of_batch_rate"] > 0
+        assert 0 <= size["sync_write_s"] <= size["sync_s"]
+        assert size["sync_write_s"] + size["sync_embed_s"] == pytest.approx(size["sync_s"], abs=0.02)
+        assert 0 < size["sync_model_s"] <= size["sync_embed_s"] + 0.01
+        assert 0 < size["sync_of_model_rate"] <= 1
+        assert 0 < size["indexer_rss_mb"] <= size["indexer_peak_rss_mb"]
 
 
 def test_bench_refuses_a_bad_size_list(tmp_path: Path) -> None:

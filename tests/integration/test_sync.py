@@ -1,5 +1,7 @@
 """Plugin sync through NATS: differential by content hash, authorised, one transaction."""
 
+import json
+
 import asyncpg
 import pytest
 
@@ -84,3 +86,47 @@ async def test_invalid_sync_gets_a_typed_error_naming_the_field(client: ToolselC
     assert invalid.value.detail.code == ErrorCode.INVALID_REQUEST
     assert invalid.value.detail.field == "tools.0.pin_weight"
     assert await pool.fetchval("SELECT count(*) FROM tools WHERE plugin_id = $1", plugin) == 0
+
+
+async def test_one_sync_inserts_updates_revives_and_deletes_each_with_its_own_version(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    tenant, plugin = unique("tenant"), unique("mixed")
+    await client.sync(plugin_sync(plugin, tenant, [tool("send_email"), tool("get_weather"), tool("search_flights")]))
+    await client.sync(plugin_sync(plugin, tenant, [tool("send_email"), tool("search_flights")]))  # get_weather goes
+    edited = tool("send_email", description="Send an email, with attachments.")
+    report = await client.sync(
+        plugin_sync(plugin, tenant, [edited, tool("get_weather"), tool("translate_text"), tool("create_event")])
+    )
+    assert (report.inserted, report.updated, report.unchanged, report.deleted) == (2, 2, 0, 1)
+    rows = await pool.fetch(
+        "SELECT t.name, v.version, v.changed_fields, v.snapshot, t.content_hash = v.content_hash AS same_hash"
+        " FROM tool_versions v JOIN tools t ON t.id = v.tool_id WHERE t.plugin_id = $1 ORDER BY t.name, v.version",
+        plugin,
+    )
+    history = [(r["name"], r["version"], r["changed_fields"]) for r in rows]
+    assert history == [
+        ("create_event", 1, ["created"]),
+        ("get_weather", 1, ["created"]),
+        ("get_weather", 2, ["deleted_at"]),  # revived: the spec is as it was
+        ("search_flights", 1, ["created"]),
+        ("send_email", 1, ["created"]),
+        ("send_email", 2, ["description"]),
+        ("translate_text", 1, ["created"]),
+    ]
+    latest = {r["name"]: json.loads(r["snapshot"]) for r in rows}  # each name's last version
+    assert latest["send_email"]["spec"]["description"] == "Send an email, with attachments."
+    assert latest["get_weather"]["deleted_at"] is None
+    assert all("embedding" not in snapshot for snapshot in latest.values())
+    assert all(r["same_hash"] for r in rows if (r["name"], r["version"]) != ("send_email", 1))
+    live = await pool.fetch(
+        "SELECT name, embedding_status, deleted_at IS NULL AS live FROM tools WHERE plugin_id = $1 ORDER BY name",
+        plugin,
+    )
+    assert [(r["name"], r["embedding_status"], r["live"]) for r in live] == [
+        ("create_event", "current", True),
+        ("get_weather", "current", True),
+        ("search_flights", "current", False),
+        ("send_email", "current", True),
+        ("translate_text", "current", True),
+    ]

@@ -12,14 +12,24 @@ COLUMNS = (
     ("inside p50 ms", "selector_inside_p50_ms"),
     ("repeated p50 ms", "select_repeated_p50_ms"),
     ("selector RSS MB", "selector_rss_mb"),
-    ("sync tools/s", "sync_tools_per_s"),
+    ("sync tools/s (of batch / model rate)", "sync"),
+    ("sync s: write / embed (model)", "sync_phases"),
+    ("indexer RSS / peak MB", "indexer_rss"),
 )
 
 
 def cells(size: dict[str, Any]) -> list[str]:
-    """One row: the uncached percentiles in one cell, every other column as measured."""
+    """One row: the uncached percentiles in one cell; the sync's rate beside its share of the model's batch rate
+    (on the reference's queries) and of the model's rate on the sync's own texts (the share of the sync's time
+    spent in the model); its phases and the indexer's memory in one cell each; every other column as measured."""
     u = size["select_uncached_ms"]
-    return [f"{u['p50']} / {u['p95']} / {u['p99']}" if key == "select" else str(size[key]) for _, key in COLUMNS]
+    joined = {
+        "select": f"{u['p50']} / {u['p95']} / {u['p99']}",
+        "sync": f"{size['sync_tools_per_s']} ({size['sync_of_batch_rate']:.0%} / {size['sync_of_model_rate']:.0%})",
+        "sync_phases": f"{size['sync_write_s']} / {size['sync_embed_s']} ({size['sync_model_s']})",
+        "indexer_rss": f"{size['indexer_rss_mb']} / {size['indexer_peak_rss_mb']}",
+    }
+    return [joined[key] if key in joined else str(size[key]) for _, key in COLUMNS]
 
 
 def table(result: dict[str, Any]) -> Table:

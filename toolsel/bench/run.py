@@ -40,6 +40,7 @@ def reference_costs(settings: Settings, queries: Sequence[str], home: Path) -> d
         home,
         threads=settings.embedding_threads,
         batch_size=settings.embedding_batch_size,
+        batch_tokens=settings.embedding_batch_tokens,
         cache_size=0,
         model_name=settings.embedding_model,
     )
@@ -68,16 +69,30 @@ async def round_trip_p50(client: ToolselClient) -> float:
     return percentiles_ms(samples, (50,))["p50"]
 
 
+async def proc_status(pid: int) -> str:
+    return await asyncio.to_thread(Path(f"/proc/{pid}/status").read_text)
+
+
+async def embedding_s(client: ToolselClient) -> float:
+    """Seconds the indexer has spent in the model since it started (its health reply counts them)."""
+    return float((await client.health("indexer")).details["embedding_s"])
+
+
 async def measure_size(
-    client: ToolselClient, tools: list[Any], queries: Sequence[str], selector_pid: int
+    client: ToolselClient, tools: list[Any], queries: Sequence[str], pids: dict[str, int]
 ) -> dict[str, Any]:
     """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it."""
     names = wire_names([t.name for t in tools])
     syncs = catalog_syncs(tools, names, PLUGIN_PREFIX, TENANT)
-    started, embedded = time.perf_counter(), 0
+    model_s = await embedding_s(client)
+    started, embedded, write_s = time.perf_counter(), 0, 0.0
     for sync in syncs:
-        embedded += (await client.sync(sync)).embedded
+        report = await client.sync(sync)
+        embedded += report.embedded
+        write_s += report.duration_ms / 1000
     sync_s = time.perf_counter() - started
+    model_s = await embedding_s(client) - model_s
+    indexer = await proc_status(pids["indexer"])
     await load_catalog(client, syncs, names)
     uncached, inside = [], []
     for query in queries:
@@ -90,7 +105,7 @@ async def measure_size(
         started = time.perf_counter()
         await client.select(query=queries[i % REPEATED], tenant_id=TENANT, dry_run=True)
         repeated.append(time.perf_counter() - started)
-    status = await asyncio.to_thread(Path(f"/proc/{selector_pid}/status").read_text)
+    status = await proc_status(pids["selector"])
     return {
         "tools": len(tools),
         "select_uncached_ms": percentiles_ms(uncached),
@@ -100,6 +115,12 @@ async def measure_size(
         "sync_embedded": embedded,
         "sync_s": round(sync_s, 2),
         "sync_tools_per_s": rate(embedded, sync_s),
+        "sync_write_s": round(write_s, 2),
+        "sync_embed_s": round(sync_s - write_s, 2),
+        "sync_model_s": round(model_s, 2),
+        "sync_of_model_rate": round(model_s / sync_s, 2) if sync_s > 0 else 0.0,
+        "indexer_rss_mb": rss_mb(indexer),
+        "indexer_peak_rss_mb": rss_mb(indexer, "VmHWM"),
     }
 
 
@@ -118,11 +139,14 @@ async def run_bench(options: Options) -> dict[str, Any]:
             endpoints = await stack.start(timeout_s=300)
             async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
                 reference["round_trip_p50_ms"] = await round_trip_p50(client)
-                selector = stack.services["selector"].pid
+                pids = {name: stack.services[name].pid for name in ("selector", "indexer")}
                 measured = [  # each size its own queries: none is already in the selector's cache
-                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], selector)
+                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], pids)
                     for i, size in enumerate(sizes)
                 ]
         finally:
             stack.stop()
+    batch = reference["batch_texts_per_s"]
+    for size in measured:
+        size["sync_of_batch_rate"] = round(size["sync_tools_per_s"] / batch, 2) if batch else 0.0
     return {"sets": [s.name for s in sets], "requests": options.requests, "reference": reference, "sizes": measured}

@@ -18,9 +18,10 @@ def rate(count: int, seconds: float) -> float:
     return round(count / seconds, 1) if seconds > 0 else 0.0
 
 
-def rss_mb(status: str) -> float:
-    """Resident memory in MB from the text of ``/proc/<pid>/status`` (``VmRSS: 123 kB``)."""
+def rss_mb(status: str, field: str = "VmRSS") -> float:
+    """Resident memory in MB from the text of ``/proc/<pid>/status``: now (``VmRSS: 123 kB``), or at its peak
+    (``VmHWM``)."""
     for line in status.splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return round(int(line.split()[1]) / 1024, 1)
-    raise ValueError("no VmRSS line")
+    raise ValueError(f"no {field} line")

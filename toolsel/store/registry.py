@@ -7,7 +7,7 @@ inside the caller's transaction.
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import asyncpg
 import numpy as np
@@ -74,10 +74,14 @@ PLUGIN_VERSION = "SELECT coalesce(max(plugin_version), '0.0.0') FROM tools WHERE
 
 REVIEW_STATES = "SELECT id, approved, status FROM tools WHERE id = ANY($1::bigint[])"
 
-INSERT_TOOL = """
+INSERT_TOOLS = """
 INSERT INTO tools (plugin_id, name, tenant_id, plugin_version, spec, category, is_always_pinned, pin_weight,
                    schema_version, content_hash, embed_hash, embedding_status)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending') RETURNING id
+SELECT $1, t.name, $2, $3, t.spec, t.category, t.pinned, t.pin_weight, t.schema_version, t.content_hash,
+       t.embed_hash, 'pending'
+FROM unnest($4::text[], $5::jsonb[], $6::text[], $7::boolean[], $8::integer[], $9::text[], $10::text[],
+            $11::text[]) AS t(name, spec, category, pinned, pin_weight, schema_version, content_hash, embed_hash)
+RETURNING id, name
 """
 
 UPDATE_TOOL = """
@@ -135,11 +139,13 @@ WHERE deleted_at IS NULL AND embedding_status <> 'current' AND ($1::text IS NULL
 
 # versions
 
-SNAPSHOT = """
+# a tool appears once per statement: the versions are numbered from what the table held before it
+SNAPSHOTS = """
 INSERT INTO tool_versions (tool_id, version, snapshot, changed_fields, content_hash, reason)
-SELECT t.id, COALESCE((SELECT max(version) FROM tool_versions WHERE tool_id = t.id), 0) + 1,
-       to_jsonb(t) - 'embedding', $2, $3, $4
-FROM tools t WHERE t.id = $1 RETURNING version
+SELECT t.id, COALESCE((SELECT max(version) FROM tool_versions v WHERE v.tool_id = t.id), 0) + 1,
+       to_jsonb(t) - 'embedding', ARRAY(SELECT jsonb_array_elements_text(s.fields)), s.content_hash, $4
+FROM unnest($1::bigint[], $2::jsonb[], $3::text[]) AS s(id, fields, content_hash) JOIN tools t ON t.id = s.id
+RETURNING version
 """
 
 VERSION_COUNT = "SELECT count(*) FROM tool_versions WHERE tool_id = $1"
@@ -261,61 +267,66 @@ async def review_states(conn: Conn, tool_ids: Sequence[int]) -> dict[int, tuple[
     return {r["id"]: (r["approved"], r["status"]) for r in await conn.fetch(REVIEW_STATES, list(tool_ids))}
 
 
-async def insert_tool(
-    conn: Conn,
-    plugin_id: str,
-    tenant_id: str,
-    plugin_version: str,
-    spec: ToolSpec,
-    content_hash: str,
-    embed_hash: str,
-) -> int:
-    """A new tool waiting for its vector; returns its id."""
-    tool_id: int = await conn.fetchval(
-        INSERT_TOOL,
+class ToolRewrite(NamedTuple):
+    """A new spec over a stored tool, as ``update_tools`` writes it."""
+
+    tool_id: int
+    spec: ToolSpec
+    content_hash: str
+    embed_hash: str
+    flag_review: bool
+    status: str
+
+
+async def insert_tools(
+    conn: Conn, plugin_id: str, tenant_id: str, plugin_version: str, tools: Sequence[tuple[ToolSpec, str, str]]
+) -> dict[str, int]:
+    """New tools waiting for their vectors, from (spec, content hash, embed hash), in one statement; returns
+    their ids by name."""
+    if not tools:
+        return {}
+    specs = [spec for spec, _, _ in tools]
+    rows = await conn.fetch(
+        INSERT_TOOLS,
         plugin_id,
-        spec.name,
         tenant_id,
         plugin_version,
-        spec.model_dump_json(),
-        spec.category,
-        spec.pinned,
-        spec.pin_weight,
-        spec.schema_version,
-        content_hash,
-        embed_hash,
+        [spec.name for spec in specs],
+        [spec.model_dump_json() for spec in specs],
+        [spec.category for spec in specs],
+        [spec.pinned for spec in specs],
+        [spec.pin_weight for spec in specs],
+        [spec.schema_version for spec in specs],
+        [digest for _, digest, _ in tools],
+        [embed_hash for _, _, embed_hash in tools],
     )
-    return tool_id
+    return {r["name"]: r["id"] for r in rows}
 
 
-async def update_tool(
-    conn: Conn,
-    tool_id: int,
-    tenant_id: str,
-    plugin_version: str,
-    spec: ToolSpec,
-    content_hash: str,
-    embed_hash: str,
-    *,
-    flag_review: bool,
-    status: str,
-) -> None:
-    """Write a new spec over a tool (reviving it when deleted); its vector goes stale when its inputs changed."""
-    await conn.execute(
-        UPDATE_TOOL,
-        tool_id,
-        spec.model_dump_json(),
-        tenant_id,
-        plugin_version,
-        spec.category,
-        spec.pinned,
-        spec.pin_weight,
-        spec.schema_version,
-        content_hash,
-        embed_hash,
-        flag_review,
-        status,
-    )
+async def update_tools(conn: Conn, tenant_id: str, plugin_version: str, tools: Sequence[ToolRewrite]) -> None:
+    """Write new specs over tools (reviving deleted ones), in one pipelined batch; a vector goes stale when its
+    inputs changed."""
+    if tools:
+        await conn.executemany(
+            UPDATE_TOOL,
+            [
+                (
+                    t.tool_id,
+                    t.spec.model_dump_json(),
+                    tenant_id,
+                    plugin_version,
+                    t.spec.category,
+                    t.spec.pinned,
+                    t.spec.pin_weight,
+                    t.spec.schema_version,
+                    t.content_hash,
+                    t.embed_hash,
+                    t.flag_review,
+                    t.status,
+                )
+                for t in tools
+            ],
+        )
 
 
 async def soft_delete(conn: Conn, tool_ids: Sequence[int]) -> None:
@@ -371,10 +382,21 @@ async def waiting_for_embedding(conn: Conn, plugin_id: str | None) -> int:
 # versions
 
 
+async def snapshot_versions(conn: Conn, tools: Sequence[tuple[int, Sequence[str], str]], reason: str) -> None:
+    """Append each tool's row as it now stands to its history, from (tool id, changed fields, content hash), in
+    one statement; a tool appears at most once."""
+    if tools:
+        await conn.execute(SNAPSHOTS, *_snapshot_columns(tools), reason)
+
+
 async def snapshot_version(conn: Conn, tool_id: int, fields: Sequence[str], digest: str, reason: str) -> int:
     """Append the row as it now stands to its history; returns the new version number."""
-    version: int = await conn.fetchval(SNAPSHOT, tool_id, list(fields), digest, reason)
+    version: int = await conn.fetchval(SNAPSHOTS, *_snapshot_columns([(tool_id, fields, digest)]), reason)
     return version
+
+
+def _snapshot_columns(tools: Sequence[tuple[int, Sequence[str], str]]) -> tuple[list[int], list[str], list[str]]:
+    return [t[0] for t in tools], [json.dumps(list(t[1])) for t in tools], [t[2] for t in tools]
 
 
 async def version_count(conn: Conn, tool_id: int) -> int:

@@ -1,4 +1,5 @@
-"""The embedder batches texts by length yet returns one row per text in the order given."""
+"""The embedder batches texts by token length, within a bound of texts and tokens per call, yet returns one
+row per text in the order given."""
 
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -6,33 +7,64 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pytest
 
-from toolsel.embedder import Embedder, length_order
+from toolsel.embedder import BATCH_TOKENS, Embedder, token_batches
 
 
 class LengthModel:
-    """Stands in for fastembed: a text's vector is (its length, 1); records the order it was asked in."""
+    """Stands in for fastembed: a text has one token per character and its vector is (its length, 1); records
+    the texts of the last call and every call's batch."""
 
     def __init__(self) -> None:
         self.seen: list[str] = []
+        self.batches: list[list[str]] = []
+
+    def token_count(self, text: str) -> int:
+        return len(text)
 
     def embed(self, texts: Sequence[str], batch_size: int) -> Iterator[np.ndarray]:
+        assert batch_size == len(texts)
         self.seen = list(texts)
+        self.batches.append(self.seen)
         return iter([np.array([len(t), 1.0]) for t in texts])
 
 
-def test_length_order_is_shortest_first_and_stable() -> None:
-    assert length_order(["ccc", "a", "bb", "d"]) == [1, 3, 2, 0]
+def embedder_of(model: LengthModel, batch_size: int, batch_tokens: int = BATCH_TOKENS) -> Embedder:
+    embedder = Embedder.__new__(Embedder)
+    embedder._model, embedder._batch_size, embedder._batch_tokens, embedder.dim = model, batch_size, batch_tokens, 2
+    return embedder
+
+
+def unit_rows(lengths: Sequence[int]) -> np.ndarray:
+    expected = np.array([[n, 1] for n in lengths], dtype=np.float32)
+    return expected / np.linalg.norm(expected, axis=1, keepdims=True)
+
+
+def test_token_batches_bound_texts_and_padded_tokens() -> None:
+    assert token_batches([1, 1, 2, 2, 3], max_texts=2, max_tokens=100) == [range(0, 2), range(2, 4), range(4, 5)]
+    # padded to the longest: 3 x 3 tokens fit in 10, a fourth of 4 would make 16
+    assert token_batches([2, 3, 3, 4, 9, 20], max_texts=8, max_tokens=10) == [
+        range(0, 3),
+        range(3, 4),
+        range(4, 5),
+        range(5, 6),
+    ]
+    assert token_batches([], max_texts=8, max_tokens=10) == []
 
 
 def test_rows_come_back_in_the_callers_order() -> None:
-    embedder = Embedder.__new__(Embedder)
     model = LengthModel()
-    embedder._model, embedder._batch_size, embedder.dim = model, 2, 2
     texts = ["a" * 30, "a", "a" * 7]
-    rows = embedder.embed(texts)
-    assert model.seen == ["a", "a" * 7, "a" * 30]
-    expected = np.array([[30, 1], [1, 1], [7, 1]], dtype=np.float32)
-    np.testing.assert_allclose(rows, expected / np.linalg.norm(expected, axis=1, keepdims=True), rtol=1e-6)
+    rows = embedder_of(model, batch_size=2).embed(texts)
+    assert model.batches == [["a", "a" * 7], ["a" * 30]]
+    np.testing.assert_allclose(rows, unit_rows([30, 1, 7]), rtol=1e-6)
+
+
+def test_long_texts_go_in_small_batches() -> None:
+    model = LengthModel()
+    texts = ["a" * 50, "b" * 5, "c" * 6, "d" * 50, "e" * 5, "f" * 120]
+    rows = embedder_of(model, batch_size=32, batch_tokens=100).embed(texts)
+    assert model.batches == [["b" * 5, "e" * 5, "c" * 6], ["a" * 50, "d" * 50], ["f" * 120]]
+    np.testing.assert_allclose(rows, unit_rows([50, 5, 6, 50, 5, 120]), rtol=1e-6)
 
 
 class CountingModel(LengthModel):
@@ -48,8 +80,7 @@ class CountingModel(LengthModel):
 
 
 def embedder_over(model: LengthModel, cache_size: int) -> Embedder:
-    embedder = Embedder.__new__(Embedder)
-    embedder._model, embedder._batch_size, embedder.dim = model, 8, 2
+    embedder = embedder_of(model, batch_size=8)
     embedder._cache, embedder._cache_size = OrderedDict(), cache_size
     return embedder
 

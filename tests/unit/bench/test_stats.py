@@ -22,13 +22,15 @@ def test_rate_per_second_and_zero_without_time() -> None:
     assert rate(5, 0.0) == 0.0
 
 
-def test_rss_from_proc_status() -> None:
-    assert rss_mb("Name:\tpython\nVmRSS:\t  204800 kB\nVmSwap: 0 kB\n") == 200.0
+def test_rss_now_and_at_its_peak_from_proc_status() -> None:
+    status = "Name:\tpython\nVmHWM:\t  512000 kB\nVmRSS:\t  204800 kB\nVmSwap: 0 kB\n"
+    assert rss_mb(status) == 200.0
+    assert rss_mb(status, "VmHWM") == 500.0
     with pytest.raises(ValueError, match="VmRSS"):
         rss_mb("Name: python\n")
 
 
-def test_a_row_puts_the_uncached_percentiles_in_one_cell() -> None:
+def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell_each() -> None:
     size = {
         "tools": 200,
         "select_uncached_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0},
@@ -36,5 +38,21 @@ def test_a_row_puts_the_uncached_percentiles_in_one_cell() -> None:
         "select_repeated_p50_ms": 0.7,
         "selector_rss_mb": 300.0,
         "sync_tools_per_s": 40.0,
+        "sync_of_batch_rate": 0.8,
+        "sync_of_model_rate": 0.9,
+        "sync_write_s": 0.1,
+        "sync_embed_s": 4.9,
+        "sync_model_s": 4.5,
+        "indexer_rss_mb": 450.0,
+        "indexer_peak_rss_mb": 470.0,
     }
-    assert cells(size) == ["200", "1.0 / 2.0 / 3.0", "0.5", "0.7", "300.0", "40.0"]
+    assert cells(size) == [
+        "200",
+        "1.0 / 2.0 / 3.0",
+        "0.5",
+        "0.7",
+        "300.0",
+        "40.0 (80% / 90%)",
+        "0.1 / 4.9 (4.5)",
+        "450.0 / 470.0",
+    ]

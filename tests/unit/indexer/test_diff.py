@@ -10,7 +10,7 @@ def _spec(name: str, description: str = "does things") -> ToolSpec:
 
 
 def _stored(tool_id: int, spec: ToolSpec, deleted: bool = False) -> StoredTool:
-    return StoredTool(tool_id, content_hash(spec), deleted, spec.model_dump(mode="json"))
+    return StoredTool(tool_id, content_hash(spec), deleted, spec.model_dump_json())
 
 
 def test_plan_classifies_insert_update_unchanged_delete() -> None:
