@@ -78,20 +78,27 @@ def agent_events(
     return outcome, review
 
 
-async def wait_for_learner(client: ToolselClient, settle_s: float, timeout_s: float = 60.0) -> None:
-    """Until the learner's counters stop moving, then ``settle_s`` more for the selector's periodic reload.
-    A learner too busy to answer its health request in time is still applying: keep waiting."""
+HANDLED = ("applied", "reviews", "duplicates", "dead_letters")
+"""The learner's health counters that together count every outcome and review event it has dealt with."""
+
+
+async def learner_handled(client: ToolselClient) -> int | None:
+    """How many events the learner has dealt with so far; None while it is too busy to answer in time."""
+    try:
+        details = (await client.health("learner")).details
+    except nats.errors.TimeoutError:
+        return None
+    return sum(int(details.get(name, 0)) for name in HANDLED)
+
+
+async def wait_for_learner(client: ToolselClient, target: int, settle_s: float, timeout_s: float = 300.0) -> None:
+    """Until the learner has dealt with ``target`` events (or ``timeout_s`` passed), then ``settle_s`` more for
+    the selectors to take in what it broadcast: a measurement never runs ahead of the learning it measures."""
     deadline = time.monotonic() + timeout_s
-    last = None
     while time.monotonic() < deadline:
-        try:
-            details = (await client.health("learner")).details
-        except nats.errors.TimeoutError:
-            continue
-        counters = tuple(sorted((k, v) for k, v in details.items() if isinstance(v, int)))
-        if counters == last:
+        handled = await learner_handled(client)
+        if handled is not None and handled >= target:
             break
-        last = counters
         await asyncio.sleep(0.5)
     await asyncio.sleep(settle_s)
 
@@ -132,6 +139,7 @@ async def learn(
     ``changes[i]`` runs before event ``i`` and returns the catalog from then on (a tool added mid-stream)."""
     changes = changes or {}
     curve = [await measure(client, catalog, holdout, 0, seed)]
+    before = await learner_handled(client) or 0
     offered: list[list[str]] = [[] for _ in events]
 
     async def one(i: int, event: Event) -> None:
@@ -157,6 +165,6 @@ async def learn(
         done += step
         advance(step)
         if done % every == 0 or done == len(events):
-            await wait_for_learner(client, settle_s)
+            await wait_for_learner(client, before + 2 * done, settle_s)  # an outcome and a review per event
             curve.append(await measure(client, catalog, holdout, done, seed))
     return Streamed(curve, offered)
