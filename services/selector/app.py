@@ -50,6 +50,9 @@ class SelectorState:
     refreshers: list[asyncio.Task[None]] = field(default_factory=list)
     reviews_version: tuple[int, int] | None = None
     """The review index's (entries, highest id) when last loaded: reloaded only when it changes."""
+    reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
+    """One reload of a source at a time: two that overlapped could finish out of order, and a copy read before
+    a change (a tool's quarantine) would replace the copy read after it."""
 
     @property
     def store(self) -> asyncpg.Pool:
@@ -169,10 +172,12 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
 
 
 async def _refresh(state: SelectorState, source: str, load: Load) -> None:
-    """Reload one piece of state; on failure keep serving the copy in memory and say so in replies."""
+    """Reload one piece of state, after any reload of it under way; on failure keep serving the copy in memory
+    and say so in replies."""
     degraded = state.selector.degraded_sources
     try:
-        await load(state)
+        async with state.reloading.setdefault(source, asyncio.Lock()):
+            await load(state)
     except Exception:
         log.exception("reloading %s failed; serving the copy in memory", source)
         degraded.add(f"{source}.stale")

@@ -25,6 +25,8 @@ from contracts import (
     subjects,
 )
 from services.selector import app as selector_app
+from services.selector.catalog import build_catalog
+from services.selector.selector import Selector
 from tests.unit.selector.factory import DIM, AxisEmbedder
 from toolsel.messaging import events_stream
 from toolsel.settings import Settings
@@ -236,3 +238,24 @@ async def similarity(broker: NatsBroker, tenant: str) -> float:
     """send_email's cosine with a weather query for this tenant."""
     reply = await select(broker, query="weather", k=2, dry_run=True, tenant_id=tenant)
     return next(t.breakdown.similarity for t in reply.tools if t.name == "send_email")
+
+
+async def test_reloads_of_one_source_never_overlap_so_the_last_read_wins() -> None:
+    """A slow reload that started first must not overwrite what a later one read (a broadcast of a tool's
+    quarantine during a periodic reload)."""
+    settings = Settings()
+    state = selector_app.SelectorState(Selector(settings, build_catalog([], [], [], settings), embedder=None))
+    reads: list[str] = []
+    version = {"now": "before"}
+
+    async def load(state: selector_app.SelectorState) -> None:
+        read = version["now"]
+        await asyncio.sleep(0.05 if read == "before" else 0.0)
+        reads.append(read)
+
+    first = asyncio.create_task(selector_app._refresh(state, "registry", load))
+    await asyncio.sleep(0)
+    version["now"] = "after"
+    await selector_app._refresh(state, "registry", load)
+    await first
+    assert reads == ["before", "after"]
