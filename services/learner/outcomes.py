@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 import asyncpg
@@ -106,6 +106,30 @@ class _Calls:
     latency_count: int = 0
     latency_hist: list[int] = field(default_factory=lambda: [0] * LATENCY_BUCKETS)
     last_success_at: datetime | None = None
+
+
+class Referring(Protocol):
+    """An event about a stored selection: an outcome or a review."""
+
+    @property
+    def event_id(self) -> UUID: ...
+
+    @property
+    def selection_id(self) -> UUID: ...
+
+
+Ev = TypeVar("Ev", bound=Referring)
+
+
+async def with_selections(
+    pool: asyncpg.Pool, batch: Sequence[Ev]
+) -> tuple[list[Ev], dict[UUID, Mapping[str, Any]], list[UUID]]:
+    """The batch's distinct events (in event-id order) whose selection is stored, those selections, and the ids
+    of the events whose selection is not stored yet (left out: the caller redelivers them)."""
+    unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
+    selections = await events.selection_keys(pool, [e.selection_id for e in unique])
+    known = [e for e in unique if e.selection_id in selections]
+    return known, selections, [e.event_id for e in unique if e.selection_id not in selections]
 
 
 def actor(selection: Mapping[str, Any]) -> str:
@@ -367,10 +391,7 @@ async def apply_outcomes(
     (a success on an offered tool) are embedded first, in one batch, outside the transaction.
     """
     result = OutcomeResult()
-    unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
-    selections = await events.selection_keys(pool, [e.selection_id for e in unique])
-    known = [e for e in unique if e.selection_id in selections]
-    result.unknown_selection = [e.event_id for e in unique if e.selection_id not in selections]
+    known, selections, result.unknown_selection = await with_selections(pool, batch)
     if not known:
         return result
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])

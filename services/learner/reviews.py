@@ -12,7 +12,7 @@ import asyncpg
 from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import teachable
+from services.learner.outcomes import teachable, with_selections
 from services.learner.review_index import Entry, add_review
 from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
@@ -46,10 +46,7 @@ async def apply_reviews(
     usage memory, in one transaction; a review already stored changes nothing, one of an unknown selection is
     left out."""
     result = ReviewResult()
-    unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
-    selections = await events.selection_keys(pool, [e.selection_id for e in unique])
-    known = [e for e in unique if e.selection_id in selections]
-    result.unknown_selection = [e.event_id for e in unique if e.selection_id not in selections]
+    known, selections, result.unknown_selection = await with_selections(pool, batch)
     if not known:
         return result
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
