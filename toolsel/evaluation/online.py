@@ -3,7 +3,7 @@
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import nats.errors
@@ -133,10 +133,15 @@ async def learn(
     seed: int,
     settle_s: float,
     changes: Mapping[int, Callable[[BenchCatalog], Awaitable[BenchCatalog]]] | None = None,
+    paced: Collection[int] = (),
     advance: Callable[[int], None] = lambda n: None,
 ) -> Streamed:
     """Stream the events (select, then report outcome and review), measuring before and every ``every`` events;
-    ``changes[i]`` runs before event ``i`` and returns the catalog from then on (a tool added mid-stream)."""
+    ``changes[i]`` runs before event ``i`` and returns the catalog from then on (a tool added mid-stream).
+
+    Before each event of ``paced`` the stream waits until the learner has dealt with every event sent so far: the
+    stream goes faster than any agent, so without the wait a tracked tool's rank would measure the learner's lag
+    behind it rather than what the learner makes of the tool's own events."""
     changes = changes or {}
     curve = [await measure(client, catalog, holdout, 0, seed)]
     before = await learner_handled(client) or 0
@@ -159,7 +164,9 @@ async def learn(
     while done < len(events):
         if done in changes:
             catalog = await changes[done](catalog)
-        upcoming = min((c for c in changes if c > done), default=len(events))
+        if done in paced and done:
+            await wait_for_learner(client, before + 2 * done, settle_s)
+        upcoming = min((c for c in (*changes, *paced) if c > done), default=len(events))
         step = min(every - done % every, CONCURRENCY, upcoming - done)
         await asyncio.gather(*(one(done + j, events[done + j]) for j in range(step)))
         done += step

@@ -112,6 +112,11 @@ class Sighting:
     rank: int | None
 
 
+def events_of(events: Sequence[Event], tool: str, start: int, end: int) -> list[int]:
+    """The indexes ``start ≤ i < end`` of the events whose query ``tool`` is relevant to."""
+    return [i for i in range(start, min(end, len(events))) if tool in events[i].query.relevant]
+
+
 def track(
     events: Sequence[Event],
     offered: Sequence[Sequence[str]],
@@ -122,8 +127,7 @@ def track(
     """The tracked tool's rank in each event ``start ≤ i < end`` of a query it is relevant to."""
     return [
         Sighting(i, offered[i].index(tool) + 1 if tool in offered[i] else None)
-        for i in range(start, min(end, len(events)))
-        if tool in events[i].query.relevant
+        for i in events_of(events, tool, start, end)
     ]
 
 

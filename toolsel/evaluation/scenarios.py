@@ -1,7 +1,7 @@
 """The online scenarios against a running stack: a plain stream, a tool that fails then recovers, a tool added
 mid-stream, and two tenants sharing one catalog. Each gives the held-out curve and what it measured."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -9,7 +9,7 @@ from contracts import SHARED_TENANT, PluginSync
 from toolsel.client import ToolselClient
 from toolsel.evaluation import plan
 from toolsel.evaluation.dataset import BenchSet, Query, Tool
-from toolsel.evaluation.online import STREAM_K, Point, held_out_rankings, learn, score_point
+from toolsel.evaluation.online import STREAM_K, Point, Streamed, held_out_rankings, learn, score_point
 from toolsel.evaluation.plan import Event, Sighting
 from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.render import console
@@ -54,6 +54,27 @@ class Stage:
         """Sync ``tools`` as plugins ``eval-<run>-<suffix>-<i>`` of ``tenant`` and wait until they are served."""
         return await sync_catalog(self.client, tools, f"eval-{self.run}-{suffix}", tenant, select_as=select_as)
 
+    async def learn(
+        self,
+        catalog: BenchCatalog,
+        events: Sequence[Event],
+        changes: Mapping[int, Callable[[BenchCatalog], Awaitable[BenchCatalog]]] | None = None,
+        paced: Collection[int] = (),
+    ) -> Streamed:
+        """Stream ``events`` over ``catalog``, measuring the held-out slice as this stage says (``online.learn``)."""
+        return await learn(
+            self.client,
+            catalog,
+            self.holdout,
+            events,
+            every=self.every,
+            seed=self.seed,
+            settle_s=self.settle_s,
+            changes=changes,
+            paced=paced,
+            advance=self.advance,
+        )
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -68,16 +89,7 @@ class Outcome:
 async def stream(stage: Stage) -> Outcome:
     """Today's stream: every event's relevant tools work."""
     catalog = await stage.catalog(stage.bench.tools, "online", f"eval-{stage.run}")
-    streamed = await learn(
-        stage.client,
-        catalog,
-        stage.holdout,
-        [Event(q) for q in stage.queries],
-        every=stage.every,
-        seed=stage.seed,
-        settle_s=stage.settle_s,
-        advance=stage.advance,
-    )
+    streamed = await stage.learn(catalog, [Event(q) for q in stage.queries])
     return Outcome(streamed.curve, {})
 
 
@@ -109,16 +121,7 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
     plan.check_window(n, start, end)
     events = plan.drift_events(stage.queries, tool, start, end)
     console.print(f"drift: calls to [bold]{tool}[/] fail from event {start} until event {end}")
-    streamed = await learn(
-        stage.client,
-        catalog,
-        stage.holdout,
-        events,
-        every=stage.every,
-        seed=stage.seed,
-        settle_s=stage.settle_s,
-        advance=stage.advance,
-    )
+    streamed = await stage.learn(catalog, events, paced=frozenset(plan.events_of(events, tool, start, n)))
     before = plan.track(events, streamed.offered, tool, 0, start)
     failing, after = (plan.track(events, streamed.offered, tool, a, b) for a, b in ((start, end), (end, n)))
     left = plan.events_until_gone(failing)
@@ -135,6 +138,9 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
         "often it was offered for them before); left: the event from which it was offered in at most "
         f"{plan.RETRY_SHARE:.0%} of its events until recovery (retries on probation or exploration); back: the "
         "first event after recovery where it was offered",
+        "paced": "before each of these events the stream waits until the learner has dealt with every event sent "
+        "so far, so that the count is of the tool's own events, not of the learner's lag behind a stream faster "
+        "than any agent",
         "tool_events": {"before": len(before), "failing": len(failing), "after": len(after)},
         "offered_share": {
             "before": plan.offered_share(before),
@@ -173,17 +179,7 @@ async def new_tool(stage: Stage, add_at: int | None) -> Outcome:
         return current.joined(await stage.catalog([copy], "new", tenant))
 
     console.print(f"new tool: [bold]{copy.name}[/] synced at event {start}, replacing {original} for its queries")
-    streamed = await learn(
-        stage.client,
-        catalog,
-        stage.holdout,
-        events,
-        every=stage.every,
-        seed=stage.seed,
-        settle_s=stage.settle_s,
-        changes={start: add},
-        advance=stage.advance,
-    )
+    streamed = await stage.learn(catalog, events, changes={start: add})
     sightings = plan.track(events, streamed.offered, copy.name, start, n)
     top = plan.events_until_offered(sightings, plan.NEW_TOOL_TOP)
     details = {
@@ -218,16 +214,7 @@ async def tenants(stage: Stage) -> Outcome:
     try:
         seen_by_b = replace(shared, tenant_id=b)
         before = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
-        streamed = await learn(
-            stage.client,
-            shared,
-            stage.holdout,
-            [Event(q) for q in stage.queries],
-            every=stage.every,
-            seed=stage.seed,
-            settle_s=stage.settle_s,
-            advance=stage.advance,
-        )
+        streamed = await stage.learn(shared, [Event(q) for q in stage.queries])
         after = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
     finally:
         await _remove(stage.client, shared)

@@ -12,6 +12,7 @@ from toolsel.evaluation.plan import (
     check_window,
     default_at,
     drift_events,
+    events_of,
     events_until_gone,
     events_until_offered,
     frequent_tools,
@@ -125,6 +126,14 @@ def test_track_gives_the_rank_at_each_event_of_its_queries() -> None:
     offered = [["a"], [], ["c"], ["a"], [], [], []]
     assert track(events, offered, "a", 0, 2) == [Sighting(0, 1)]
     assert track(events, offered, "a", 2, 7) == [Sighting(2, None), Sighting(3, 1)]
+
+
+def test_events_of_lists_the_tools_events_in_the_window() -> None:
+    events = [Event(x) for x in STREAM]
+    offered = [["a"], [], ["c"], ["a"], [], [], []]
+    assert events_of(events, "a", 0, 7) == [s.event for s in track(events, offered, "a", 0, 7)]
+    assert events_of(events, "a", 1, 3) == [2]
+    assert events_of(events, "a", 5, 99) == []
 
 
 def test_offered_share() -> None:
