@@ -20,9 +20,10 @@ RERANK_WEIGHTS = {
     "fitness": 0.3,
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
-CONFIDENCE_COEFFICIENTS = {"intercept": -1.5273, "cosine": 3.9144, "bm25_match": 2.3177, "log_rank": -1.5298}
+CONFIDENCE_COEFFICIENTS = {"intercept": -1.7116, "cosine": 4.2405, "bm25_match": 1.5976, "log_rank": -1.5978}
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
-query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its retrieval rank."""
+query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
+the query and its parts (a compound request has one first tool per need)."""
 
 
 def default_home() -> Path:
@@ -115,7 +116,8 @@ class Settings(BaseSettings):
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
-    relevant: intercept, cosine, bm25_match and log_rank (fitted on the four shared sets; docs/results.md, Quality)."""
+    relevant: intercept, cosine, bm25_match and log_rank, the log of the tool's best rank over the query and its
+    parts (fitted on the four shared sets; docs/results.md, Quality)."""
     no_match_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
     """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits."""
     review_neighbours: int = 10

@@ -1,11 +1,12 @@
 """Calibrated confidence: the probability that a tool is relevant, from its raw signals (not the max-scaled ones),
 so an agent can tell a good fit from the best of a bad lot and "nothing fits" from "something does"."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.selector.stages import Scores
+from services.selector.retrieval import ranks
+from services.selector.stages import Mask, Scores
 
 FEATURES = ("cosine", "bm25_match", "log_rank")
 
@@ -18,9 +19,16 @@ def bm25_match(scores: Scores, ceiling: float) -> Scores:
     return result
 
 
+def best_rank(relevances: Sequence[Scores], pool: Mask) -> Scores:
+    """Each row's best retrieval rank over the whole query and its parts: a compound request has one first tool
+    per need, so this tells how many tools fit it, which the rank of the best-over-parts relevance hides."""
+    result: Scores = np.minimum.reduce([ranks(relevance, pool) for relevance in relevances])
+    return result
+
+
 def confidence(cosine: Scores, match: Scores, rank: Scores, coefficients: Mapping[str, float]) -> Scores:
-    """The logistic model over raw cosine, BM25 match and log retrieval rank (1 = first; infinity: not ranked,
-    confidence 0)."""
+    """The logistic model over raw cosine, BM25 match and log retrieval rank (``best_rank``: 1 = first for the
+    query or one of its parts; infinity: not ranked, confidence 0)."""
     missing = [name for name in ("intercept", *FEATURES) if name not in coefficients]
     if missing:
         raise ValueError(f"confidence coefficients lack {', '.join(missing)}")

@@ -218,7 +218,7 @@ class Selector:
         sure = confidence.confidence(
             breakdown[VECTOR.field],
             _best(q.bm25_match for q in per_query),
-            retrieval.ranks(signal_ctx.relevance, pool),
+            confidence.best_rank([q.relevance for q in per_query], pool),
             self.settings.confidence_coefficients,
         )
         return _Scored(score, self._composite({**rerank, QUALITY.name: drawn}), breakdown, sure)

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from services.selector.confidence import bm25_match, confidence
+from services.selector.confidence import best_rank, bm25_match, confidence
 
 COEF = {"intercept": -1.0, "cosine": 4.0, "bm25_match": 2.0, "log_rank": -1.0}
 
@@ -34,3 +34,15 @@ def test_missing_coefficients_are_refused() -> None:
 def test_bm25_match_is_zero_without_a_ceiling() -> None:
     assert bm25_match(np.array([2.0, 1.0]), 4.0).tolist() == [0.5, 0.25]
     assert bm25_match(np.array([2.0]), 0.0).tolist() == [0.0]
+
+
+def test_best_rank_gives_each_part_of_a_compound_request_its_own_first_tool() -> None:
+    pool = np.array([True, True, True, True])
+    whole = np.array([0.9, 0.8, 0.7, 0.0])
+    part = np.array([0.1, 0.2, 0.9, 0.0])
+    assert best_rank([whole, part], pool).tolist() == [1.0, 2.0, 1.0, np.inf]
+
+
+def test_best_rank_of_a_plain_query_is_its_rank_within_the_pool() -> None:
+    pool = np.array([True, False, True])
+    assert best_rank([np.array([0.5, 0.9, 0.7])], pool).tolist() == [2.0, np.inf, 1.0]

@@ -157,6 +157,14 @@ def test_compound_query_gets_a_tool_for_each_need() -> None:
     assert "decomposed(2)" in reply.method
 
 
+def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -> None:
+    by_rank_alone = {"intercept": 0.0, "cosine": 0.0, "bm25_match": 0.0, "log_rank": -10.0}  # first: 0.5
+    sel = selector(confidence_coefficients=by_rank_alone)
+    reply, _ = sel.select(SelectRequest(query="search a flight to Rome and then book a hotel", k=2))
+    sure = {t.name: t.confidence for t in reply.tools}
+    assert sure["search_flights"] == sure["book_hotel"] == pytest.approx(0.5)
+
+
 def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
     sel = selector(exploration_slots=1, thompson_sampling=True)
     reply, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1))
