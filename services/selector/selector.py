@@ -35,7 +35,7 @@ from services.selector.signals.quality import QUALITY
 from services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
 from services.selector.signals.relevance import RELEVANCE
 from services.selector.signals.vector import VECTOR
-from services.selector.usage import UsageMemory, UsageView, scope_of
+from services.selector.usage import Blending, UsageMemory, UsageView, scope_of
 from toolsel.embedder import Embedder
 from toolsel.settings import Settings
 
@@ -132,7 +132,7 @@ class Selector:
         queries = [request.query, *parts] if len(parts) > 1 else parts
         scope = scope_of(request.tenant_id, s.usage_sharing)
         reviews = self._review_lookup(scope)
-        usage = self.usage.view(cat, scope, s.usage_declared_weight)
+        usage = self.usage.view(cat, scope, Blending(s.usage_declared_weight, s.usage_declared_prior))
         per_query, method, query_vector = self._retrieve(queries, pool, request.retrieval, reviews, usage, degraded)
         rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
         candidates = retrieval.round_robin(rankings, s.retrieval_candidates)

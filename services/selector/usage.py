@@ -2,8 +2,8 @@
 scope and tool, merged in by version as the learner broadcasts them, never reloaded whole.
 
 A request reads one scope's view: the rows of the tools learnt in it with their blended retrieval vectors
-(``normalize(w x declared + (1 - w) x centroid)``) and negative centroids, built once per catalog copy and
-scope version.
+(``normalize(w x declared + (1 - w) x centroid)``, w shrinking as a tool's examples grow) and negative centroids,
+built once per catalog copy and scope version.
 """
 
 from collections.abc import Mapping, Sequence
@@ -27,6 +27,24 @@ class Learnt:
     centroid: Vector
     negative: Vector | None
     version: int
+    positives: int
+    """How many examples the centroid is the mean of."""
+
+
+@dataclass(frozen=True)
+class Blending:
+    """How a learnt tool's retrieval vector weighs its declared vector: as ``prior`` examples' worth against its
+    ``n`` learnt ones, ``w = max(floor, prior / (n + prior))``. A centroid of a query or two is that query's
+    phrasing, close to every query phrased alike, so it must not yet outweigh the description; the floor keeps
+    the description's share however much was learnt."""
+
+    floor: float
+    prior: float
+
+    def declared_weights(self, positives: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        shrunk = self.prior / (positives + self.prior) if self.prior > 0 else np.zeros(positives.shape)
+        result: npt.NDArray[np.float32] = np.maximum(self.floor, shrunk).astype(np.float32)
+        return result
 
 
 @dataclass(frozen=True)
@@ -45,16 +63,17 @@ def scope_of(tenant_id: str, sharing: str) -> str:
     return SHARED_TENANT if sharing == "global" else tenant_id
 
 
-def blend(declared: Matrix, centroids: Matrix, declared_weight: float) -> Matrix:
-    """Each row's ``normalize(w x declared + (1 - w) x centroid)``; a tool without a declared vector (zero row)
-    is its centroid."""
-    mixed = declared_weight * declared + (1.0 - declared_weight) * centroids
+def blend(declared: Matrix, centroids: Matrix, declared_weight: float | npt.NDArray[np.float32]) -> Matrix:
+    """Each row's ``normalize(w x declared + (1 - w) x centroid)`` (w one for all rows or one per row); a tool
+    without a declared vector (zero row) is its centroid."""
+    weight = np.asarray(declared_weight, dtype=np.float32).reshape(-1, 1)
+    mixed = weight * declared + (1.0 - weight) * centroids
     norms = np.linalg.norm(mixed, axis=1, keepdims=True)
     result: Matrix = (mixed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     return result
 
 
-def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], declared_weight: float) -> UsageView:
+def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], blending: Blending) -> UsageView:
     """The view of one scope's learnt tools that are in this catalog copy."""
     present = [(row, entry) for key, entry in learnt.items() if (row := catalog.rows.get(key)) is not None]
     dim = catalog.vectors.shape[1]
@@ -68,7 +87,8 @@ def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], declared_weight: 
             negative[i] = entry.negative
             has_negative[i] = True
     declared = np.where(catalog.has_vector[rows, None], catalog.vectors[rows], 0.0).astype(np.float32)
-    return UsageView(rows, blend(declared, centroids, declared_weight), negative, has_negative)
+    weights = blending.declared_weights(np.array([entry.positives for _, entry in present], dtype=np.int64))
+    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative)
 
 
 def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> npt.NDArray[np.float64]:
@@ -87,8 +107,8 @@ class UsageMemory:
 
     scopes: dict[str, dict[str, Learnt]] = field(default_factory=dict)
     version: int = 0
-    _views: dict[str, tuple[Catalog, float, UsageView]] = field(default_factory=dict)
-    """Per scope, the view last built, with the catalog copy and declared weight it was built for."""
+    _views: dict[str, tuple[Catalog, Blending, UsageView]] = field(default_factory=dict)
+    """Per scope, the view last built, with the catalog copy and blending it was built for."""
 
     def merge(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Take in rows of ``toolsel.store.catalog.usage_vectors_since``; an older or repeated version of a
@@ -106,19 +126,20 @@ class UsageMemory:
                 r["centroid"].to_numpy().astype(np.float32),
                 None if negative is None else negative.to_numpy().astype(np.float32),
                 version,
+                int(r["positives"]),
             )
             self._views.pop(r["scope"], None)
             changed += 1
         return changed
 
-    def view(self, catalog: Catalog, scope: str, declared_weight: float) -> UsageView | None:
+    def view(self, catalog: Catalog, scope: str, blending: Blending) -> UsageView | None:
         """The scope's view over this catalog copy; None when nothing was learnt in it."""
         learnt = self.scopes.get(scope)
         if not learnt:
             return None
         cached = self._views.get(scope)
-        if cached is not None and cached[0] is catalog and cached[1] == declared_weight:
+        if cached is not None and cached[0] is catalog and cached[1] == blending:
             return cached[2]
-        view = build_view(catalog, learnt, declared_weight)
-        self._views[scope] = (catalog, declared_weight, view)
+        view = build_view(catalog, learnt, blending)
+        self._views[scope] = (catalog, blending, view)
         return view

@@ -211,6 +211,7 @@ def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[s
         "scope": scope,
         "centroid": Vector(centroid),
         "negative_centroid": None,
+        "positives": 64,
         "version": version,
     }
 

@@ -45,6 +45,7 @@ def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]
         "scope": scope,
         "centroid": Vector(axis(axis_).tolist()),
         "negative_centroid": None,
+        "positives": 64,
         "version": version,
     }
 

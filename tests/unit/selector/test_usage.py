@@ -6,18 +6,25 @@ import numpy as np
 import pytest
 from pgvector import Vector
 
-from services.selector.usage import UsageMemory, blend, build_view, scope_of, usage_cosine
+from services.selector.usage import Blending, UsageMemory, blend, build_view, scope_of, usage_cosine
 from tests.unit.selector.factory import DIM, T, axis, catalog
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
 
 
-def row(key: str, centroid: int, version: int, scope: str = "acme", negative: int | None = None) -> dict[str, Any]:
+LEARNT = Blending(0.3, 0.0)
+"""The least declared share for every learnt tool, however few its examples."""
+
+
+def row(
+    key: str, centroid: int, version: int, scope: str = "acme", negative: int | None = None, positives: int = 64
+) -> dict[str, Any]:
     return {
         "key": key,
         "scope": scope,
         "centroid": Vector(axis(centroid).tolist()),
         "negative_centroid": None if negative is None else Vector(axis(negative).tolist()),
+        "positives": positives,
         "version": version,
     }
 
@@ -35,6 +42,23 @@ def test_blend_weighs_the_declared_vector_and_normalises() -> None:
     assert no_declared.tolist() == axis(1).tolist()
 
 
+def test_the_declared_share_shrinks_with_the_examples_down_to_its_floor() -> None:
+    weights = Blending(0.3, 8.0).declared_weights(np.array([0, 1, 8, 24, 64]))
+    assert weights.tolist() == pytest.approx([1.0, 8 / 9, 0.5, 0.3, 0.3])
+    assert Blending(0.3, 0.0).declared_weights(np.array([1, 64])).tolist() == pytest.approx([0.3, 0.3])
+
+
+def test_a_tool_learnt_from_one_query_keeps_mostly_its_declared_vector() -> None:
+    memory = UsageMemory()
+    memory.merge([row("p/a", 1, 1, positives=1), row("p/b", 0, 2, positives=64)])  # a is declared along axis 0
+    view = memory.view(CAT, "acme", Blending(0.3, 8.0))
+    assert view is not None
+    few, many = (view.blended[view.rows.tolist().index(r)] for r in (0, 1))
+    assert few[0] / few[1] == pytest.approx(8.0)  # (8/9) declared against (1/9) learnt
+    assert many[1] / many[0] == pytest.approx(0.3 / 0.7)  # b: declared axis 1 at the floor, learnt axis 0
+    assert memory.view(CAT, "acme", Blending(0.3, 0.0)) is not view  # another blending builds another view
+
+
 def test_merge_keeps_the_newest_version_of_each_tool_and_raises_the_watermark() -> None:
     memory = UsageMemory()
     assert memory.merge([row("p/a", 1, 5), row("p/b", 2, 3)]) == 2
@@ -47,24 +71,24 @@ def test_merge_keeps_the_newest_version_of_each_tool_and_raises_the_watermark() 
 
 def test_a_view_covers_the_scope_s_tools_in_this_catalog_and_is_rebuilt_after_a_merge() -> None:
     memory = UsageMemory()
-    assert memory.view(CAT, "acme", 0.3) is None
+    assert memory.view(CAT, "acme", LEARNT) is None
     memory.merge([row("p/b", 0, 1), row("p/gone", 0, 2), row("p/a", 0, 3, scope="other")])
-    view = memory.view(CAT, "acme", 0.3)
+    view = memory.view(CAT, "acme", LEARNT)
     assert view is not None
     assert view.rows.tolist() == [1]
-    assert memory.view(CAT, "acme", 0.3) is view
+    assert memory.view(CAT, "acme", LEARNT) is view
     memory.merge([row("p/c", 1, 4)])
-    rebuilt = memory.view(CAT, "acme", 0.3)
+    rebuilt = memory.view(CAT, "acme", LEARNT)
     assert rebuilt is not view
     assert rebuilt is not None
     assert sorted(rebuilt.rows.tolist()) == [1, 2]
 
 
 def test_a_query_closer_to_the_negatives_than_to_the_blend_loses_the_difference() -> None:
-    assert build_view(CAT, {}, 0.3).rows.size == 0
+    assert build_view(CAT, {}, LEARNT).rows.size == 0
     memory = UsageMemory()
     memory.merge([row("p/a", 0, 1, negative=1)])
-    view = memory.view(CAT, "acme", 0.0)  # the blend is the centroid alone: axis 0
+    view = memory.view(CAT, "acme", Blending(0.0, 0.0))  # the blend is the centroid alone: axis 0
     assert view is not None
     near_negative = (axis(1) * 0.95 + axis(0) * 0.312).astype(np.float32)
     near_negative /= np.linalg.norm(near_negative)
