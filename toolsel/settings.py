@@ -88,9 +88,11 @@ class Settings(BaseSettings):
     """Tiers from lowest to highest, for rules such as {"tier": {"gte": "teams"}}."""
 
     # retrieval (seeds 002, 003)
-    fusion: Literal["rrf", "scores"] = "scores"
-    """How retrieval signals combine: a weighted mean of max-scaled scores, or reciprocal rank fusion (rrf).
-    Scores measured better than RRF on all four evaluation sets (docs/results.md, Quality), so they are the default."""
+    fusion: Literal["rrf", "scores", "zscore"] = "zscore"
+    """How retrieval signals combine: a weighted mean of their z-scores over the pool (zscore), of max-scaled
+    scores (scores), or reciprocal rank fusion (rrf). Z-scores beat max-scaled scores leaving each of the four
+    evaluation sets out, and max-scaled scores beat RRF on all four (docs/results.md, Quality), so zscore is the
+    default."""
     fusion_rrf_k: float = 60.0
     """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
     fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
@@ -99,6 +101,12 @@ class Settings(BaseSettings):
     recommendation is off by default: lifting what helped on near queries pulled multi-tool sets down (online
     toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; docs/results.md, Quality); what is learnt reaches
     retrieval through the usage vectors instead."""
+    fusion_zscore_bm25_factor: float = Field(default=0.67, ge=0)
+    """With TOOLSEL_FUSION=zscore, BM25's fusion weight is multiplied by this: most tools match none of the
+    query's words, so the few that do stand more deviations out than any cosine does. Picked on a grid over the
+    four shared sets (normalisation x BM25 weight x confidence scale); leaving each set out, the grid picked this
+    weight on three folds and z-score fusion beat max-scaled scores on all four; 0.6 to 0.75 all do
+    (docs/results.md, Fusion)."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
     bm25_k1: float = 1.2

@@ -27,6 +27,8 @@ class Catalog:
     tenants: npt.NDArray[np.str_]
     categories: list[str | None]
     specs: list[dict[str, object]]
+    """The parts of each tool's declaration a selection reads (``SPEC_READ``); the rest only feeds the lexical
+    index, built once."""
     tags: list[frozenset[str]]
     vectors: npt.NDArray[np.float32]
     has_vector: npt.NDArray[np.bool_]
@@ -58,6 +60,18 @@ class Catalog:
     def rows(self) -> dict[str, int]:
         """Tool key (``plugin/name``) -> row."""
         return {key: i for i, key in enumerate(self.keys)}
+
+
+SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
+"""The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server
+filter."""
+NO_TAGS: frozenset[str] = frozenset()
+"""Shared by every untagged tool (one empty set each would cost ten thousand objects)."""
+
+
+def read_part(spec: Mapping[str, object]) -> dict[str, object]:
+    """What ``Catalog.specs`` keeps of a declaration."""
+    return {key: spec[key] for key in SPEC_READ if key in spec}
 
 
 def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
@@ -107,9 +121,13 @@ def build_catalog(
     dim = settings.embedding_dim
     vectors = np.zeros((len(rows), dim), dtype=np.float32)
     has_vector = np.zeros(len(rows), dtype=bool)
-    specs = []
-    for i, r in enumerate(rows):
-        specs.append(json.loads(r["spec"]))
+    specs, tags, texts, tokens = [], [], [], []
+    for i, r in enumerate(rows):  # each declaration whole only while its row is read
+        spec = json.loads(r["spec"])
+        specs.append(read_part(spec))
+        tags.append(frozenset(spec_tags) if (spec_tags := spec.get("tags")) else NO_TAGS)
+        texts.append(lexical_text(spec))
+        tokens.append(schema_tokens(spec, settings.tokens_per_char))
         if r["embedding"] is not None:
             vectors[i] = r["embedding"].to_numpy()
             has_vector[i] = True
@@ -120,14 +138,14 @@ def build_catalog(
         tenants=np.array([r["tenant_id"] for r in rows], dtype=np.str_),
         categories=[r["category"] for r in rows],
         specs=specs,
-        tags=[frozenset(s.get("tags") or ()) for s in specs],
+        tags=tags,
         vectors=vectors,
         has_vector=has_vector,
         pinned=np.array([r["is_always_pinned"] for r in rows], dtype=bool),
         pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
         quarantined=np.array([r["quarantined"] for r in rows], dtype=bool),
         rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
-        schema_tokens=np.array([schema_tokens(s, settings.tokens_per_char) for s in specs], dtype=np.int64),
+        schema_tokens=np.array(tokens, dtype=np.int64),
         popularity=popularity(np.array([r["calls"] or 0 for r in rows], dtype=np.float64)),
         performance=np.array(
             [
@@ -138,7 +156,7 @@ def build_catalog(
             ],
             dtype=np.float64,
         ),
-        lexical=LexicalIndex([lexical_text(s) for s in specs], k1=settings.bm25_k1, b=settings.bm25_b),
+        lexical=LexicalIndex(texts, k1=settings.bm25_k1, b=settings.bm25_b),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],

@@ -5,8 +5,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from services.selector.retrieval import ranks
-from services.selector.stages import Mask, Scores
+from services.selector.retrieval import ranks_of
+from services.selector.stages import Mask, Rows, Scores
 
 FEATURES = ("cosine", "bm25_match", "log_rank")
 
@@ -19,10 +19,11 @@ def bm25_match(scores: Scores, ceiling: float) -> Scores:
     return result
 
 
-def best_rank(relevances: Sequence[Scores], pool: Mask) -> Scores:
-    """Each row's best retrieval rank over the whole query and its parts: a compound request has one first tool
-    per need, so this tells how many tools fit it, which the rank of the best-over-parts relevance hides."""
-    result: Scores = np.minimum.reduce([ranks(relevance, pool) for relevance in relevances])
+def best_rank(relevances: Sequence[Scores], pool: Mask, rows: Rows) -> Scores:
+    """Each of ``rows``' best retrieval rank within the pool over the whole query and its parts: a compound
+    request has one first tool per need, so this tells how many tools fit it, which the rank of the
+    best-over-parts relevance hides."""
+    result: Scores = np.minimum.reduce([ranks_of(relevance, pool, rows) for relevance in relevances])
     return result
 
 

@@ -1,6 +1,7 @@
 """Retrieval signals over the catalog rows: BM25 (bm25s), reciprocal rank fusion, query decomposition."""
 
 import re
+from array import array
 from collections.abc import Mapping, Sequence
 
 import bm25s
@@ -57,8 +58,9 @@ class LexicalIndex:
     def __init__(self, texts: Sequence[str], *, k1: float, b: float) -> None:
         self.size = len(texts)
         self._bm25: bm25s.BM25 | None = None
-        ids, vocab = _ids_and_vocab(_tokens(list(texts)))
-        frequency = np.bincount([t for doc in ids for t in set(doc)], minlength=len(vocab))
+        ids, vocab = _ids_and_vocab(texts)
+        present = [np.unique(np.frombuffer(doc, dtype=np.int32)) for doc in ids]  # each token once per row
+        frequency = np.bincount(np.concatenate([np.zeros(0, dtype=np.int32), *present]), minlength=len(vocab))
         self._idf = np.log1p((self.size - frequency + 0.5) / (frequency + 0.5))
         if vocab:
             self._bm25 = bm25s.BM25(k1=k1, b=b)
@@ -84,9 +86,12 @@ class LexicalIndex:
         return float(sum(self._idf[vocab[t]] for t in _tokens([query])[0] if t in vocab))
 
 
-def _ids_and_vocab(docs: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+def _ids_and_vocab(texts: Sequence[str]) -> tuple[list["array[int]"], dict[str, int]]:
+    """Each text's token ids (packed, 4 bytes a token) and the vocabulary: one text's tokens at a time, so the
+    catalog's hundreds of thousands of token strings and ids never all live at once (the memory they fragment
+    stays with the process)."""
     vocab: dict[str, int] = {}
-    ids = [[vocab.setdefault(token, len(vocab)) for token in doc] for doc in docs]
+    ids = [array("i", [vocab.setdefault(token, len(vocab)) for token in _tokens([text])[0]]) for text in texts]
     return ids, vocab
 
 
@@ -96,6 +101,28 @@ def ranks(scores: Scores, mask: Mask) -> Scores:
     rows = np.flatnonzero(mask & (scores > 0))
     order = rows[np.argsort(-scores[rows], kind="stable")]
     out[order] = np.arange(1, order.size + 1)
+    return out
+
+
+def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
+    """``ranks(scores, mask)[rows]`` without ranking every row: a row's rank is one plus the ranked rows above it,
+    so only the scores at least as high as the lowest asked for are sorted (ties: a tied row above it has a
+    smaller index)."""
+    ranked = mask & (scores > 0)
+    out = np.full(rows.size, np.inf)
+    mine = rows[ranked[rows]]
+    if mine.size == 0:
+        return out
+    values = scores[mine]
+    pooled = scores[ranked]
+    higher = np.sort(pooled[pooled >= values.min()])
+    above = higher.size - np.searchsorted(higher, values, side="right")
+    tied = np.searchsorted(higher, values, side="right") - np.searchsorted(higher, values, side="left") > 1
+    before = np.zeros(values.size)
+    for value in np.unique(values[tied]):  # rare: only the distinct tied scores among the rows asked for
+        same = values == value
+        before[same] = np.searchsorted(np.flatnonzero(ranked & (scores == value)), mine[same])
+    out[ranked[rows]] = above + before + 1
     return out
 
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import reduce
 from typing import Any
 from uuid import uuid4
 
@@ -25,7 +26,7 @@ from contracts import (
     TokenEstimate,
     ToolRef,
 )
-from services.selector import confidence, retrieval, stages
+from services.selector import confidence, fusion, retrieval, stages
 from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
 from services.selector.history import UserHistory
 from services.selector.policy import Rule, Subject, visible_mask
@@ -61,9 +62,15 @@ class _Retrieved:
 
 @dataclass(frozen=True)
 class _Scored:
-    """One request's scores over the catalog rows: the composite, its exploring twin, and each breakdown
-    field's values for the reply."""
+    """One request's scores over the rows it may return (``rows``; every array is aligned with them): the
+    composite, its exploring twin, and each breakdown field's values for the reply."""
 
+    rows: stages.Rows
+    """Catalog rows, ascending: position i of every array is row ``rows[i]``, and ties keep the catalog's order."""
+    pool: stages.Mask
+    """Which of them retrieval could return."""
+    relevance_top: float
+    """The best relevance in the request's pool (what a slot past the candidates scales relevance by)."""
     score: stages.Scores
     explore: stages.Scores
     """The composite with quality fed the Thompson draw instead of the posterior mean."""
@@ -77,6 +84,18 @@ class _Scored:
 
     def evidence(self, prior_alpha: float, prior_beta: float) -> stages.Scores:
         return stages.evidence(self.breakdown["alpha"], self.breakdown["beta"], prior_alpha, prior_beta)
+
+    def at(self, rows: stages.Rows) -> stages.Rows:
+        """The positions of these catalog rows (all among ``rows``) in the arrays."""
+        return np.searchsorted(self.rows, rows).astype(np.int64)
+
+    def shown(self, rows: stages.Rows) -> list[tuple[float, float, dict[str, float]]]:
+        """What the reply shows of each of these catalog rows: its score, confidence and breakdown, as Python
+        floats (one conversion per array, not per value)."""
+        at = self.at(rows)
+        fields = {name: values[at].tolist() for name, values in self.breakdown.items()}
+        breakdowns = [{name: values[i] for name, values in fields.items()} for i in range(at.size)]
+        return list(zip(self.score[at].tolist(), self.confidence[at].tolist(), breakdowns, strict=True))
 
 
 @dataclass
@@ -143,13 +162,17 @@ class Selector:
         intent = self._intent(candidates, query_vector, per_query[0], usage, pool)
         ctx = context_key(s.context_key_template, request.tier, request.page, intent)
         rng = self._rng(request)
-        scored = self._score(request, ctx, per_query, query_vector, reviews, rng, degraded, pool)
+        relevance = _best(q.relevance for q in per_query)
+        rows = self._rows_read(request, rankings, pinned, relevance, pool, rng)
+        scored = self._score(request, ctx, per_query, relevance, query_vector, reviews, rng, degraded, pool, rows)
         score = scored.score
         related: dict[int, int] = {}
         if not request.rerank:
             final = candidates[:k]
             explored = final[:0]
-        else:
+        else:  # from here on rows are positions in the scored subset, catalog rows again once chosen
+            rankings = [scored.at(r) for r in rankings]
+            candidates = scored.at(candidates)
             if request.filters.min_score is not None:
                 keep = scored.confidence >= request.filters.min_score
                 rankings = [r[keep[r]] for r in rankings]
@@ -157,14 +180,15 @@ class Selector:
             if len(rankings) > 1:  # each need keeps its quota of the slots (seed 002)
                 ordered = [r[np.argsort(-score[r], kind="stable")] for r in rankings]
                 candidates = retrieval.round_robin(ordered, s.retrieval_candidates)
-                exploit_score = -np.arange(len(cat), dtype=np.float64)
+                exploit_score = -np.arange(rows.size, dtype=np.float64)
                 exploit_score[candidates] = -np.arange(candidates.size)
             else:
                 exploit_score = score
             if s.rerank_sampling == "all":
                 chosen, explored = stages.choose(candidates, scored.explore, scored.explore, k, 0)
             else:
-                chosen, explored = self._choose(candidates, exploit_score, scored, pool, k, request, rng)
+                chosen, explored = self._choose(candidates, exploit_score, scored, k, request, rng)
+            chosen, explored = rows[chosen], rows[explored]
             final = stages.inject_pins(chosen, pinned, cat.pin_weight)
             if chosen.size:
                 final, related = self._with_related(final, int(chosen[0]), allowed, k)
@@ -176,19 +200,44 @@ class Selector:
         sub_queries = parts if len(parts) > 1 else []
         return reply.model_copy(update={"no_match": no_match, "sub_queries": sub_queries}), event
 
+    def _rows_read(
+        self,
+        request: SelectRequest,
+        rankings: list[stages.Rows],
+        pinned: stages.Rows,
+        relevance: stages.Scores,
+        pool: stages.Mask,
+        rng: np.random.Generator | None,
+    ) -> stages.Rows:
+        """The only rows a selection reads after retrieval, ascending, so every later stage scores these alone:
+        each query's (and part's) candidates, whose merge the rerank redoes; when reranking, also the pins, the
+        related tools of each candidate (the top one's may join the reply) and the relevance ranking to the depth
+        an exploration slot may reach."""
+        candidates = np.concatenate(rankings)
+        if not request.rerank:
+            return np.unique(candidates)
+        related = [r for c in np.unique(candidates).tolist() for r in self._related_rows(c)]
+        reach = candidates[:0]
+        if self.settings.rerank_sampling != "all" and self._explores_deep(rng):
+            reach = stages.top_n(relevance, pool, self.settings.exploration_depth)
+        return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
+
     def _score(
         self,
         request: SelectRequest,
         ctx: str,
         per_query: list[_Retrieved],
+        relevance: stages.Scores,
         query_vector: stages.Vector | None,
         reviews: ReviewLookup | None,
         rng: np.random.Generator | None,
         degraded: list[str],
         pool: stages.Mask,
+        rows: stages.Rows,
     ) -> _Scored:
-        """The rerank signals of this request in its tenant's bandit context, weighed into the composite."""
-        alpha, beta, last_success_s = self._posterior(request.tenant_id, ctx)
+        """The rerank signals of this request in its tenant's bandit context, weighed into the composite, over
+        the rows it may return (``per_query`` and ``relevance`` are retrieval's, over every catalog row)."""
+        alpha, beta, last_success_s = self._posterior(request.tenant_id, ctx, rows)
         sample = stages.thompson(alpha, beta, rng)
         if reviews is None:
             degraded.append("fitness.review_index")
@@ -196,7 +245,8 @@ class Selector:
             settings=self.settings,
             request=request,
             catalog=self.catalog,
-            relevance=_best(q.relevance for q in per_query),
+            rows=rows,
+            relevance=relevance[rows],
             success=stages.posterior_mean(alpha, beta),
             last_success_s=last_success_s,
             vector=query_vector,
@@ -208,7 +258,7 @@ class Selector:
         score = self._composite(rerank)
         drawn = QUALITY.scores(replace(signal_ctx, success=sample))
         breakdown = {
-            **{f: _best(q.signals[n] for q in per_query) for n, f in _fields(RETRIEVAL)},
+            **{f: _best(q.signals[n][rows] for q in per_query) for n, f in _fields(RETRIEVAL)},
             **{f: rerank[n] for n, f in _fields(RERANK)},
             "thompson": sample,
             "alpha": alpha,
@@ -217,11 +267,13 @@ class Selector:
         }
         sure = confidence.confidence(
             breakdown[VECTOR.field],
-            _best(q.bm25_match for q in per_query),
-            confidence.best_rank([q.relevance for q in per_query], pool),
+            _best(q.bm25_match[rows] for q in per_query),
+            confidence.best_rank([q.relevance for q in per_query], pool, rows),
             self.settings.confidence_coefficients,
         )
-        return _Scored(score, self._composite({**rerank, QUALITY.name: drawn}), breakdown, sure)
+        explore = self._composite({**rerank, QUALITY.name: drawn})
+        top = float(relevance[pool].max()) if pool.any() else 0.0  # this request's pool: never another tenant's rows
+        return _Scored(rows, pool[rows], top, score, explore, breakdown, sure)
 
     def _policy(self, request: SelectRequest) -> stages.Mask:
         who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
@@ -233,25 +285,30 @@ class Selector:
         candidates: stages.Rows,
         exploit: stages.Scores,
         scored: _Scored,
-        pool: stages.Mask,
         k: int,
         request: SelectRequest,
         rng: np.random.Generator | None,
     ) -> tuple[stages.Rows, stages.Rows]:
         """The top by the expected score and the exploration slots by the draw; with a chance that falls as this
-        context's top tools gather evidence, a slot reaches past the candidates to ``exploration_depth``."""
+        context's top tools gather evidence, a slot reaches past the candidates to ``exploration_depth`` (rows
+        are positions in ``scored``, which holds that depth of the ranking)."""
         s = self.settings
-        if rng is None or s.exploration_slots == 0 or s.exploration_depth <= s.retrieval_candidates:
+        if rng is None or not self._explores_deep(rng):
             return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
         top = candidates[np.argsort(-exploit[candidates], kind="stable")][:k]
         observed = float(scored.evidence(s.prior_alpha, s.prior_beta)[top].sum())
-        beyond = stages.beyond_candidates(scored.relevance, pool, candidates, s.exploration_depth)
+        beyond = stages.beyond_candidates(scored.relevance, scored.pool, candidates, s.exploration_depth)
         if request.filters.min_score is not None:
             beyond = beyond[scored.confidence[beyond] >= request.filters.min_score]
         if beyond.size == 0 or rng.random() >= stages.deep_exploration_chance(observed):
             return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
-        deep = stages.deep_score(scored.breakdown["thompson"], scored.relevance)
+        deep = stages.deep_score(scored.breakdown["thompson"], scored.relevance, scored.relevance_top)
         return stages.choose(candidates, exploit, deep, k, s.exploration_slots, beyond)
+
+    def _explores_deep(self, rng: np.random.Generator | None) -> bool:
+        """Whether an exploration slot may reach past the candidates at all."""
+        s = self.settings
+        return rng is not None and s.exploration_slots > 0 and s.exploration_depth > s.retrieval_candidates
 
     def _rng(self, request: SelectRequest) -> np.random.Generator | None:
         """The request's randomness (seeded when it gives a seed); None when sampling is off."""
@@ -265,16 +322,21 @@ class Selector:
         """Take in one posterior the learner committed."""
         self.posteriors.setdefault((tenant_id, context_key), {})[tool_key] = posterior(alpha, beta, last_success)
 
-    def _posterior(self, tenant_id: str, ctx: str) -> tuple[stages.Scores, stages.Scores, stages.Scores]:
-        """Each row's Beta(alpha, beta) and last success in this tenant's context: the prior and never, except
-        for the tools learnt in it."""
+    def _posterior(
+        self, tenant_id: str, ctx: str, rows: stages.Rows
+    ) -> tuple[stages.Scores, stages.Scores, stages.Scores]:
+        """Each of these rows' Beta(alpha, beta) and last success in this tenant's context: the prior and never,
+        except for the tools learnt in it."""
         s, cat = self.settings, self.catalog
-        alpha = np.full(len(cat), s.prior_alpha)
-        beta = np.full(len(cat), s.prior_beta)
-        last_success = np.full(len(cat), np.nan)
-        for key, (a, b, at) in self.posteriors.get((tenant_id, ctx), {}).items():
-            if (row := cat.rows.get(key)) is not None:
-                alpha[row], beta[row], last_success[row] = a, b, at
+        alpha = np.full(rows.size, s.prior_alpha)
+        beta = np.full(rows.size, s.prior_beta)
+        last_success = np.full(rows.size, np.nan)
+        learnt = self.posteriors.get((tenant_id, ctx), {})
+        found = [(row, p) for key, p in learnt.items() if (row := cat.rows.get(key)) is not None]
+        if found:
+            at = stages.locate(rows, np.array([row for row, _ in found], dtype=np.int64))
+            read = at >= 0  # learnt tools this selection never reads are left out
+            alpha[at[read]], beta[at[read]], last_success[at[read]] = np.array([p for _, p in found])[read].T
         return alpha, beta, last_success
 
     def _intent(
@@ -386,6 +448,9 @@ class Selector:
         s = self.settings
         scores = [found[name] for name in RETRIEVAL]
         weights = [s.fusion_weights.get(name, 0.0) * sig.trust(found[name], ctx) for name, sig in RETRIEVAL.items()]
+        if s.fusion == "zscore":
+            factors = [s.fusion_zscore_bm25_factor if name == BM25.name else 1.0 for name in RETRIEVAL]
+            return fusion.zscore_fusion(scores, [w * f for w, f in zip(weights, factors, strict=True)], ctx.pool)
         if s.fusion == "scores":
             return retrieval.score_fusion(scores, weights, ctx.pool)
         lists = [retrieval.ranks(signal, ctx.pool) for signal in scores]
@@ -426,7 +491,10 @@ class Selector:
     ) -> tuple[SelectReply, SelectionEvent]:
         cat = self.catalog
         exploring = set(explored.tolist())
-        tools = [self._scored(int(r), scored, int(r) in exploring, related.get(int(r))) for r in final]
+        tools = [
+            self._scored(r, shown, r in exploring, related.get(r))
+            for r, shown in zip(final.tolist(), scored.shown(final), strict=True)
+        ]
         selected_tokens = int(cat.schema_tokens[final].sum())
         hints = {
             f"{t.plugin_id}/{t.category}": hint
@@ -494,8 +562,12 @@ class Selector:
     def _ref(self, row: int) -> ToolRef:
         return ToolRef(plugin_id=self.catalog.plugin_ids[row], name=self.catalog.names[row])
 
-    def _scored(self, row: int, scored: _Scored, exploration: bool, related_to: int | None = None) -> ScoredTool:
+    def _scored(
+        self, row: int, shown: tuple[float, float, dict[str, float]], exploration: bool, related_to: int | None = None
+    ) -> ScoredTool:
+        """Catalog row ``row`` with its scores (``_Scored.shown``)."""
         cat, spec = self.catalog, self.catalog.specs[row]
+        score, sure, breakdown = shown
         parameters = spec.get("parameters")
         return ScoredTool(
             plugin_id=cat.plugin_ids[row],
@@ -504,16 +576,14 @@ class Selector:
             description=str(spec.get("description") or ""),
             parameters=parameters if isinstance(parameters, dict) else {},
             category=cat.categories[row],
-            score=_r(scored.score[row]),
-            confidence=_r(scored.confidence[row]),
+            score=_r(score),
+            confidence=_r(sure),
             pinned=bool(cat.pinned[row]),
             exploration=exploration,
             usage_hint=str(spec.get("usage_hint") or "") or None,
             related_tools=[self._ref(r) for r in self._related_rows(row)],
             related_to=None if related_to is None else self._ref(related_to),
-            breakdown=ScoreBreakdown.model_validate(
-                {f: float(v[row]) if f in _EXACT else _r(v[row]) for f, v in scored.breakdown.items()}
-            ),
+            breakdown=ScoreBreakdown.model_validate({f: v if f in _EXACT else _r(v) for f, v in breakdown.items()}),
         )
 
 
@@ -528,7 +598,7 @@ def _fields(registry: Mapping[str, Signal[Any]]) -> list[tuple[str, str]]:
 
 def _best(per_query: Iterable[stages.Scores]) -> stages.Scores:
     """Each row's best score over the query's parts (a tool serves the need it fits best)."""
-    best: stages.Scores = np.max(np.vstack(list(per_query)), axis=0)
+    best: stages.Scores = reduce(np.maximum, per_query)
     return best
 
 

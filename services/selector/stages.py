@@ -67,6 +67,16 @@ def top_n(scores: Scores, mask: Mask, n: int) -> Rows:
     return result
 
 
+def locate(rows: Rows, wanted: Rows) -> Rows:
+    """Where each of ``wanted`` sits in ``rows`` (ascending), -1 where it is not there: catalog rows to the
+    positions of a selection's row subset."""
+    at = np.searchsorted(rows, wanted).astype(np.int64)
+    found = at < rows.size
+    found[found] = rows[at[found]] == wanted[found]
+    result: Rows = np.where(found, at, -1)
+    return result
+
+
 def epoch_seconds(moments: Sequence[datetime | None]) -> Scores:
     """Seconds since the epoch, NaN for never: done once per catalog copy so requests stay vectorised."""
     return np.array([m.timestamp() if m is not None else np.nan for m in moments], dtype=np.float64)
@@ -156,10 +166,12 @@ def beyond_candidates(relevance: Scores, mask: Mask, candidates: Rows, depth: in
     return result
 
 
-def deep_score(draw: Scores, relevance: Scores) -> Scores:
-    """How a slot past the candidates picks: the Thompson draw plus half the relevance (scaled to its best),
-    so an untried tool gets its chance among those a little less relevant than the candidates."""
-    top = float(relevance.max()) if relevance.size else 0.0
+def deep_score(draw: Scores, relevance: Scores, top: float | None = None) -> Scores:
+    """How a slot past the candidates picks: the Thompson draw plus half the relevance (scaled to its best,
+    or to ``top`` when the rows given are a subset), so an untried tool gets its chance among those a little
+    less relevant than the candidates."""
+    if top is None:
+        top = float(relevance.max()) if relevance.size else 0.0
     result: Scores = draw + 0.5 * (relevance / top if top > 0 else relevance)
     return result
 
@@ -178,6 +190,13 @@ class NearReviews:
     rows: Rows
     similarity: Scores
     fitness: Scores
+
+    def within(self, rows: Rows) -> "NearReviews":
+        """The entries whose tool is one of ``rows`` (ascending), renumbered by its position there: a selection
+        scores only its row subset."""
+        at = locate(rows, self.rows)
+        kept = at >= 0
+        return NearReviews(at[kept], self.similarity[kept], self.fitness[kept])
 
 
 def nearest_reviews(

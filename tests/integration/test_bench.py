@@ -34,8 +34,9 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
     assert (small["tools"], large["tools"]) == (4, 9)
     assert (small["sync_embedded"], large["sync_embedded"]) == (4, 5)  # the larger catalog adds only the rest
     for size in result["sizes"]:
-        u = size["select_uncached_ms"]
+        u, inside = size["select_uncached_ms"], size["selector_inside_ms"]
         assert 0 < u["p50"] <= u["p95"] <= u["p99"]
+        assert 0 < inside["p50"] <= inside["p95"] <= inside["p99"]
         assert size["selector_rss_mb"] > 0
         assert size["sync_tools_per_s"] > 0
         assert size["sync_of_batch_rate"] > 0
@@ -44,6 +45,14 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
         assert 0 < size["sync_model_s"] <= size["sync_embed_s"] + 0.01
         assert 0 < size["sync_of_model_rate"] <= 1
         assert 0 < size["indexer_rss_mb"] <= size["indexer_peak_rss_mb"]
+    scaling = result["throughput"]
+    assert (scaling["tools"], scaling["in_flight"]) == (9, 16)
+    one, two = scaling["one_selector_per_s"], scaling["two_selectors_per_s"]
+    assert one == pytest.approx(sum(scaling["one_selector_before_after_per_s"]) / 2, abs=0.06)
+    assert min(scaling["one_selector_before_after_per_s"]) > 0
+    assert two > 0
+    assert scaling["two_over_one"] == pytest.approx(two / one, abs=0.01)
+    assert "throughput at 9 tools, 16 in flight" in done.stdout
 
 
 def test_bench_refuses_a_bad_size_list(tmp_path: Path) -> None:

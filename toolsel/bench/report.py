@@ -9,7 +9,7 @@ from rich.table import Table
 COLUMNS = (
     ("tools", "tools"),
     ("select p50/p95/p99 ms", "select"),
-    ("inside p50 ms", "selector_inside_p50_ms"),
+    ("inside p50/p95/p99 ms", "inside"),
     ("repeated p50 ms", "select_repeated_p50_ms"),
     ("selector RSS MB", "selector_rss_mb"),
     ("sync tools/s (of batch / model rate)", "sync"),
@@ -22,9 +22,10 @@ def cells(size: dict[str, Any]) -> list[str]:
     """One row: the uncached percentiles in one cell; the sync's rate beside its share of the model's batch rate
     (on the reference's queries) and of the model's rate on the sync's own texts (the share of the sync's time
     spent in the model); its phases and the indexer's memory in one cell each; every other column as measured."""
-    u = size["select_uncached_ms"]
+    u, i = size["select_uncached_ms"], size["selector_inside_ms"]
     joined = {
         "select": f"{u['p50']} / {u['p95']} / {u['p99']}",
+        "inside": f"{i['p50']} / {i['p95']} / {i['p99']}",
         "sync": f"{size['sync_tools_per_s']} ({size['sync_of_batch_rate']:.0%} / {size['sync_of_model_rate']:.0%})",
         "sync_phases": f"{size['sync_write_s']} / {size['sync_embed_s']} ({size['sync_model_s']})",
         "indexer_rss": f"{size['indexer_rss_mb']} / {size['indexer_peak_rss_mb']}",
@@ -33,10 +34,13 @@ def cells(size: dict[str, Any]) -> list[str]:
 
 
 def table(result: dict[str, Any]) -> Table:
-    ref = result["reference"]
+    ref, t = result["reference"], result["throughput"]
     caption = (
         f"reference: NATS round trip p50 {ref['round_trip_p50_ms']} ms, one query embedding p50 "
-        f"{ref['embed_query_p50_ms']} ms, model batch {ref['batch_texts_per_s']} texts/s"
+        f"{ref['embed_query_p50_ms']} ms, model batch {ref['batch_texts_per_s']} texts/s\n"
+        f"throughput at {t['tools']} tools, {t['in_flight']} in flight: one selector {t['one_selector_per_s']}/s "
+        f"(before / after two: {' / '.join(map(str, t['one_selector_before_after_per_s']))}), "
+        f"two {t['two_selectors_per_s']}/s ({t['two_over_one']}x)"
     )
     out = Table(*(title for title, _ in COLUMNS), title=f"toolsel bench ({', '.join(result['sets'])})", caption=caption)
     for size in result["sizes"]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsel.bench.catalog import bench_queries, catalog_of, pooled_sets
+from toolsel.bench.load import in_own_process, throughput
 from toolsel.bench.stats import percentiles_ms, rate, rss_mb
 from toolsel.client import ToolselClient
 from toolsel.embedder import load_embedder
@@ -23,6 +24,12 @@ REPEATED = 20
 """Distinct queries cycled for the repeated-query latency (the selector's caches then answer)."""
 REFERENCE_SAMPLES = 100
 BATCH_TEXTS = 256
+IN_FLIGHT = 16
+"""Requests outstanding while throughput is measured."""
+THROUGHPUT_ROUNDS = 4
+"""Each throughput measure is timed over this many times ``--requests`` selects, after ``--requests`` to warm up."""
+SECOND_SELECTOR_S = 300.0
+"""How long the second selector may take to load the catalog."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ async def measure_size(
         "tools": len(tools),
         "select_uncached_ms": percentiles_ms(uncached),
         "selector_inside_p50_ms": percentiles_ms(inside, (50,))["p50"],
+        "selector_inside_ms": percentiles_ms(inside),
         "select_repeated_p50_ms": percentiles_ms(repeated[REPEATED:], (50,))["p50"],
         "selector_rss_mb": rss_mb(status),
         "sync_embedded": embedded,
@@ -124,13 +132,65 @@ async def measure_size(
     }
 
 
+async def second_selector_ready(client: ToolselClient, tools: int, first_selections: int) -> None:
+    """Until a selector that has answered fewer selects than the first one had (so: the new one) reports the
+    whole catalog loaded. Health requests go to either copy (one queue group), so this asks until it hears it."""
+    deadline = time.monotonic() + SECOND_SELECTOR_S
+    while time.monotonic() < deadline:
+        try:
+            details = (await client.health("selector")).details
+        except Exception:  # the new copy may not answer yet; the next request may reach the other
+            details = {}
+        if details.get("tools") == tools and int(details.get("selections", first_selections)) < first_selections:
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"a second selector did not load {tools} tools in {SECOND_SELECTOR_S:.0f} s")
+
+
+async def measure_throughput(
+    stack: Stack, client: ToolselClient, nats_url: str, tools: int, queries: Sequence[str]
+) -> dict[str, Any]:
+    """Selects per second with IN_FLIGHT outstanding, from a client in its own process: one selector, then two (a
+    second started on the same stack: copies share requests as one queue group), then one again, so that the
+    machine's changing load weighs on both alike; fresh queries each time."""
+    third = len(queries) // 3
+    warm = third // (THROUGHPUT_ROUNDS + 1)
+    rounds = [(queries[i * third : i * third + warm], queries[i * third + warm : (i + 1) * third]) for i in range(3)]
+
+    async def measure(round_: int) -> float:
+        return await in_own_process(throughput, nats_url, TENANT, *rounds[round_], IN_FLIGHT)
+
+    before = await measure(0)
+    first_selections = int((await client.health("selector")).details["selections"])
+    second = stack.spawn("selector", log_name="selector-2")
+    try:
+        await second_selector_ready(client, tools, first_selections)
+        two = await measure(1)
+    finally:
+        second.terminate()
+        await asyncio.to_thread(second.wait)
+    after = await measure(2)
+    one = round((before + after) / 2, 1)
+    return {
+        "tools": tools,
+        "in_flight": IN_FLIGHT,
+        "requests": third - warm,
+        "one_selector_per_s": one,
+        "one_selector_before_after_per_s": [before, after],
+        "two_selectors_per_s": two,
+        "two_over_one": round(two / one, 2) if one else 0.0,
+    }
+
+
 async def run_bench(options: Options) -> dict[str, Any]:
     """Reference costs, then each size in increasing order on one stack: every number comes from the same run."""
     sets = pooled_sets(options.data)
     pool = [t for s in sets for t in s.tools]
     sizes = sorted(options.sizes)
     n = options.requests
-    queries = bench_queries([q.text for s in sets for q in s.queries], n * len(sizes))
+    timed = n * len(sizes)
+    loaded = 3 * n * (THROUGHPUT_ROUNDS + 1)
+    queries = bench_queries([q.text for s in sets for q in s.queries], timed + loaded)
     with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
         settings = Settings(home=Path(home), nats_url=None, database_url=None)  # its own servers, always
         reference = await asyncio.to_thread(reference_costs, settings, queries, Path(home))
@@ -144,9 +204,16 @@ async def run_bench(options: Options) -> dict[str, Any]:
                     await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], pids)
                     for i, size in enumerate(sizes)
                 ]
+                scaling = await measure_throughput(stack, client, endpoints.nats_url, sizes[-1], queries[timed:])
         finally:
             stack.stop()
     batch = reference["batch_texts_per_s"]
     for size in measured:
         size["sync_of_batch_rate"] = round(size["sync_tools_per_s"] / batch, 2) if batch else 0.0
-    return {"sets": [s.name for s in sets], "requests": options.requests, "reference": reference, "sizes": measured}
+    return {
+        "sets": [s.name for s in sets],
+        "requests": options.requests,
+        "reference": reference,
+        "sizes": measured,
+        "throughput": scaling,
+    }

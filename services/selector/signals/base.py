@@ -48,17 +48,20 @@ class QueryContext:
 
 @dataclass(frozen=True)
 class RerankContext:
-    """What a rerank signal scores: the request over the catalog, once retrieval has ranked it."""
+    """What a rerank signal scores: the request over the rows it may return, once retrieval has ranked them."""
 
     settings: Settings
     request: SelectRequest
     catalog: Catalog
+    rows: Rows
+    """The catalog rows scored, ascending (the candidates and what the reply may add): every array here and every
+    score a rerank signal returns is aligned with them, not with the whole catalog."""
     relevance: Scores
     """Retrieval's fused relevance, the best over the query's parts."""
     success: Scores
-    """Each tool's success rate in this context: its posterior mean, or a Thompson draw to explore."""
+    """Each row's success rate in this context: its posterior mean, or a Thompson draw to explore."""
     last_success_s: Scores
-    """Each tool's last success in this tenant's context, seconds since the epoch (NaN: never)."""
+    """Each row's last success in this tenant's context, seconds since the epoch (NaN: never)."""
     vector: Vector | None
     """The whole query's embedding, None without one."""
     reviews: ReviewLookup | None
@@ -81,7 +84,7 @@ class Signal(Protocol[Context]):
         """The ``ScoreBreakdown`` field that shows it to the caller (None: not shown)."""
 
     def scores(self, ctx: Context) -> Scores:
-        """A float64 array over the catalog rows."""
+        """A float64 array over the catalog rows (a rerank signal: over ``RerankContext.rows``)."""
 
 
 class RetrievalSignal(Signal[QueryContext], Protocol):

@@ -15,8 +15,8 @@ class FitnessSignal:
     def scores(self, ctx: RerankContext) -> Scores:
         """Neutral everywhere without the whole query's embedding or an index."""
         if ctx.vector is None or ctx.reviews is None:
-            return np.ones(len(ctx.catalog), dtype=np.float64)
-        return historical_fitness(ctx.reviews.near(ctx.vector), len(ctx.catalog))
+            return np.ones(ctx.rows.size, dtype=np.float64)
+        return historical_fitness(ctx.reviews.near(ctx.vector).within(ctx.rows), ctx.rows.size)
 
 
 FITNESS = FitnessSignal()

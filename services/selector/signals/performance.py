@@ -10,7 +10,8 @@ class PerformanceSignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        return ctx.catalog.performance
+        result: Scores = ctx.catalog.performance[ctx.rows]
+        return result
 
 
 PERFORMANCE = PerformanceSignal()

@@ -10,7 +10,8 @@ class PopularitySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        return ctx.catalog.popularity
+        result: Scores = ctx.catalog.popularity[ctx.rows]
+        return result
 
 
 POPULARITY = PopularitySignal()

@@ -10,7 +10,9 @@ class UserHistorySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        return ctx.user_history.scores(ctx.request.user_id, ctx.catalog.rows, len(ctx.catalog))
+        everywhere = ctx.user_history.scores(ctx.request.user_id, ctx.catalog.rows, len(ctx.catalog))
+        result: Scores = everywhere[ctx.rows]
+        return result
 
 
 USER_HISTORY = UserHistorySignal()

@@ -35,6 +35,7 @@ def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell
         "tools": 200,
         "select_uncached_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0},
         "selector_inside_p50_ms": 0.5,
+        "selector_inside_ms": {"p50": 0.5, "p95": 0.6, "p99": 0.8},
         "select_repeated_p50_ms": 0.7,
         "selector_rss_mb": 300.0,
         "sync_tools_per_s": 40.0,
@@ -49,7 +50,7 @@ def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell
     assert cells(size) == [
         "200",
         "1.0 / 2.0 / 3.0",
-        "0.5",
+        "0.5 / 0.6 / 0.8",
         "0.7",
         "300.0",
         "40.0 (80% / 90%)",

@@ -124,6 +124,7 @@ def rerank_context(cat: Catalog, **fields: Any) -> RerankContext:
         "settings": Settings(),
         "request": SelectRequest(query="q"),
         "catalog": cat,
+        "rows": np.arange(n, dtype=np.int64),
         "relevance": np.zeros(n),
         "success": np.full(n, 0.5),
         "last_success_s": np.full(n, np.nan),

@@ -16,6 +16,7 @@ from services.selector.stages import (
     epoch_seconds,
     evidence,
     inject_pins,
+    locate,
     narrow,
     page_categories,
     page_matches,
@@ -333,3 +334,12 @@ def test_deep_exploration_fades_with_evidence() -> None:
 def test_deep_score_is_the_draw_plus_half_the_scaled_relevance() -> None:
     assert deep_score(_floats(0.2, 0.9), _floats(0.4, 0.2)).tolist() == pytest.approx([0.7, 1.15])
     assert deep_score(_floats(0.2), _floats(0.0)).tolist() == [0.2]
+
+
+def test_deep_score_scales_by_the_best_given_when_the_rows_are_a_subset() -> None:
+    assert deep_score(_floats(0.2, 0.9), _floats(0.4, 0.2), top=0.8).tolist() == pytest.approx([0.45, 1.025])
+
+
+def test_locate_gives_positions_in_the_subset_and_minus_one_outside() -> None:
+    assert locate(_rows(2, 5, 9), _rows(9, 2, 3, 10, 5)).tolist() == [2, 0, -1, -1, 1]
+    assert locate(_rows(), _rows(1)).tolist() == [-1]

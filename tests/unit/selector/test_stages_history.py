@@ -35,3 +35,11 @@ def test_empty_index_is_neutral() -> None:
     near = nearest_reviews(np.zeros((0, 2), dtype=np.float32), np.zeros(0, dtype=np.int64), np.zeros(0), QUERY, 10, 0.5)
     assert historical_fitness(near, 2).tolist() == [1.0, 1.0]
     assert historical_recommendation(near, 2).tolist() == [0.0, 0.0]
+
+
+def test_fitness_over_a_row_subset_is_the_whole_catalogs_at_those_rows() -> None:
+    near = nearest_reviews(CENTROIDS, np.array([3, 1, 3], dtype=np.int64), FITNESS, QUERY, 10, 0.0)
+    subset = np.array([0, 3], dtype=np.int64)
+    within = near.within(subset)
+    assert within.rows.tolist() == [1, 1]  # row 3 is position 1; row 1 is not in the subset
+    assert historical_fitness(within, 2).tolist() == historical_fitness(near, 4)[subset].tolist()
