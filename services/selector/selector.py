@@ -87,7 +87,7 @@ class _Scored:
 
     def at(self, rows: stages.Rows) -> stages.Rows:
         """The positions of these catalog rows (all among ``rows``) in the arrays."""
-        return np.searchsorted(self.rows, rows).astype(np.int64)
+        return stages.locate(self.rows, rows)
 
     def shown(self, rows: stages.Rows) -> list[tuple[float, float, dict[str, float]]]:
         """What the reply shows of each of these catalog rows: its score, confidence and breakdown, as Python
