@@ -19,4 +19,3 @@ def test_a_bad_value_is_refused_naming_its_setting(field: str, value: object) ->
     with pytest.raises(ValidationError) as refused:
         Settings(**{field: value})
     assert refused.value.errors()[0]["loc"] == (field,)
-
