@@ -19,7 +19,7 @@ RERANK_WEIGHTS = {
     "performance": 0.0,
     "fitness": 0.3,
 }
-FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
+FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "words": 1.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {"intercept": -1.7116, "cosine": 4.2405, "bm25_match": 1.5976, "log_rank": -1.5978}
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
@@ -96,11 +96,12 @@ class Settings(BaseSettings):
     fusion_rrf_k: float = 60.0
     """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
     fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
-    """Retrieval fusion weights by signal: vector cosine, BM25, and the historical recommendation (tools that
-    helped on similar past queries). Names not given keep their default; 0 leaves a signal out. The historical
-    recommendation is off by default: lifting what helped on near queries pulled multi-tool sets down (online
-    toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; docs/results.md, Quality); what is learnt reaches
-    retrieval through the usage vectors instead."""
+    """Retrieval fusion weights by signal: vector cosine, BM25, learnt words (BM25 over the queries each tool
+    served alone in the request's scope, weighed by its confidence as BM25 is), and the historical recommendation
+    (tools that helped on similar past queries). Names not given keep their default; 0 leaves a signal out. The
+    historical recommendation is off by default: lifting what helped on near queries pulled multi-tool sets down
+    (online toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; docs/results.md, Quality); what is learnt
+    reaches retrieval through the usage vectors and the learnt words instead."""
     fusion_zscore_bm25_factor: float = Field(default=0.67, ge=0)
     """With TOOLSEL_FUSION=zscore, BM25's fusion weight is multiplied by this: most tools match none of the
     query's words, so the few that do stand more deviations out than any cosine does. Picked on a grid over the
@@ -155,7 +156,8 @@ class Settings(BaseSettings):
     two is that query's phrasing and lifted its tool for other queries phrased alike: seal_tools' held-out R@5
     fell 0.858 -> 0.847 over 2,000 events with a fixed 0.3; in the offline simulation (vector alone, 2,000 events)
     8 took seal_tools 0.534 -> 0.587 and toolbench_stb 0.582 -> 0.623, livemcpbench unchanged, metatool
-    0.905 -> 0.890 (equal at 10,000 events)."""
+    0.905 -> 0.890 (equal at 10,000 events). A tool's learnt words count ``n / (n + prior)`` of their BM25
+    score with n queries learnt, for the same reason."""
     usage_negative_similarity: float = Field(default=0.9, ge=0.0, le=2.0)
     """A query at least this close to a tool's negative examples (unrelated/broken reviews), and closer to them
     than to its positive blend, lowers the tool's cosine by the difference; above 1 turns the penalty off."""

@@ -1,10 +1,12 @@
 """Usage memory (online Tool2Vec): the queries a tool served well become its learnt examples, and its usage
-vector is their recency-weighted centroid (the selectors blend it with the declared vector).
+vector is their recency-weighted centroid (the selectors blend it with the declared vector). The texts of the
+queries it served alone are its learnt words (the selectors index them with BM25).
 
 What is kept and how it is weighed is computed here (pure); ``remember`` is the one step that stores a batch's
 examples and the vectors of the tools they touched, in the caller's transaction.
 """
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -70,19 +72,28 @@ def centroid(newest_first: Sequence[Vector], limit: int, half_life: float) -> Ve
     return None if norm < 1e-9 else (mean / norm).astype(np.float32)
 
 
+def sole_words(examples: Sequence[Example]) -> list[str | None]:
+    """Each example's learnt words: its query when it is positive and its event taught no other tool positively,
+    else None. A request served by several tools names them all in one sentence; its words cannot be told apart,
+    and given to each they lifted the wrong tools on the multi-tool sets (docs/results.md, Learnt words)."""
+    taught = Counter(e.event_id for e in examples if e.polarity == POSITIVE)
+    return [e.query if e.polarity == POSITIVE and taught[e.event_id] == 1 else None for e in examples]
+
+
 def usage_vectors(
-    examples: Mapping[tuple[int, str], Sequence[tuple[int, Vector]]], rules: UsageRules
+    examples: Mapping[tuple[int, str], Sequence[usage.Found]], rules: UsageRules
 ) -> list[usage.VectorRow]:
-    """A vector row per (tool, scope) from its (polarity, vector) examples, newest first; a tool with no
+    """A vector row per (tool, scope) from its (polarity, vector, words) examples, newest first; a tool with no
     positive example has no row (nothing to blend yet: its negatives wait for one)."""
     rows: list[usage.VectorRow] = []
     for (tool_id, scope), found in sorted(examples.items()):
-        positives = [v for p, v in found if p == POSITIVE][: rules.examples_per_tool]
-        negatives = [v for p, v in found if p == NEGATIVE][: rules.examples_per_tool]
-        positive = centroid(positives, rules.examples_per_tool, rules.half_life)
+        kept = [(v, w) for p, v, w in found if p == POSITIVE][: rules.examples_per_tool]
+        negatives = [v for p, v, _ in found if p == NEGATIVE][: rules.examples_per_tool]
+        positive = centroid([v for v, _ in kept], rules.examples_per_tool, rules.half_life)
         if positive is not None:
             negative = centroid(negatives, rules.examples_per_tool, rules.half_life)
-            rows.append((tool_id, scope, positive, negative, len(positives), len(negatives)))
+            words = [w for _, w in kept if w is not None]
+            rows.append((tool_id, scope, positive, negative, len(kept), len(negatives), words))
     return rows
 
 
@@ -97,7 +108,10 @@ async def remember(
     queries = {q: i for i, q in enumerate(dict.fromkeys(e.query for e in examples))}
     touched = await usage.add_examples(
         conn,
-        [(e.tool_id, e.scope, e.event_id, e.polarity, queries[e.query]) for e in examples],
+        [
+            (e.tool_id, e.scope, e.event_id, e.polarity, queries[e.query], words)
+            for e, words in zip(examples, sole_words(examples), strict=True)
+        ],
         np.vstack([vectors[q] for q in queries]),
     )
     if not touched:

@@ -156,7 +156,7 @@ def build_catalog(
             ],
             dtype=np.float64,
         ),
-        lexical=LexicalIndex(texts, k1=settings.bm25_k1, b=settings.bm25_b),
+        lexical=LexicalIndex.of_texts(texts, k1=settings.bm25_k1, b=settings.bm25_b),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],

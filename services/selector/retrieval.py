@@ -2,7 +2,7 @@
 
 import re
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import bm25s
 import numpy as np
@@ -40,7 +40,7 @@ _STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)
 set construction that cost a selection about a millisecond per query."""
 
 
-def _tokens(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
     """Lower-cased word tokens without stop words, camelCase and snake_case split first."""
     return [
         [
@@ -53,12 +53,14 @@ def _tokens(texts: list[str]) -> list[list[str]]:
 
 
 class LexicalIndex:
-    """BM25 over every catalog row, built once per catalog copy; scores every row for a query."""
+    """BM25 over documents of tokens (every catalog row, or what a scope learnt), built once; scores every
+    document for a query."""
 
-    def __init__(self, texts: Sequence[str], *, k1: float, b: float) -> None:
-        self.size = len(texts)
+    def __init__(self, documents: Iterable[Sequence[str]], *, k1: float, b: float) -> None:
+        self.k1, self.b = k1, b
         self._bm25: bm25s.BM25 | None = None
-        ids, vocab = _ids_and_vocab(texts)
+        ids, vocab = _ids_and_vocab(documents)
+        self.size = len(ids)
         present = [np.unique(np.frombuffer(doc, dtype=np.int32)) for doc in ids]  # each token once per row
         frequency = np.bincount(np.concatenate([np.zeros(0, dtype=np.int32), *present]), minlength=len(vocab))
         self._idf = np.log1p((self.size - frequency + 0.5) / (frequency + 0.5))
@@ -66,10 +68,15 @@ class LexicalIndex:
             self._bm25 = bm25s.BM25(k1=k1, b=b)
             self._bm25.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
 
+    @classmethod
+    def of_texts(cls, texts: Iterable[str], *, k1: float, b: float) -> "LexicalIndex":
+        """The index of these texts, tokenised one at a time."""
+        return cls((tokenize([text])[0] for text in texts), k1=k1, b=b)
+
     def scores(self, query: str) -> Scores:
         if self._bm25 is None:
             return np.zeros(self.size, dtype=np.float64)
-        tokens = _tokens([query])[0]
+        tokens = tokenize([query])[0]
         vocab = self._bm25.vocab_dict
         known = [t for t in tokens if t in vocab]
         if not known:
@@ -83,15 +90,15 @@ class LexicalIndex:
         if self._bm25 is None:
             return 0.0
         vocab = self._bm25.vocab_dict
-        return float(sum(self._idf[vocab[t]] for t in _tokens([query])[0] if t in vocab))
+        return float(sum(self._idf[vocab[t]] for t in tokenize([query])[0] if t in vocab))
 
 
-def _ids_and_vocab(texts: Sequence[str]) -> tuple[list["array[int]"], dict[str, int]]:
-    """Each text's token ids (packed, 4 bytes a token) and the vocabulary: one text's tokens at a time, so the
-    catalog's hundreds of thousands of token strings and ids never all live at once (the memory they fragment
-    stays with the process)."""
+def _ids_and_vocab(documents: Iterable[Sequence[str]]) -> tuple[list["array[int]"], dict[str, int]]:
+    """Each document's token ids (packed, 4 bytes a token) and the vocabulary: one document's tokens at a time,
+    so the catalog's hundreds of thousands of token strings and ids never all live at once (the memory they
+    fragment stays with the process)."""
     vocab: dict[str, int] = {}
-    ids = [array("i", [vocab.setdefault(token, len(vocab)) for token in _tokens([text])[0]]) for text in texts]
+    ids = [array("i", [vocab.setdefault(token, len(vocab)) for token in tokens]) for tokens in documents]
     return ids, vocab
 
 

@@ -2,8 +2,8 @@
 scope and tool, merged in by version as the learner broadcasts them, never reloaded whole.
 
 A request reads one scope's view: the rows of the tools learnt in it with their blended retrieval vectors
-(``normalize(w x declared + (1 - w) x centroid)``, w shrinking as a tool's examples grow) and negative centroids,
-built once per catalog copy and scope version.
+(``normalize(w x declared + (1 - w) x centroid)``, w shrinking as a tool's examples grow), negative centroids and
+a BM25 index over their learnt words, built once per catalog copy and scope version.
 """
 
 from collections.abc import Mapping, Sequence
@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from contracts import SHARED_TENANT
 from services.selector.catalog import Catalog
+from services.selector.retrieval import LexicalIndex, tokenize
 from services.selector.stages import Rows, Vector
 
 Matrix = npt.NDArray[np.float32]
@@ -29,6 +30,8 @@ class Learnt:
     version: int
     positives: int
     """How many examples the centroid is the mean of."""
+    words: tuple[tuple[str, ...], ...] = ()
+    """The tokens of each query it served alone, newest first."""
 
 
 @dataclass(frozen=True)
@@ -46,16 +49,41 @@ class Blending:
         result: npt.NDArray[np.float32] = np.maximum(self.floor, shrunk).astype(np.float32)
         return result
 
+    def learnt_weights(self, examples: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """How much ``n`` learnt examples count against the declared text, ``n / (n + prior)``: the words of a
+        query or two are that query's phrasing, and count little until more queries agree."""
+        result: npt.NDArray[np.float64] = (
+            examples / (examples + self.prior) if self.prior > 0 else np.ones(examples.shape)
+        )
+        return result
+
+
+@dataclass(frozen=True)
+class LearntWords:
+    """BM25 over the learnt words of a scope's tools that have some: one document per tool (``rows``), each
+    tool's score weighed by ``weights`` (``Blending.learnt_weights`` of its count of queries)."""
+
+    rows: Rows
+    index: LexicalIndex
+    weights: npt.NDArray[np.float64]
+
+    def scores(self, query: str, size: int) -> npt.NDArray[np.float64]:
+        """Every catalog row's weighted score for the query (0 for a tool without learnt words)."""
+        result = np.zeros(size, dtype=np.float64)
+        result[self.rows] = self.index.scores(query) * self.weights
+        return result
+
 
 @dataclass(frozen=True)
 class UsageView:
     """One scope's learnt tools over one catalog copy: their rows, blended vectors and negative centroids
-    (zero where a tool has none, ``has_negative`` False)."""
+    (zero where a tool has none, ``has_negative`` False), and their learnt words (None: none yet)."""
 
     rows: Rows
     blended: Matrix
     negative: Matrix
     has_negative: npt.NDArray[np.bool_]
+    words: LearntWords | None = None
 
 
 def scope_of(tenant_id: str, sharing: str) -> str:
@@ -88,7 +116,20 @@ def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], blending: Blendin
             has_negative[i] = True
     declared = np.where(catalog.has_vector[rows, None], catalog.vectors[rows], 0.0).astype(np.float32)
     weights = blending.declared_weights(np.array([entry.positives for _, entry in present], dtype=np.int64))
-    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative)
+    return UsageView(
+        rows, blend(declared, centroids, weights), negative, has_negative, learnt_words(catalog, present, blending)
+    )
+
+
+def learnt_words(catalog: Catalog, present: Sequence[tuple[int, Learnt]], blending: Blending) -> LearntWords | None:
+    """The BM25 index of these tools' learnt words, with the catalog index's parameters; None when none has any."""
+    worded = [(row, entry) for row, entry in present if entry.words]
+    if not worded:
+        return None
+    documents = [[token for query in entry.words for token in query] for _, entry in worded]
+    counts = np.array([len(entry.words) for _, entry in worded], dtype=np.int64)
+    index = LexicalIndex(documents, k1=catalog.lexical.k1, b=catalog.lexical.b)
+    return LearntWords(np.array([row for row, _ in worded], dtype=np.int64), index, blending.learnt_weights(counts))
 
 
 def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> npt.NDArray[np.float64]:
@@ -127,6 +168,7 @@ class UsageMemory:
                 None if negative is None else negative.to_numpy().astype(np.float32),
                 version,
                 int(r["positives"]),
+                tuple(tuple(tokens) for tokens in tokenize(r["words"] or [])),
             )
             self._views.pop(r["scope"], None)
             changed += 1

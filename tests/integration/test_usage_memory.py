@@ -13,7 +13,7 @@ from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_w
 from toolsel.client import ToolselClient
 
 VECTORS = """
-SELECT v.scope, v.centroid, v.negative_centroid, v.positives, v.negatives, v.version
+SELECT v.scope, v.centroid, v.negative_centroid, v.positives, v.negatives, v.words, v.version
 FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id WHERE t.plugin_id = $1 AND t.name = $2
 """
 
@@ -45,8 +45,8 @@ async def test_a_success_teaches_the_tool_in_its_tenants_scope_and_is_broadcast_
         notice = UsageUpdated.model_validate_json((await asyncio.wait_for(broadcasts.get(), timeout=30)).data)
     finally:
         await subscription.unsubscribe()
-    assert [(r["scope"], r["positives"], r["negatives"], r["negative_centroid"]) for r in rows] == [
-        (tenant_a, 1, 0, None)
+    assert [(r["scope"], r["positives"], r["negatives"], r["negative_centroid"], r["words"]) for r in rows] == [
+        (tenant_a, 1, 0, None, ["is it going to snow in Oslo"])
     ]
     assert notice.version >= rows[0]["version"]
     assert notice.tools >= 1

@@ -7,6 +7,7 @@ vectors carry one version, taken under a lock held until commit, so versions bec
 selector that fetches ``version > its watermark`` misses none.
 """
 
+import json
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
@@ -17,10 +18,14 @@ import numpy.typing as npt
 from toolsel.store.reviews import vector_text
 
 Vector = npt.NDArray[np.float32]
-ExampleRow = tuple[int, str, UUID, int, int]
-"""tool id, scope, event id, polarity (+1, -1), row of its query's vector (see ``add_examples``)."""
-VectorRow = tuple[int, str, Vector, Vector | None, int, int]
-"""tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives."""
+ExampleRow = tuple[int, str, UUID, int, int, str | None]
+"""tool id, scope, event id, polarity (+1, -1), row of its query's vector (see ``add_examples``), its words (the
+query text when it can be read as about this tool alone, else None)."""
+VectorRow = tuple[int, str, Vector, Vector | None, int, int, Sequence[str]]
+"""tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives, learnt
+words (the newest positives' texts that have them)."""
+Found = tuple[int, Vector, str | None]
+"""An example read back: polarity, query vector, words."""
 
 TOOL_LOCK = 7_433_003
 """Advisory lock class of one tool's usage memory (key: the tool id)."""
@@ -29,10 +34,11 @@ VERSION_LOCK = 7_433_004
 
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
-INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector)
-SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 + 1 : (u.query + 1) * $7]::vector
-FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[])
-     AS u(tool_id, scope, event_id, polarity, query)
+INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector, words)
+SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 + 1 : (u.query + 1) * $7]::vector,
+       u.words
+FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $8::text[])
+     AS u(tool_id, scope, event_id, polarity, query, words)
 ON CONFLICT (tool_id, scope, event_id, polarity) DO NOTHING
 RETURNING tool_id, scope
 """
@@ -45,20 +51,21 @@ DELETE FROM tool_usage_examples e USING (
 WHERE e.id = ranked.id AND ranked.newer > $3
 """
 EXAMPLES_OF = """
-SELECT x.tool_id, x.scope, x.polarity, x.query_vector
+SELECT x.tool_id, x.scope, x.polarity, x.query_vector, x.words
 FROM tool_usage_examples x JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
      ON x.tool_id = u.tool_id AND x.scope = u.scope
 ORDER BY x.tool_id, x.scope, x.id DESC
 """
 NEXT_VERSION = "SELECT pg_advisory_xact_lock($1), nextval('tool_usage_version') AS version"
 UPSERT_VECTORS = """
-INSERT INTO tool_usage_vectors AS v (tool_id, scope, centroid, negative_centroid, positives, negatives, version)
-SELECT u.tool_id, u.scope, u.centroid::vector, u.negative::vector, u.positives, u.negatives, $7
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])
-     AS u(tool_id, scope, centroid, negative, positives, negatives)
+INSERT INTO tool_usage_vectors AS v (tool_id, scope, centroid, negative_centroid, positives, negatives, words, version)
+SELECT u.tool_id, u.scope, u.centroid::vector, u.negative::vector, u.positives, u.negatives,
+       ARRAY(SELECT jsonb_array_elements_text(u.words)), $8
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::jsonb[])
+     AS u(tool_id, scope, centroid, negative, positives, negatives, words)
 ON CONFLICT (tool_id, scope) DO UPDATE SET centroid = excluded.centroid,
     negative_centroid = excluded.negative_centroid, positives = excluded.positives,
-    negatives = excluded.negatives, version = excluded.version, updated_at = now()
+    negatives = excluded.negatives, words = excluded.words, version = excluded.version, updated_at = now()
 """
 
 
@@ -83,6 +90,7 @@ async def add_examples(
         [r[4] for r in rows],
         queries.ravel().tolist(),
         queries.shape[1],
+        [r[5] for r in rows],
     )
     return sorted({(r["tool_id"], r["scope"]) for r in found})
 
@@ -94,13 +102,13 @@ async def trim_examples(conn: asyncpg.Connection, touched: Sequence[tuple[int, s
 
 async def examples_of(
     conn: asyncpg.Connection, touched: Sequence[tuple[int, str]]
-) -> dict[tuple[int, str], list[tuple[int, Vector]]]:
-    """(polarity, query vector) of every example of these (tool, scope) pairs, newest first."""
+) -> dict[tuple[int, str], list[Found]]:
+    """(polarity, query vector, words) of every example of these (tool, scope) pairs, newest first."""
     rows = await conn.fetch(EXAMPLES_OF, [t for t, _ in touched], [s for _, s in touched])
-    result: dict[tuple[int, str], list[tuple[int, Vector]]] = {}
+    result: dict[tuple[int, str], list[Found]] = {}
     for r in rows:
         vector = np.asarray(r["query_vector"].to_numpy(), dtype=np.float32)
-        result.setdefault((r["tool_id"], r["scope"]), []).append((r["polarity"], vector))
+        result.setdefault((r["tool_id"], r["scope"]), []).append((r["polarity"], vector, r["words"]))
     return result
 
 
@@ -115,6 +123,7 @@ async def write_vectors(conn: asyncpg.Connection, rows: Sequence[VectorRow]) -> 
         [None if r[3] is None else vector_text(r[3]) for r in rows],
         [r[4] for r in rows],
         [r[5] for r in rows],
+        [json.dumps(list(r[6])) for r in rows],
         version,
     )
     return version

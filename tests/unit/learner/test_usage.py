@@ -1,9 +1,20 @@
 """The usage memory's arithmetic: recency weights, the bounded recency-weighted centroid, vectors per scope."""
 
+from uuid import uuid4
+
 import numpy as np
 import pytest
 
-from services.learner.usage import NEGATIVE, POSITIVE, UsageRules, centroid, recency_weights, usage_vectors
+from services.learner.usage import (
+    NEGATIVE,
+    POSITIVE,
+    Example,
+    UsageRules,
+    centroid,
+    recency_weights,
+    sole_words,
+    usage_vectors,
+)
 
 
 def _unit(*xs: float) -> np.ndarray:
@@ -39,16 +50,16 @@ def test_no_examples_or_ones_that_cancel_have_no_centroid() -> None:
 
 
 def test_a_tool_with_only_negative_examples_has_no_vector_yet() -> None:
-    assert usage_vectors({(1, "a"): [(NEGATIVE, _unit(1, 0))]}, RULES) == []
+    assert usage_vectors({(1, "a"): [(NEGATIVE, _unit(1, 0), None)]}, RULES) == []
 
 
 def test_vectors_are_per_tool_and_scope_with_their_negatives() -> None:
     examples = {
-        (1, "a"): [(POSITIVE, _unit(1, 0)), (NEGATIVE, _unit(0, 1)), (POSITIVE, _unit(1, 0))],
-        (1, "b"): [(POSITIVE, _unit(0, 1))],
+        (1, "a"): [(POSITIVE, _unit(1, 0), None), (NEGATIVE, _unit(0, 1), None), (POSITIVE, _unit(1, 0), None)],
+        (1, "b"): [(POSITIVE, _unit(0, 1), None)],
     }
     rows = usage_vectors(examples, RULES)
-    assert [(t, s, p, n) for t, s, _, _, p, n in rows] == [(1, "a", 2, 1), (1, "b", 1, 0)]
+    assert [(t, s, p, n) for t, s, _, _, p, n, _ in rows] == [(1, "a", 2, 1), (1, "b", 1, 0)]
     assert rows[0][2].tolist() == pytest.approx([1.0, 0.0])
     negative = rows[0][3]
     assert negative is not None
@@ -57,7 +68,7 @@ def test_vectors_are_per_tool_and_scope_with_their_negatives() -> None:
 
 
 def test_each_polarity_keeps_at_most_the_bound() -> None:
-    many = [(POSITIVE, _unit(1, 0))] * 10 + [(NEGATIVE, _unit(0, 1))] * 10
+    many = [(POSITIVE, _unit(1, 0), None)] * 10 + [(NEGATIVE, _unit(0, 1), None)] * 10
     (row,) = usage_vectors({(1, "a"): many}, RULES)
     assert (row[4], row[5]) == (4, 4)
 
@@ -65,3 +76,28 @@ def test_each_polarity_keeps_at_most_the_bound() -> None:
 @pytest.mark.parametrize(("sharing", "scope"), [("tenant", "acme"), ("global", "*")])
 def test_a_tenants_usage_is_kept_in_its_own_scope_unless_shared(sharing: str, scope: str) -> None:
     assert UsageRules(sharing, 64, 64.0).scope("acme") == scope  # type: ignore[arg-type]
+
+
+def test_learnt_words_are_the_newest_kept_positives_that_have_words() -> None:
+    found = [
+        (POSITIVE, _unit(1, 0), "newest"),
+        (NEGATIVE, _unit(0, 1), "a bad one"),
+        (POSITIVE, _unit(1, 0), None),
+        (POSITIVE, _unit(1, 0), "older"),
+        (POSITIVE, _unit(1, 0), "kept"),
+        (POSITIVE, _unit(1, 0), "beyond the bound"),
+    ]
+    (row,) = usage_vectors({(1, "a"): found}, RULES)
+    assert list(row[6]) == ["newest", "older", "kept"]
+
+
+def test_a_query_teaches_words_only_to_the_one_tool_it_served_alone() -> None:
+    alone, shared, review = uuid4(), uuid4(), uuid4()
+    examples = [
+        Example(1, "a", alone, POSITIVE, "book a flight to Lisbon"),
+        Example(2, "a", shared, POSITIVE, "book a flight and a hotel"),
+        Example(3, "a", shared, POSITIVE, "book a flight and a hotel"),
+        Example(4, "a", review, POSITIVE, "convert a pdf"),
+        Example(5, "a", review, NEGATIVE, "convert a pdf"),
+    ]
+    assert sole_words(examples) == ["book a flight to Lisbon", None, None, "convert a pdf", None]

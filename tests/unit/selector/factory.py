@@ -61,7 +61,7 @@ def catalog(
         schema_tokens=np.full(n, 10, dtype=np.int64),
         popularity=np.zeros(n),
         performance=np.full(n, 0.5),
-        lexical=LexicalIndex([lexical_text(s) for s in specs], k1=0.9, b=0.4),
+        lexical=LexicalIndex.of_texts([lexical_text(s) for s in specs], k1=0.9, b=0.4),
         page_mappings=mappings or [],
         category_parents=parents or {},
     )

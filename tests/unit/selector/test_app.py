@@ -212,6 +212,7 @@ def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[s
         "centroid": Vector(centroid),
         "negative_centroid": None,
         "positives": 64,
+        "words": [],
         "version": version,
     }
 

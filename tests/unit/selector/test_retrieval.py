@@ -32,12 +32,12 @@ def test_lexical_text_splits_names_and_includes_examples_tags_and_parameters() -
 
 
 def test_bm25_scores_the_matching_document_only() -> None:
-    index = LexicalIndex(["sendEmail send an email", "get_weather forecast", "search flights"], k1=0.9, b=0.4)
+    index = LexicalIndex.of_texts(["sendEmail send an email", "get_weather forecast", "search flights"], k1=0.9, b=0.4)
     scores = index.scores("what's the weather forecast")
     assert scores[1] > 0
     assert scores[0] == scores[2] == 0
     assert index.scores("zzzz unknown").tolist() == [0, 0, 0]
-    assert LexicalIndex([], k1=0.9, b=0.4).scores("email").size == 0
+    assert LexicalIndex.of_texts([], k1=0.9, b=0.4).scores("email").size == 0
 
 
 def test_ranks_are_one_based_within_the_mask_and_infinite_elsewhere() -> None:
@@ -112,7 +112,9 @@ def test_score_fusion_is_the_weighted_mean_of_max_scaled_signals() -> None:
 
 
 def test_bm25_ceiling_is_reached_only_by_matching_every_query_word_ever_more() -> None:
-    index = LexicalIndex(["weather forecast city", "stock price ticker", "weather weather weather"], k1=1.2, b=0.75)
+    index = LexicalIndex.of_texts(
+        ["weather forecast city", "stock price ticker", "weather weather weather"], k1=1.2, b=0.75
+    )
     ceiling = index.ceiling("weather forecast")
     assert ceiling > 0
     assert index.ceiling("zebra") == 0.0
@@ -134,4 +136,4 @@ def test_bm25_ceiling_is_reached_only_by_matching_every_query_word_ever_more() -
 def test_tokens_are_bm25s_own_tokenisation(text: str) -> None:
     split = retrieval._SEPARATORS.sub(" ", retrieval._CAMEL.sub(r"\1 \2", text))
     expected = bm25s.tokenize([split], stopwords="en", return_ids=False, show_progress=False)
-    assert retrieval._tokens([text]) == expected
+    assert retrieval.tokenize([text]) == expected

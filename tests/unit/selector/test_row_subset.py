@@ -55,7 +55,7 @@ def _catalog(rng: np.random.Generator, n: int) -> Catalog:
         schema_tokens=np.full(n, 10, dtype=np.int64),
         popularity=rng.random(n),
         performance=rng.random(n),
-        lexical=LexicalIndex([lexical_text(s) for s in specs], k1=0.9, b=0.4),
+        lexical=LexicalIndex.of_texts([lexical_text(s) for s in specs], k1=0.9, b=0.4),
     )
 
 

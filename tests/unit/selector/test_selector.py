@@ -46,6 +46,7 @@ def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]
         "centroid": Vector(axis(axis_).tolist()),
         "negative_centroid": None,
         "positives": 64,
+        "words": [],
         "version": version,
     }
 

@@ -17,9 +17,16 @@ LEARNT = Blending(0.3, 0.0)
 
 
 def row(
-    key: str, centroid: int, version: int, scope: str = "acme", negative: int | None = None, positives: int = 64
+    key: str,
+    centroid: int,
+    version: int,
+    scope: str = "acme",
+    negative: int | None = None,
+    positives: int = 64,
+    words: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
+        "words": words or [],
         "key": key,
         "scope": scope,
         "centroid": Vector(axis(centroid).tolist()),

@@ -1,0 +1,52 @@
+"""Learnt words: BM25 over what each tool served alone in the request's scope, weighed by how many queries taught
+it; nothing before anything was learnt; trusted as much as its words matched."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from services.selector.signals.words import WORDS
+from services.selector.usage import Blending, UsageMemory
+from tests.unit.selector.factory import T, catalog, query_context
+from tests.unit.selector.test_usage import row
+
+CAT = catalog([T("a", "lookup tool", 0), T("b", "another tool", 1), T("c", "third tool", 2)])
+
+
+def learnt(*rows: dict[str, object]) -> UsageMemory:
+    memory = UsageMemory()
+    memory.merge(rows)  # type: ignore[arg-type]
+    return memory
+
+
+def test_nothing_learnt_scores_nothing() -> None:
+    assert not WORDS.scores(query_context(CAT, "where is my parcel")).any()
+
+
+def test_a_tool_is_found_by_the_words_it_was_asked_for_with_in_the_scope() -> None:
+    memory = learnt(row("p/a", 0, 1, words=["where is my parcel", "track my parcel"]))
+    view = memory.view(CAT, "acme", Blending(0.3, 8.0))
+    ctx = dataclasses.replace(query_context(CAT, "track a parcel"), usage=view)
+    scores = WORDS.scores(ctx)
+    assert scores[0] > 0
+    assert scores[1] == scores[2] == 0
+    assert memory.view(CAT, "other-tenant", Blending(0.3, 8.0)) is None
+
+
+def test_the_words_of_more_queries_count_more() -> None:
+    blending = Blending(0.3, 8.0)
+    one = learnt(row("p/a", 0, 1, words=["track my parcel"]))
+    four = learnt(row("p/a", 0, 1, words=["track my parcel"] * 4))
+    weights = [m.view(CAT, "acme", blending).words.weights for m in (one, four)]  # type: ignore[union-attr]
+    assert [w.tolist() for w in weights] == [pytest.approx([1 / 9]), pytest.approx([4 / 12])]
+
+
+def test_a_learnt_tool_without_words_has_no_index() -> None:
+    view = learnt(row("p/a", 0, 1)).view(CAT, "acme", Blending(0.3, 8.0))
+    assert view is not None
+    assert view.words is None
+
+
+def test_trust_is_its_confidence() -> None:
+    assert WORDS.trust(np.array([3.0, 0.0, 0.0]), query_context(CAT, bm25_confidence_scale=10.0)) == pytest.approx(0.3)
