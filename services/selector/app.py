@@ -212,6 +212,7 @@ async def _load_usage(state: SelectorState) -> None:
     """Only the usage vectors changed since the watermark: never the whole table again."""
     usage = state.selector.usage
     usage.merge(await store.usage_vectors_since(state.store, usage.version))
+    await _index_words(state)
 
 
 async def _recheck_usage(state: SelectorState) -> None:
@@ -219,6 +220,13 @@ async def _recheck_usage(state: SelectorState) -> None:
     the watermark (anything updated within two periods)."""
     usage, settings = state.selector.usage, state.selector.settings
     usage.merge(await store.usage_vectors_since(state.store, usage.version, 2 * settings.tool_list_cache_ttl_s))
+    await _index_words(state)
+
+
+async def _index_words(state: SelectorState) -> None:
+    """In a worker thread: indexing a scope's learnt words must not hold up the selections on the event loop."""
+    settings = state.selector.settings
+    await asyncio.to_thread(state.selector.usage.index_words, settings.bm25_k1, settings.bm25_b)
 
 
 async def _load_reviews(state: SelectorState) -> None:

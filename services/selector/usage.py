@@ -30,8 +30,8 @@ class Learnt:
     version: int
     positives: int
     """How many examples the centroid is the mean of."""
-    words: tuple[tuple[str, ...], ...] = ()
-    """The tokens of each query it served alone, newest first."""
+    words: tuple[str, ...] = ()
+    """The queries it served alone, newest first."""
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,38 @@ class Blending:
 
 
 @dataclass(frozen=True)
+class ScopeWords:
+    """BM25 over the learnt words of a scope's tools that have some, one document per tool (``keys``), with how
+    many queries taught each; independent of the catalog copy, so a new copy does not rebuild it."""
+
+    keys: tuple[str, ...]
+    index: LexicalIndex
+    queries: npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
 class LearntWords:
-    """BM25 over the learnt words of a scope's tools that have some: one document per tool (``rows``), each
-    tool's score weighed by ``weights`` (``Blending.learnt_weights`` of its count of queries)."""
+    """A scope's learnt words over one catalog copy: document ``documents[i]`` is catalog row ``rows[i]``, its
+    score weighed by ``weights[i]`` (``Blending.learnt_weights`` of its count of queries)."""
 
     rows: Rows
+    documents: Rows
     index: LexicalIndex
     weights: npt.NDArray[np.float64]
 
     def scores(self, query: str, size: int) -> npt.NDArray[np.float64]:
         """Every catalog row's weighted score for the query (0 for a tool without learnt words)."""
         result = np.zeros(size, dtype=np.float64)
-        result[self.rows] = self.index.scores(query) * self.weights
+        result[self.rows] = self.index.scores(query)[self.documents] * self.weights
         return result
+
+
+def words_over(catalog: Catalog, words: ScopeWords, blending: Blending) -> LearntWords:
+    """The scope's words placed on this catalog copy's rows (a tool not in it is left out)."""
+    found = [(i, row) for i, key in enumerate(words.keys) if (row := catalog.rows.get(key)) is not None]
+    documents = np.array([i for i, _ in found], dtype=np.int64)
+    rows = np.array([row for _, row in found], dtype=np.int64)
+    return LearntWords(rows, documents, words.index, blending.learnt_weights(words.queries[documents]))
 
 
 @dataclass(frozen=True)
@@ -101,8 +120,10 @@ def blend(declared: Matrix, centroids: Matrix, declared_weight: float | npt.NDAr
     return result
 
 
-def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], blending: Blending) -> UsageView:
-    """The view of one scope's learnt tools that are in this catalog copy."""
+def build_view(
+    catalog: Catalog, learnt: Mapping[str, Learnt], blending: Blending, words: ScopeWords | None = None
+) -> UsageView:
+    """The view of one scope's learnt tools that are in this catalog copy, with its indexed words if any."""
     present = [(row, entry) for key, entry in learnt.items() if (row := catalog.rows.get(key)) is not None]
     dim = catalog.vectors.shape[1]
     rows = np.array([row for row, _ in present], dtype=np.int64)
@@ -116,20 +137,8 @@ def build_view(catalog: Catalog, learnt: Mapping[str, Learnt], blending: Blendin
             has_negative[i] = True
     declared = np.where(catalog.has_vector[rows, None], catalog.vectors[rows], 0.0).astype(np.float32)
     weights = blending.declared_weights(np.array([entry.positives for _, entry in present], dtype=np.int64))
-    return UsageView(
-        rows, blend(declared, centroids, weights), negative, has_negative, learnt_words(catalog, present, blending)
-    )
-
-
-def learnt_words(catalog: Catalog, present: Sequence[tuple[int, Learnt]], blending: Blending) -> LearntWords | None:
-    """The BM25 index of these tools' learnt words, with the catalog index's parameters; None when none has any."""
-    worded = [(row, entry) for row, entry in present if entry.words]
-    if not worded:
-        return None
-    documents = [[token for query in entry.words for token in query] for _, entry in worded]
-    counts = np.array([len(entry.words) for _, entry in worded], dtype=np.int64)
-    index = LexicalIndex(documents, k1=catalog.lexical.k1, b=catalog.lexical.b)
-    return LearntWords(np.array([row for row, _ in worded], dtype=np.int64), index, blending.learnt_weights(counts))
+    placed = None if words is None else words_over(catalog, words, blending)
+    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative, placed)
 
 
 def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> npt.NDArray[np.float64]:
@@ -144,12 +153,21 @@ def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> 
 
 @dataclass
 class UsageMemory:
-    """Every scope's learnt vectors; ``version`` is the watermark: the highest version merged so far."""
+    """Every scope's learnt vectors and words; ``version`` is the watermark: the highest version merged so far.
+
+    Merging is cheap and happens on the event loop; indexing the words of the scopes that changed
+    (``index_words``) costs up to seconds for a scope with thousands of learnt tools, so the app runs it in a
+    worker thread after each merge, one at a time, while requests read the index built before."""
 
     scopes: dict[str, dict[str, Learnt]] = field(default_factory=dict)
     version: int = 0
-    _views: dict[str, tuple[Catalog, Blending, UsageView]] = field(default_factory=dict)
-    """Per scope, the view last built, with the catalog copy and blending it was built for."""
+    _views: dict[str, tuple[Catalog, Blending, ScopeWords | None, UsageView]] = field(default_factory=dict)
+    """Per scope, the view last built, with the catalog copy, blending and words it was built from."""
+    _words: dict[str, ScopeWords] = field(default_factory=dict)
+    _unindexed: set[str] = field(default_factory=set)
+    """Scopes whose words changed since they were last indexed."""
+    _tokens: dict[tuple[str, str], tuple[int, list[str]]] = field(default_factory=dict)
+    """Per (scope, tool key), the version of its words last tokenised and their tokens, one document."""
 
     def merge(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Take in rows of ``toolsel.store.catalog.usage_vectors_since``; an older or repeated version of a
@@ -168,20 +186,44 @@ class UsageMemory:
                 None if negative is None else negative.to_numpy().astype(np.float32),
                 version,
                 int(r["positives"]),
-                tuple(tuple(tokens) for tokens in tokenize(r["words"] or [])),
+                tuple(r["words"] or ()),
             )
             self._views.pop(r["scope"], None)
+            if r["words"] or (current is not None and current.words):
+                self._unindexed.add(r["scope"])
             changed += 1
         return changed
+
+    def index_words(self, k1: float, b: float) -> None:
+        """Index the words of every scope that changed since (BM25 with these parameters); each scope's index is
+        swapped in whole, so a request reads the old one or the new one."""
+        while self._unindexed:
+            scope = self._unindexed.pop()
+            worded = [(key, entry) for key, entry in self.scopes.get(scope, {}).items() if entry.words]
+            if not worded:
+                self._words.pop(scope, None)
+                continue
+            documents = [self._document(scope, key, entry) for key, entry in worded]
+            queries = np.array([len(entry.words) for _, entry in worded], dtype=np.int64)
+            self._words[scope] = ScopeWords(tuple(k for k, _ in worded), LexicalIndex(documents, k1=k1, b=b), queries)
+
+    def _document(self, scope: str, key: str, entry: Learnt) -> list[str]:
+        """The tool's words as one document of tokens, tokenised once per version."""
+        cached = self._tokens.get((scope, key))
+        if cached is None or cached[0] != entry.version:
+            cached = (entry.version, [token for query in tokenize(entry.words) for token in query])
+            self._tokens[(scope, key)] = cached
+        return cached[1]
 
     def view(self, catalog: Catalog, scope: str, blending: Blending) -> UsageView | None:
         """The scope's view over this catalog copy; None when nothing was learnt in it."""
         learnt = self.scopes.get(scope)
         if not learnt:
             return None
+        words = self._words.get(scope)
         cached = self._views.get(scope)
-        if cached is not None and cached[0] is catalog and cached[1] == blending:
-            return cached[2]
-        view = build_view(catalog, learnt, blending)
-        self._views[scope] = (catalog, blending, view)
+        if cached is not None and cached[0] is catalog and cached[1] == blending and cached[2] is words:
+            return cached[3]
+        view = build_view(catalog, learnt, blending, words)
+        self._views[scope] = (catalog, blending, words, view)
         return view

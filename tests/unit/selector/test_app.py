@@ -236,6 +236,27 @@ async def test_a_usage_broadcast_fetches_what_changed_since_the_watermark(
     assert await similarity(broker, "acme") == pytest.approx(learnt, abs=1e-6)
 
 
+async def test_a_usage_broadcast_brings_the_words_a_tool_was_asked_for_with_in_its_tenant_only(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    fake_store.rows[store.LIVE_TOOLS] = [
+        tool_row("send_email", "send an email", 0),
+        tool_row("get_weather", "weather forecast for a city", 1),
+    ]
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    fake_store.rows[store.USAGE_VECTORS_SINCE] = [
+        usage_row("send_email", 0, version=3) | {"words": ["where is my parcel", "track my parcel"]}
+    ]
+    await broker.publish(UsageUpdated(version=3, tools=1), subjects.USAGE_UPDATED)
+
+    async def relevance(tenant: str) -> float:
+        reply = await select(broker, query="track the parcel weather", k=2, dry_run=True, tenant_id=tenant)
+        return next(t.breakdown.relevance for t in reply.tools if t.name == "send_email")
+
+    assert await relevance("acme") > 0
+    assert await relevance("other") == 0.0
+
+
 async def similarity(broker: NatsBroker, tenant: str) -> float:
     """send_email's cosine with a weather query for this tenant."""
     reply = await select(broker, query="weather", k=2, dry_run=True, tenant_id=tenant)

@@ -17,6 +17,7 @@ CAT = catalog([T("a", "lookup tool", 0), T("b", "another tool", 1), T("c", "thir
 def learnt(*rows: dict[str, object]) -> UsageMemory:
     memory = UsageMemory()
     memory.merge(rows)  # type: ignore[arg-type]
+    memory.index_words(k1=1.2, b=0.75)
     return memory
 
 
@@ -50,3 +51,37 @@ def test_a_learnt_tool_without_words_has_no_index() -> None:
 
 def test_trust_is_its_confidence() -> None:
     assert WORDS.trust(np.array([3.0, 0.0, 0.0]), query_context(CAT, bm25_confidence_scale=10.0)) == pytest.approx(0.3)
+
+
+def test_words_are_searched_once_indexed_and_the_old_index_serves_until_then() -> None:
+    blending = Blending(0.3, 8.0)
+    memory = UsageMemory()
+    memory.merge([row("p/a", 0, 1, words=["track my parcel"])])
+    assert memory.view(CAT, "acme", blending).words is None  # type: ignore[union-attr]
+    memory.index_words(k1=1.2, b=0.75)
+    first = memory.view(CAT, "acme", blending)
+    assert first is not None
+    assert first.words is not None
+    memory.merge([row("p/b", 1, 2, words=["convert a pdf"])])
+    before = memory.view(CAT, "acme", blending)
+    assert before is not None
+    assert before.words is not None
+    assert before.words.rows.tolist() == [0]
+    memory.index_words(k1=1.2, b=0.75)
+    after = memory.view(CAT, "acme", blending)
+    assert after is not None
+    assert after.words is not None
+    assert sorted(after.words.rows.tolist()) == [0, 1]
+    ctx = dataclasses.replace(query_context(CAT, "convert this pdf"), usage=after)
+    assert WORDS.scores(ctx)[1] > 0
+
+
+def test_a_tool_no_longer_in_the_catalog_is_left_out() -> None:
+    memory = learnt(row("p/a", 0, 1, words=["track my parcel"]), row("p/gone", 1, 2, words=["track a parcel"]))
+    view = memory.view(CAT, "acme", Blending(0.3, 8.0))
+    assert view is not None
+    assert view.words is not None
+    assert view.words.rows.tolist() == [0]
+    scores = WORDS.scores(dataclasses.replace(query_context(CAT, "track parcel"), usage=view))
+    assert scores[0] > 0
+    assert scores.size == len(CAT)
