@@ -9,6 +9,7 @@ from rich.table import Table
 COLUMNS = (
     ("tools", "tools"),
     ("select p50/p95/p99 ms", "select"),
+    ("overhead p50 ms", "overhead_p50_ms"),
     ("inside p50/p95/p99 ms", "inside"),
     ("repeated p50 ms", "select_repeated_p50_ms"),
     ("selector RSS MB", "selector_rss_mb"),

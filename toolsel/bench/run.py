@@ -39,9 +39,12 @@ class Options:
     requests: int = 300
 
 
-def reference_costs(settings: Settings, queries: Sequence[str], home: Path) -> dict[str, float]:
+def reference_costs(
+    settings: Settings, queries: Sequence[str], home: Path
+) -> tuple[dict[str, float], dict[str, float]]:
     """One query embedding in this process (p50, no cache) and the model's batch rate, same settings as the
-    services: the floor under a select and the ceiling over a sync."""
+    services: the floor under a select and the ceiling over a sync; and each query's own embedding time, so that
+    a select's overhead is measured against the embedding of the same query (their lengths vary tenfold)."""
     embedder = load_embedder(
         settings.model_dir,
         home,
@@ -52,18 +55,19 @@ def reference_costs(settings: Settings, queries: Sequence[str], home: Path) -> d
         model_name=settings.embedding_model,
     )
     embedder.embed(["warm up"])
-    single = []
-    for query in queries[:REFERENCE_SAMPLES]:
+    each: dict[str, float] = {}
+    for query in queries:
         started = time.perf_counter()
         embedder.embed_query(query)
-        single.append(time.perf_counter() - started)
+        each[query] = time.perf_counter() - started
     batch = list(queries[:BATCH_TEXTS])
     started = time.perf_counter()
     embedder.embed(batch)
-    return {
-        "embed_query_p50_ms": percentiles_ms(single, (50,))["p50"],
+    reference = {
+        "embed_query_p50_ms": percentiles_ms(list(each.values())[:REFERENCE_SAMPLES], (50,))["p50"],
         "batch_texts_per_s": rate(len(batch), time.perf_counter() - started),
     }
+    return reference, each
 
 
 async def round_trip_p50(client: ToolselClient) -> float:
@@ -86,9 +90,10 @@ async def embedding_s(client: ToolselClient) -> float:
 
 
 async def measure_size(
-    client: ToolselClient, tools: list[Any], queries: Sequence[str], pids: dict[str, int]
+    client: ToolselClient, tools: list[Any], queries: Sequence[str], pids: dict[str, int], embed_s: dict[str, float]
 ) -> dict[str, Any]:
-    """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it."""
+    """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it; the
+    overhead is each select's time less its own query's embedding (``embed_s``), p50, less a round trip."""
     names = wire_names([t.name for t in tools])
     syncs = catalog_syncs(tools, names, PLUGIN_PREFIX, TENANT)
     model_s = await embedding_s(client)
@@ -113,9 +118,11 @@ async def measure_size(
         await client.select(query=queries[i % REPEATED], tenant_id=TENANT, dry_run=True)
         repeated.append(time.perf_counter() - started)
     status = await proc_status(pids["selector"])
+    less_embedding = [u - embed_s[q] for u, q in zip(uncached, queries, strict=True)]
     return {
         "tools": len(tools),
         "select_uncached_ms": percentiles_ms(uncached),
+        "select_less_embedding_p50_ms": percentiles_ms(less_embedding, (50,))["p50"],
         "selector_inside_p50_ms": percentiles_ms(inside, (50,))["p50"],
         "selector_inside_ms": percentiles_ms(inside),
         "select_repeated_p50_ms": percentiles_ms(repeated[REPEATED:], (50,))["p50"],
@@ -193,7 +200,9 @@ async def run_bench(options: Options) -> dict[str, Any]:
     queries = bench_queries([q.text for s in sets for q in s.queries], timed + loaded)
     with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
         settings = Settings(home=Path(home), nats_url=None, database_url=None)  # its own servers, always
-        reference = await asyncio.to_thread(reference_costs, settings, queries, Path(home))
+        reference, embed_s = await asyncio.to_thread(
+            reference_costs, settings, queries[: max(timed, BATCH_TEXTS)], Path(home)
+        )
         stack = Stack(settings)
         try:
             endpoints = await stack.start(timeout_s=300)
@@ -201,7 +210,7 @@ async def run_bench(options: Options) -> dict[str, Any]:
                 reference["round_trip_p50_ms"] = await round_trip_p50(client)
                 pids = {name: stack.services[name].pid for name in ("selector", "indexer")}
                 measured = [  # each size its own queries: none is already in the selector's cache
-                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], pids)
+                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], pids, embed_s)
                     for i, size in enumerate(sizes)
                 ]
                 scaling = await measure_throughput(stack, client, endpoints.nats_url, sizes[-1], queries[timed:])
@@ -209,6 +218,7 @@ async def run_bench(options: Options) -> dict[str, Any]:
             stack.stop()
     batch = reference["batch_texts_per_s"]
     for size in measured:
+        size["overhead_p50_ms"] = round(size.pop("select_less_embedding_p50_ms") - reference["round_trip_p50_ms"], 2)
         size["sync_of_batch_rate"] = round(size["sync_tools_per_s"] / batch, 2) if batch else 0.0
     return {
         "sets": [s.name for s in sets],
