@@ -84,6 +84,7 @@ class Observation:
     event_id: UUID
     occurred_at: datetime
     query: str
+    selection_id: UUID
 
 
 @dataclass
@@ -181,6 +182,7 @@ def observations(
                     event.event_id,
                     event.occurred_at,
                     row["query"],
+                    event.selection_id,
                 )
             )
     return result
@@ -205,7 +207,7 @@ def step(
             if p.last_success_at is None or o.occurred_at > p.last_success_at:
                 p.last_success_at = o.occurred_at
             tool_id, tenant, _ = o.key
-            examples.append(Example(tool_id, rules.usage.scope(tenant), o.event_id, POSITIVE, o.query))
+            examples.append(Example(tool_id, rules.usage.scope(tenant), o.event_id, POSITIVE, o.query, o.selection_id))
         p.selections += 1
         p.successes += counted
         p.failures += o.reward.failure

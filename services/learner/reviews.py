@@ -65,7 +65,9 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
-                    examples.append(Example(tool_id, scope, event.event_id, POLARITY[verdict], query))
+                    examples.append(
+                        Example(tool_id, scope, event.event_id, POLARITY[verdict], query, event.selection_id)
+                    )
         if not logged:
             return result
         await reviews.log_reviews(conn, logged)

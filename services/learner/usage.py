@@ -1,12 +1,11 @@
 """Usage memory (online Tool2Vec): the queries a tool served well become its learnt examples, and its usage
 vector is their recency-weighted centroid (the selectors blend it with the declared vector). The texts of the
-queries it served alone are its learnt words (the selectors index them with BM25).
+queries whose selections it alone served are its learnt words (the selectors index them with BM25).
 
 What is kept and how it is weighed is computed here (pure); ``remember`` is the one step that stores a batch's
 examples and the vectors of the tools they touched, in the caller's transaction.
 """
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,6 +53,7 @@ class Example:
     event_id: UUID
     polarity: int
     query: str
+    selection_id: UUID
 
 
 def recency_weights(n: int, half_life: float) -> npt.NDArray[np.float64]:
@@ -70,14 +70,6 @@ def centroid(newest_first: Sequence[Vector], limit: int, half_life: float) -> Ve
     mean = recency_weights(len(kept), half_life) @ np.vstack(kept).astype(np.float64)
     norm = float(np.linalg.norm(mean))
     return None if norm < 1e-9 else (mean / norm).astype(np.float32)
-
-
-def sole_words(examples: Sequence[Example]) -> list[str | None]:
-    """Each example's learnt words: its query when it is positive and its event taught no other tool positively,
-    else None. A request served by several tools names them all in one sentence; its words cannot be told apart,
-    and given to each they lifted the wrong tools on the multi-tool sets (docs/results.md, Learnt words)."""
-    taught = Counter(e.event_id for e in examples if e.polarity == POSITIVE)
-    return [e.query if e.polarity == POSITIVE and taught[e.event_id] == 1 else None for e in examples]
 
 
 def usage_vectors(
@@ -101,21 +93,20 @@ async def remember(
     conn: asyncpg.Connection, examples: Sequence[Example], vectors: Mapping[str, Vector], rules: UsageRules
 ) -> UsageUpdated | None:
     """Add these examples (their queries embedded in ``vectors``) and recompute the vectors of the tools they
-    touched; what to broadcast after commit, or None when nothing changed (e.g. every example was known)."""
+    touched, and of the tools their selections taught before (which may lose those queries' words: see
+    ``toolsel.store.usage.EXAMPLES_OF``); what to broadcast after commit, or None when nothing changed (e.g. every
+    example was known)."""
     if not examples:
         return None
-    await usage.lock_tools(conn, {e.tool_id for e in examples})
+    selections = sorted({(e.selection_id, e.scope) for e in examples if e.polarity == POSITIVE})
+    taught_before = await usage.taught_by(conn, selections)
+    await usage.lock_tools(conn, {e.tool_id for e in examples} | {tool_id for tool_id, _ in taught_before})
     queries = {q: i for i, q in enumerate(dict.fromkeys(e.query for e in examples))}
-    touched = await usage.add_examples(
-        conn,
-        [
-            (e.tool_id, e.scope, e.event_id, e.polarity, queries[e.query], words)
-            for e, words in zip(examples, sole_words(examples), strict=True)
-        ],
-        np.vstack([vectors[q] for q in queries]),
-    )
+    new = [(e.tool_id, e.scope, e.event_id, e.polarity, queries[e.query], e.selection_id) for e in examples]
+    touched = await usage.add_examples(conn, new, np.vstack([vectors[q] for q in queries]), list(queries))
     if not touched:
         return None
+    touched = sorted(set(touched) | set(taught_before))
     await usage.trim_examples(conn, touched, rules.examples_per_tool)
     rows = usage_vectors(await usage.examples_of(conn, touched), rules)
     if not rows:

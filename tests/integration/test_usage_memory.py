@@ -8,7 +8,7 @@ import asyncpg
 import nats.aio.msg
 import numpy as np
 
-from contracts import OutcomeEvent, ToolCall, UsageUpdated, subjects
+from contracts import OutcomeEvent, ReviewEvent, ToolCall, ToolReview, UsageUpdated, Verdict, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
 
@@ -58,3 +58,39 @@ async def test_a_success_teaches_the_tool_in_its_tenants_scope_and_is_broadcast_
         plugin,
         tenant_a,
     ), "another scope (another tenant or the shared one) learnt from tenant a"
+
+
+async def test_a_query_that_taught_two_tools_is_the_learnt_words_of_neither(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """Its outcome teaches the flight tool alone (its words count), then a review says the email tool served it
+    too: a request served by several tools names them all, so neither keeps its words (the flight tool's vector
+    is recomputed though the review did not name it)."""
+    tenant, plugin = unique("t"), unique("mine")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
+    query = "find a flight to Rome and email the booking to my boss"
+    reply = await client.select(query=query, tenant_id=tenant, k=10, filters={"plugins": [plugin]})
+    assert {"search_flights", "send_email"} <= {t.name for t in reply.tools}
+
+    async def words(name: str, expected: list[str]) -> list[str] | None:
+        """The tool's learnt words once they are ``expected`` (None if they never become so)."""
+
+        async def current() -> tuple[list[str]] | None:
+            found: list[str] | None = await pool.fetchval(
+                "SELECT v.words FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id"
+                " WHERE t.plugin_id = $1 AND t.name = $2",
+                plugin,
+                name,
+            )
+            return (found,) if found == expected else None
+
+        settled = await eventually(current, timeout_s=30)
+        return None if settled is None else settled[0]
+
+    call = ToolCall(plugin_id=plugin, name="search_flights", success=True)
+    await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
+    assert await words("search_flights", [query]) == [query]
+    perfect = ToolReview(plugin_id=plugin, name="send_email", verdict=Verdict.PERFECT)
+    await client.report([ReviewEvent(selection_id=reply.selection_id, reviews=[perfect])])
+    assert await words("search_flights", []) == []
+    assert await words("send_email", []) == []

@@ -18,9 +18,8 @@ import numpy.typing as npt
 from toolsel.store.reviews import vector_text
 
 Vector = npt.NDArray[np.float32]
-ExampleRow = tuple[int, str, UUID, int, int, str | None]
-"""tool id, scope, event id, polarity (+1, -1), row of its query's vector (see ``add_examples``), its words (the
-query text when it can be read as about this tool alone, else None)."""
+ExampleRow = tuple[int, str, UUID, int, int, UUID]
+"""tool id, scope, event id, polarity (+1, -1), row of its query (see ``add_examples``), selection id."""
 VectorRow = tuple[int, str, Vector, Vector | None, int, int, Sequence[str]]
 """tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives, learnt
 words (the newest positives' texts that have them)."""
@@ -34,11 +33,11 @@ VERSION_LOCK = 7_433_004
 
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
-INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector, words)
+INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector, words, selection_id)
 SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 + 1 : (u.query + 1) * $7]::vector,
-       u.words
-FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $8::text[])
-     AS u(tool_id, scope, event_id, polarity, query, words)
+       CASE WHEN u.polarity = 1 THEN ($8::text[])[u.query + 1] END, u.selection_id
+FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $9::uuid[])
+     AS u(tool_id, scope, event_id, polarity, query, selection_id)
 ON CONFLICT (tool_id, scope, event_id, polarity) DO NOTHING
 RETURNING tool_id, scope
 """
@@ -50,8 +49,18 @@ DELETE FROM tool_usage_examples e USING (
 ) ranked
 WHERE e.id = ranked.id AND ranked.newer > $3
 """
+TAUGHT_BY = """
+SELECT DISTINCT x.tool_id, x.scope
+FROM tool_usage_examples x JOIN unnest($1::uuid[], $2::text[]) AS u(selection_id, scope)
+     ON x.selection_id = u.selection_id AND x.scope = u.scope
+WHERE x.polarity = 1
+"""
 EXAMPLES_OF = """
-SELECT x.tool_id, x.scope, x.polarity, x.query_vector, x.words
+SELECT x.tool_id, x.scope, x.polarity, x.query_vector,
+       CASE WHEN NOT EXISTS (
+           SELECT 1 FROM tool_usage_examples o
+           WHERE o.selection_id = x.selection_id AND o.scope = x.scope AND o.polarity = 1 AND o.tool_id <> x.tool_id
+       ) THEN x.words END AS words
 FROM tool_usage_examples x JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
      ON x.tool_id = u.tool_id AND x.scope = u.scope
 ORDER BY x.tool_id, x.scope, x.id DESC
@@ -75,10 +84,11 @@ async def lock_tools(conn: asyncpg.Connection, tool_ids: Iterable[int]) -> None:
 
 
 async def add_examples(
-    conn: asyncpg.Connection, rows: Sequence[ExampleRow], queries: npt.NDArray[np.float32]
+    conn: asyncpg.Connection, rows: Sequence[ExampleRow], queries: npt.NDArray[np.float32], texts: Sequence[str]
 ) -> list[tuple[int, str]]:
-    """Add examples, each naming its query's row in ``queries`` (one already stored is kept as is); returns the
-    (tool id, scope) pairs that gained one. The vectors travel as one flat binary array (text is far slower)."""
+    """Add examples, each naming its query's row in ``queries`` and ``texts`` (a positive one keeps the text as
+    its words; one already stored is kept as is); returns the (tool id, scope) pairs that gained one. The vectors
+    travel as one flat binary array (text is far slower)."""
     if not rows:
         return []
     found = await conn.fetch(
@@ -90,9 +100,16 @@ async def add_examples(
         [r[4] for r in rows],
         queries.ravel().tolist(),
         queries.shape[1],
+        list(texts),
         [r[5] for r in rows],
     )
     return sorted({(r["tool_id"], r["scope"]) for r in found})
+
+
+async def taught_by(conn: asyncpg.Connection, selections: Sequence[tuple[UUID, str]]) -> list[tuple[int, str]]:
+    """The (tool id, scope) pairs these (selection, scope) pairs already taught positively."""
+    rows = await conn.fetch(TAUGHT_BY, [s for s, _ in selections], [scope for _, scope in selections])
+    return sorted({(r["tool_id"], r["scope"]) for r in rows})
 
 
 async def trim_examples(conn: asyncpg.Connection, touched: Sequence[tuple[int, str]], limit: int) -> None:

@@ -1,18 +1,14 @@
 """The usage memory's arithmetic: recency weights, the bounded recency-weighted centroid, vectors per scope."""
 
-from uuid import uuid4
-
 import numpy as np
 import pytest
 
 from services.learner.usage import (
     NEGATIVE,
     POSITIVE,
-    Example,
     UsageRules,
     centroid,
     recency_weights,
-    sole_words,
     usage_vectors,
 )
 
@@ -89,15 +85,3 @@ def test_learnt_words_are_the_newest_kept_positives_that_have_words() -> None:
     ]
     (row,) = usage_vectors({(1, "a"): found}, RULES)
     assert list(row[6]) == ["newest", "older", "kept"]
-
-
-def test_a_query_teaches_words_only_to_the_one_tool_it_served_alone() -> None:
-    alone, shared, review = uuid4(), uuid4(), uuid4()
-    examples = [
-        Example(1, "a", alone, POSITIVE, "book a flight to Lisbon"),
-        Example(2, "a", shared, POSITIVE, "book a flight and a hotel"),
-        Example(3, "a", shared, POSITIVE, "book a flight and a hotel"),
-        Example(4, "a", review, POSITIVE, "convert a pdf"),
-        Example(5, "a", review, NEGATIVE, "convert a pdf"),
-    ]
-    assert sole_words(examples) == ["book a flight to Lisbon", None, None, "convert a pdf", None]
