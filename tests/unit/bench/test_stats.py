@@ -34,6 +34,7 @@ def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell
     size = {
         "tools": 200,
         "select_uncached_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0},
+        "overhead_p50_ms": 0.4,
         "selector_inside_p50_ms": 0.5,
         "selector_inside_ms": {"p50": 0.5, "p95": 0.6, "p99": 0.8},
         "select_repeated_p50_ms": 0.7,
@@ -50,6 +51,7 @@ def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell
     assert cells(size) == [
         "200",
         "1.0 / 2.0 / 3.0",
+        "0.4",
         "0.5 / 0.6 / 0.8",
         "0.7",
         "300.0",
