@@ -11,7 +11,7 @@ from services.selector.stages import Scores
 
 class WordsSignal:
     name = "words"
-    field = None
+    field = "learnt_words"
 
     def scores(self, ctx: QueryContext) -> Scores:
         """0 for every row when the scope learnt no words yet."""
