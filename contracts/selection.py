@@ -52,8 +52,6 @@ class ScoreBreakdown(BaseModel):
     similarity: float = 0.0
     """Cosine of the query and the tool vector."""
     bm25: float = 0.0
-    learnt_words: float = 0.0
-    """BM25 of the query against the queries this tool served alone for the tenant, weighed by how many."""
     relevance: float = 0.0
     """The fused retrieval score in [0, 1] that the composite weighs as similarity."""
     quality: float = 0.0

@@ -19,7 +19,7 @@ RERANK_WEIGHTS = {
     "performance": 0.0,
     "fitness": 0.3,
 }
-FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "words": 1.0, "history": 0.0}
+FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {"intercept": -1.7116, "cosine": 4.2405, "bm25_match": 1.5976, "log_rank": -1.5978}
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
@@ -96,12 +96,12 @@ class Settings(BaseSettings):
     fusion_rrf_k: float = 60.0
     """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
     fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
-    """Retrieval fusion weights by signal: vector cosine, BM25, learnt words (BM25 over the queries each tool
-    served alone in the request's scope, weighed by its confidence as BM25 is), and the historical recommendation
-    (tools that helped on similar past queries). Names not given keep their default; 0 leaves a signal out. The
-    historical recommendation is off by default: lifting what helped on near queries pulled multi-tool sets down
-    (online toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it; docs/results.md, Quality); what is learnt
-    reaches retrieval through the usage vectors and the learnt words instead."""
+    """Retrieval fusion weights by signal: vector cosine, BM25 (over the tools' text and their learnt words), and
+    the historical recommendation (tools that helped on similar past queries). Names not given keep their default;
+    0 leaves a signal out. The historical recommendation is off by default: lifting what helped on near queries
+    pulled multi-tool sets down (online toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it;
+    docs/results.md, Quality); what is learnt reaches retrieval through the usage vectors and the learnt words
+    instead."""
     fusion_zscore_bm25_factor: float = Field(default=0.67, ge=0)
     """With TOOLSEL_FUSION=zscore, BM25's fusion weight is multiplied by this: most tools match none of the
     query's words, so the few that do stand more deviations out than any cosine does. Picked on a grid over the

@@ -12,10 +12,12 @@ FEATURES = ("cosine", "bm25_match", "log_rank")
 
 
 def bm25_match(scores: Scores, ceiling: float) -> Scores:
-    """Each row's BM25 score over the query's ceiling: the share of the query's words it matched, in [0, 1)."""
+    """Each row's BM25 score over the query's ceiling: the share of the query's words it matched, in [0, 1]
+    (capped: a tool's learnt words are scored by their own index, whose scores the catalog's ceiling does not
+    bound)."""
     if ceiling <= 0:
         return np.zeros_like(scores)
-    result: Scores = scores / ceiling
+    result: Scores = np.minimum(scores / ceiling, 1.0)
     return result
 
 

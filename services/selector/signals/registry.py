@@ -16,7 +16,6 @@ from services.selector.signals import (
     relevance,
     user_history,
     vector,
-    words,
 )
 from services.selector.signals.base import RerankSignal, RetrievalSignal, Signal
 from toolsel.settings import Settings
@@ -41,7 +40,6 @@ def _by_name(*signals: S) -> dict[str, S]:
 RETRIEVAL: dict[str, RetrievalSignal] = _by_name(
     vector.VECTOR,
     bm25.BM25,
-    words.WORDS,
     history.HISTORY,
 )
 RERANK: dict[str, RerankSignal] = _by_name(

@@ -15,7 +15,7 @@ def test_the_defaults_are_the_seeds() -> None:
         "performance": 0.0,
         "fitness": 0.3,
     }
-    assert Settings().fusion_weights == {"vector": 1.0, "bm25": 2.0, "words": 1.0, "history": 0.0}
+    assert Settings().fusion_weights == {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 
 
 def test_a_weight_given_replaces_its_default_only() -> None:

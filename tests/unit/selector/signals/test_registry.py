@@ -10,7 +10,7 @@ from toolsel.settings import FUSION_WEIGHTS, RERANK_WEIGHTS, Settings
 
 
 def test_the_signals_in_the_order_they_are_summed() -> None:
-    assert list(RETRIEVAL) == ["vector", "bm25", "words", "history"]
+    assert list(RETRIEVAL) == ["vector", "bm25", "history"]
     assert list(RERANK) == ["relevance", "quality", "recency", "popularity", "user_history", "performance", "fitness"]
     assert all(name == signal.name for name, signal in [*RETRIEVAL.items(), *RERANK.items()])
 

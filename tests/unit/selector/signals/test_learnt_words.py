@@ -1,12 +1,11 @@
 """Learnt words: BM25 over what each tool served alone in the request's scope, weighed by how many queries taught
-it; nothing before anything was learnt; trusted as much as its words matched."""
+it; the BM25 signal takes each tool's better match of its own text and its learnt words."""
 
 import dataclasses
 
-import numpy as np
 import pytest
 
-from services.selector.signals.words import WORDS
+from services.selector.signals.bm25 import BM25
 from services.selector.usage import Blending, UsageMemory
 from tests.unit.selector.factory import T, catalog, query_context
 from tests.unit.selector.test_usage import row
@@ -21,15 +20,16 @@ def learnt(*rows: dict[str, object]) -> UsageMemory:
     return memory
 
 
-def test_nothing_learnt_scores_nothing() -> None:
-    assert not WORDS.scores(query_context(CAT, "where is my parcel")).any()
+def test_nothing_learnt_leaves_the_tools_own_text() -> None:
+    assert not BM25.scores(query_context(CAT, "where is my parcel")).any()
+    assert BM25.scores(query_context(CAT, "lookup")).tolist()[0] > 0
 
 
 def test_a_tool_is_found_by_the_words_it_was_asked_for_with_in_the_scope() -> None:
     memory = learnt(row("p/a", 0, 1, words=["where is my parcel", "track my parcel"]))
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     ctx = dataclasses.replace(query_context(CAT, "track a parcel"), usage=view)
-    scores = WORDS.scores(ctx)
+    scores = BM25.scores(ctx)
     assert scores[0] > 0
     assert scores[1] == scores[2] == 0
     assert memory.view(CAT, "other-tenant", Blending(0.3, 8.0)) is None
@@ -47,10 +47,6 @@ def test_a_learnt_tool_without_words_has_no_index() -> None:
     view = learnt(row("p/a", 0, 1)).view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
     assert view.words is None
-
-
-def test_trust_is_its_confidence() -> None:
-    assert WORDS.trust(np.array([3.0, 0.0, 0.0]), query_context(CAT, bm25_confidence_scale=10.0)) == pytest.approx(0.3)
 
 
 def test_words_are_searched_once_indexed_and_the_old_index_serves_until_then() -> None:
@@ -73,7 +69,7 @@ def test_words_are_searched_once_indexed_and_the_old_index_serves_until_then() -
     assert after.words is not None
     assert sorted(after.words.rows.tolist()) == [0, 1]
     ctx = dataclasses.replace(query_context(CAT, "convert this pdf"), usage=after)
-    assert WORDS.scores(ctx)[1] > 0
+    assert BM25.scores(ctx)[1] > 0
 
 
 def test_a_tool_no_longer_in_the_catalog_is_left_out() -> None:
@@ -82,6 +78,19 @@ def test_a_tool_no_longer_in_the_catalog_is_left_out() -> None:
     assert view is not None
     assert view.words is not None
     assert view.words.rows.tolist() == [0]
-    scores = WORDS.scores(dataclasses.replace(query_context(CAT, "track parcel"), usage=view))
+    scores = BM25.scores(dataclasses.replace(query_context(CAT, "track parcel"), usage=view))
     assert scores[0] > 0
     assert scores.size == len(CAT)
+
+
+def test_the_better_of_its_own_text_and_its_learnt_words_counts_not_their_sum() -> None:
+    memory = learnt(row("p/a", 0, 1, words=["lookup the parcel"] * 50))
+    view = memory.view(CAT, "acme", Blending(0.3, 8.0))
+    assert view is not None
+    assert view.words is not None
+    ctx = query_context(CAT, "lookup parcel")
+    own = BM25.scores(ctx)[0]
+    words = view.words.scores("lookup parcel", len(CAT))[0]
+    assert BM25.scores(dataclasses.replace(ctx, usage=view))[0] == pytest.approx(max(own, words))
+    assert own > 0
+    assert words > 0  # both match: the sum would exceed either
