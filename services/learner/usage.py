@@ -96,6 +96,7 @@ async def remember(
     touched, and of the tools their selections taught before (which may lose those queries' words: see
     ``toolsel.store.usage.EXAMPLES_OF``); what to broadcast after commit, or None when nothing changed (e.g. every
     example was known)."""
+    examples = list({(e.tool_id, e.scope, e.selection_id, e.polarity): e for e in reversed(examples)}.values())
     if not examples:
         return None
     selections = sorted({(e.selection_id, e.scope) for e in examples if e.polarity == POSITIVE})

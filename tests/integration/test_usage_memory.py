@@ -35,7 +35,13 @@ async def test_a_success_teaches_the_tool_in_its_tenants_scope_and_is_broadcast_
     subscription = await client.nc.subscribe(subjects.USAGE_UPDATED, cb=heard)
     try:
         call = ToolCall(plugin_id=plugin, name="get_weather", success=True)
-        await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
+        perfect = ToolReview(plugin_id=plugin, name="get_weather", verdict=Verdict.PERFECT)
+        await client.report(  # an outcome and a review of one selection: one query learnt, once
+            [
+                OutcomeEvent(selection_id=reply.selection_id, calls=[call]),
+                ReviewEvent(selection_id=reply.selection_id, reviews=[perfect]),
+            ]
+        )
 
         async def learnt() -> list[asyncpg.Record]:
             found: list[asyncpg.Record] = await pool.fetch(VECTORS, plugin, "get_weather")
@@ -48,6 +54,16 @@ async def test_a_success_teaches_the_tool_in_its_tenants_scope_and_is_broadcast_
     assert [(r["scope"], r["positives"], r["negatives"], r["negative_centroid"], r["words"]) for r in rows] == [
         (tenant_a, 1, 0, None, ["is it going to snow in Oslo"])
     ]
+    reviewed = await eventually(
+        lambda: pool.fetchval("SELECT count(*) FROM reviews WHERE selection_id = $1", reply.selection_id), 30
+    )
+    assert reviewed == 1
+    positives = await pool.fetchval(
+        "SELECT count(*) FROM tool_usage_examples x JOIN tools t ON t.id = x.tool_id"
+        " WHERE t.plugin_id = $1 AND t.name = 'get_weather' AND x.polarity = 1",
+        plugin,
+    )
+    assert positives == 1
     assert notice.version >= rows[0]["version"]
     assert notice.tools >= 1
     centroid = rows[0]["centroid"].to_numpy()

@@ -38,6 +38,10 @@ SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 +
        CASE WHEN u.polarity = 1 THEN ($8::text[])[u.query + 1] END, u.selection_id
 FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $9::uuid[])
      AS u(tool_id, scope, event_id, polarity, query, selection_id)
+WHERE NOT EXISTS (
+    SELECT 1 FROM tool_usage_examples x
+    WHERE x.selection_id = u.selection_id AND x.tool_id = u.tool_id AND x.scope = u.scope AND x.polarity = u.polarity
+)
 ON CONFLICT (tool_id, scope, event_id, polarity) DO NOTHING
 RETURNING tool_id, scope
 """
@@ -87,7 +91,8 @@ async def add_examples(
     conn: asyncpg.Connection, rows: Sequence[ExampleRow], queries: npt.NDArray[np.float32], texts: Sequence[str]
 ) -> list[tuple[int, str]]:
     """Add examples, each naming its query's row in ``queries`` and ``texts`` (a positive one keeps the text as
-    its words; one already stored is kept as is); returns the (tool id, scope) pairs that gained one. The vectors
+    its words); one already stored, or of the same selection, tool, scope and polarity (an outcome and a review
+    of one selection are one query), is not added. Returns the (tool id, scope) pairs that gained one. The vectors
     travel as one flat binary array (text is far slower)."""
     if not rows:
         return []
