@@ -125,5 +125,6 @@ async def test_a_flood_of_successes_from_one_session_moves_a_tool_a_bounded_amou
     assert stats["successes"] == settings.learning_credits_per_actor
     assert 0 < stats["alpha"] - settings.prior_alpha <= settings.learning_credits_per_actor
     assert stats["beta"] == settings.prior_beta
+    # One example per credited selection: the credited outcomes may share a selection, never exceed the credits.
     examples = "SELECT count(*) FROM tool_usage_examples WHERE tool_id = $1 AND polarity = 1"
-    assert await pool.fetchval(examples, tool_id) == settings.learning_credits_per_actor
+    assert 1 <= await pool.fetchval(examples, tool_id) <= settings.learning_credits_per_actor
