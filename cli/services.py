@@ -1,6 +1,7 @@
 """Service commands: ``selector``, ``learner`` and ``indexer`` each run one service process (``toolsel up``
-starts them this way); the CLI is the one place that builds a service app from the settings. Each command
-imports its service only when it runs, so the other commands start without loading the services."""
+starts them this way, with ``python -m cli.services``); the CLI is the one place that builds a service app from
+the settings. Each command imports its service only when it runs, so the other commands start without loading
+the services."""
 
 import asyncio
 import logging
@@ -59,3 +60,7 @@ def indexer() -> None:
     from services.indexer.app import create_app
 
     serve(create_app)
+
+
+if __name__ == "__main__":
+    app()

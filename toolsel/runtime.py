@@ -3,6 +3,9 @@ at start-up the streams, the store and (for some) the embedding model. The servi
 factories call these; nothing here knows a service."""
 
 import asyncio
+import ctypes
+import ctypes.util
+import functools
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -59,3 +62,19 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         cache_size=settings.query_cache_size if cache else 0,
         model_name=settings.embedding_model,
     )
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc: its allocator returns memory by itself
+        return None
+
+
+def release_freed_memory() -> None:
+    """Give the heap's free pages back to the system after a large structure was replaced: glibc keeps them,
+    so a process that swaps its catalog would otherwise stay at the peak of two copies."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

@@ -30,7 +30,7 @@ from services.selector.catalog import Catalog, build_catalog, build_posteriors, 
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
-from toolsel.runtime import load_model, open_store, service_app, service_broker
+from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
 
@@ -198,6 +198,7 @@ async def _load_registry(state: SelectorState) -> None:
     selector = state.selector
     selector.catalog = await _read_catalog(state.store, selector.settings)
     selector.rules = build_rules(await store.active_rules(state.store))
+    release_freed_memory()
 
 
 async def _load_rules(state: SelectorState) -> None:
