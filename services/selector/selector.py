@@ -30,6 +30,7 @@ from services.selector import confidence, fusion, retrieval, stages
 from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
 from services.selector.history import UserHistory
 from services.selector.policy import Rule, Subject, visible_mask
+from services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
 from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
 from services.selector.signals.bm25 import BM25
 from services.selector.signals.quality import QUALITY
@@ -58,6 +59,10 @@ class _Retrieved:
     signals: dict[str, stages.Scores]
     bm25_match: stages.Scores
     """BM25 over the query's ceiling: how much of its words each row matched (a raw signal of confidence)."""
+
+
+_Retrieval = tuple[list[_Retrieved], str, stages.Vector | None]
+"""Each query's (and part's) retrieval, the method used, and the whole query's vector if any."""
 
 
 @dataclass(frozen=True)
@@ -117,9 +122,11 @@ class Selector:
     _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
     """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _retrievals: "RetrievalCache[_Retrieval]" = field(init=False)
 
     def __post_init__(self) -> None:
         check_weights(self.settings)
+        self._retrievals = RetrievalCache(self.settings.retrieval_cache_size)
 
     def select(self, request: SelectRequest) -> tuple[SelectReply, SelectionEvent]:
         started = time.perf_counter()
@@ -152,7 +159,9 @@ class Selector:
         scope = scope_of(request.tenant_id, s.usage_sharing)
         reviews = self._review_lookup(scope)
         usage = self.usage.view(cat, scope, Blending(s.usage_declared_weight, s.usage_declared_prior))
-        per_query, method, query_vector = self._retrieve(queries, pool, request.retrieval, reviews, usage, degraded)
+        per_query, method, query_vector = self._retrieval(
+            queries, pool, request.retrieval, scope, reviews, usage, degraded
+        )
         rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
         candidates = retrieval.round_robin(rankings, s.retrieval_candidates)
         counts["retrieved"] = int(candidates.size)
@@ -392,6 +401,32 @@ class Selector:
             mask = mask & np.array([bool(wanted & tags) for tags in cat.tags], dtype=bool)
         return mask
 
+    def _retrieval(
+        self,
+        queries: list[str],
+        pool: stages.Mask,
+        mode: str,
+        scope: str,
+        reviews: ReviewLookup | None,
+        usage: UsageView | None,
+        degraded: list[str],
+    ) -> "_Retrieval":
+        """``_retrieve``'s result, from the hot-query cache while the catalog copy, the review index and the
+        scope's usage view it was computed from are still the ones held; a degraded retrieval is not kept."""
+        key = (tuple(queries), mode, scope, pool_digest(pool))
+        sources = (self.catalog, self.reviews, usage)
+        kept = self._retrievals.get(key, sources)
+        if kept is not None:
+            return kept
+        before = len(degraded)
+        found = self._retrieve(queries, pool, mode, reviews, usage, degraded)
+        if len(degraded) == before:
+            per_query, _, vector = found
+            freeze(*(a for q in per_query for a in (q.relevance, q.bm25_match, *q.signals.values())))
+            freeze(*([] if vector is None else [vector]))
+            self._retrievals.put(key, sources, found)
+        return found
+
     def _retrieve(
         self,
         queries: list[str],
@@ -400,7 +435,7 @@ class Selector:
         reviews: ReviewLookup | None,
         usage: UsageView | None,
         degraded: list[str],
-    ) -> tuple[list[_Retrieved], str, stages.Vector | None]:
+    ) -> "_Retrieval":
         """Each query's retrieval, the method used, and the whole query's vector if any. BM25 comes first: its
         confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
         s, cat = self.settings, self.catalog
