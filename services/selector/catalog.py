@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from services.selector.policy import Rule
 from services.selector.retrieval import LexicalIndex, lexical_text
-from services.selector.stages import epoch_seconds
+from services.selector.stages import Rows, category_rows, epoch_seconds
 from toolsel.settings import Settings
 
 
@@ -60,6 +60,11 @@ class Catalog:
     def rows(self) -> dict[str, int]:
         """Tool key (``plugin/name``) -> row."""
         return {key: i for i, key in enumerate(self.keys)}
+
+    @cached_property
+    def category_rows(self) -> dict[str, Rows]:
+        """Category key -> the rows of its tools (visibility rules and page filters look categories up here)."""
+        return category_rows(self.category_keys)
 
 
 SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
@@ -131,7 +136,7 @@ def build_catalog(
         if r["embedding"] is not None:
             vectors[i] = r["embedding"].to_numpy()
             has_vector[i] = True
-    return Catalog(
+    catalog = Catalog(
         keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
         plugin_ids=[r["plugin_id"] for r in rows],
         names=[r["name"] for r in rows],
@@ -161,6 +166,8 @@ def build_catalog(
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
     )
+    _ = catalog.rows, catalog.category_rows  # indexed here, where the catalog is built, not by its first request
+    return catalog
 
 
 Posterior = tuple[float, float, float]

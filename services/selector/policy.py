@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from services.selector.stages import Mask
+from services.selector.stages import Mask, Rows
 from toolsel.pages import page_matches
 
 
@@ -76,32 +76,27 @@ def rule_matches(rule: Rule, who: Subject, tiers: Sequence[str]) -> bool:
 def visible_mask(
     rules: Sequence[Rule],
     who: Subject,
-    tool_keys: Sequence[str],
-    category_keys: Sequence[str | None],
+    tool_rows: Mapping[str, int],
+    category_rows: Mapping[str, Rows],
+    size: int,
     tiers: Sequence[str],
 ) -> Mask:
-    """Which catalog rows this subject may see."""
-    if not rules:
-        return np.ones(len(tool_keys), dtype=bool)
-    decided: dict[int, tuple[int, bool]] = {}  # row -> (priority, allowed)
-    rows_by_tool = {key: i for i, key in enumerate(tool_keys)}
-    rows_by_category: dict[str, list[int]] = {}
-    for i, category in enumerate(category_keys):
-        if category is not None:
-            rows_by_category.setdefault(category, []).append(i)
+    """Which of ``size`` catalog rows this subject may see; rule targets are found by lookup (tool key -> row,
+    category key -> rows), so the work is the rules', never a pass over the catalog."""
+    mask = np.ones(size, dtype=bool)
+    decided = np.full(size, np.iinfo(np.int64).min, dtype=np.int64)  # priority of the rule that decided each row
     for rule in rules:
         if rule.tenant_id not in ("*", who.org) or not rule_matches(rule, who, tiers):
             continue
         if rule.target_kind == "tool":
-            targets = [rows_by_tool[rule.target]] if rule.target in rows_by_tool else []
+            row = tool_rows.get(rule.target)
+            targets = np.zeros(0, dtype=np.int64) if row is None else np.array([row], dtype=np.int64)
         else:
-            targets = rows_by_category.get(rule.target, [])
+            targets = category_rows.get(rule.target, np.zeros(0, dtype=np.int64))
         allow = rule.effect == "allow"
-        for row in targets:
-            current = decided.get(row)
-            if current is None or rule.priority > current[0] or (rule.priority == current[0] and not allow):
-                decided[row] = (rule.priority, allow)
-    mask = np.ones(len(tool_keys), dtype=bool)
-    for row, (_, allowed) in decided.items():
-        mask[row] = allowed
+        # a higher priority decides; at equal priority deny wins
+        wins = (rule.priority > decided[targets]) | ((rule.priority == decided[targets]) & (not allow))
+        taken = targets[wins]
+        decided[taken] = rule.priority
+        mask[taken] = allow
     return mask

@@ -148,7 +148,8 @@ class Selector:
         counts["filtered"] = int(mask.sum())
         wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
         if wanted:
-            mask, applied = stages.narrow(mask, stages.category_mask(cat.plugin_ids, cat.categories, wanted))
+            keys = (f"{plugin}/{category}" for plugin, category in wanted)
+            mask, applied = stages.narrow(mask, stages.category_mask(cat.category_rows, len(cat), keys))
             if not applied:
                 degraded.append("page_filter.empty")
         counts["page"] = int(mask.sum())
@@ -287,7 +288,7 @@ class Selector:
     def _policy(self, request: SelectRequest) -> stages.Mask:
         who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
         cat = self.catalog
-        return visible_mask(self.rules, who, cat.keys, cat.category_keys, self.settings.tier_order)
+        return visible_mask(self.rules, who, cat.rows, cat.category_rows, len(cat), self.settings.tier_order)
 
     def _choose(
         self,

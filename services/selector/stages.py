@@ -38,8 +38,23 @@ def page_categories(
     return with_descendants(wanted, parents)
 
 
-def category_mask(plugin_ids: Sequence[str], categories: Sequence[str | None], wanted: set[tuple[str, str]]) -> Mask:
-    return np.array([(p, c) in wanted for p, c in zip(plugin_ids, categories, strict=True)], dtype=bool)
+def category_rows(category_keys: Sequence[str | None]) -> dict[str, Rows]:
+    """Category key (``plugin/category``) -> the rows of its tools, ascending: built once per catalog copy, so a
+    request finds a category's tools by lookup, not by a pass over the catalog."""
+    grouped: dict[str, list[int]] = {}
+    for row, key in enumerate(category_keys):
+        if key is not None:
+            grouped.setdefault(key, []).append(row)
+    return {key: np.array(rows, dtype=np.int64) for key, rows in grouped.items()}
+
+
+def category_mask(rows_of: Mapping[str, Rows], size: int, wanted: Iterable[str]) -> Mask:
+    """The rows of the ``wanted`` categories (keys as ``category_rows`` gives them) among ``size`` rows."""
+    mask = np.zeros(size, dtype=bool)
+    for key in wanted:
+        if (rows := rows_of.get(key)) is not None:
+            mask[rows] = True
+    return mask
 
 
 def narrow(mask: Mask, keep: Mask) -> tuple[Mask, bool]:

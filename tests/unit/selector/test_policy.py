@@ -4,10 +4,20 @@ import pytest
 
 from contracts import OPERATORS
 from services.selector.policy import Rule, Subject, rule_matches, visible_mask
+from services.selector.stages import category_rows
 
 TIERS = ["free", "pro", "teams", "enterprise"]
 KEYS = ["p/a", "p/b", "q/c"]
 CATEGORIES = ["p/x", "p/y", None]
+
+
+def visible(rules: list[Rule]) -> list[bool]:
+    """The mask over KEYS, whose categories are CATEGORIES."""
+    tool_rows = {key: row for row, key in enumerate(KEYS)}
+    mask = visible_mask(rules, WHO, tool_rows, category_rows(CATEGORIES), len(KEYS), TIERS)
+    return [bool(v) for v in mask]
+
+
 WHO = Subject(org="acme", user="u1", page="/admin/users", role="admin", tier="pro")
 
 
@@ -66,29 +76,37 @@ def test_the_policy_applies_every_operator_the_contracts_accept() -> None:
 
 
 def test_no_rules_show_everything() -> None:
-    assert visible_mask([], WHO, KEYS, CATEGORIES, TIERS).tolist() == [True, True, True]
+    assert visible([]) == [True, True, True]
 
 
 def test_deny_by_category_hides_its_tools_only() -> None:
-    mask = visible_mask([rule("deny", "p/x", kind="category")], WHO, KEYS, CATEGORIES, TIERS)
-    assert mask.tolist() == [False, True, True]
+    assert visible([rule("deny", "p/x", kind="category")]) == [False, True, True]
 
 
 def test_higher_priority_allow_overrides_a_lower_deny() -> None:
     rules = [rule("deny", "p/a", priority=0), rule("allow", "p/a", priority=5, org="acme")]
-    assert visible_mask(rules, WHO, KEYS, CATEGORIES, TIERS).tolist()[0] is True
+    assert visible(rules)[0] is True
 
 
 def test_deny_wins_at_equal_priority_in_either_order() -> None:
     for rules in ([rule("allow", "p/a", 3), rule("deny", "p/a", 3)], [rule("deny", "p/a", 3), rule("allow", "p/a", 3)]):
-        assert visible_mask(rules, WHO, KEYS, CATEGORIES, TIERS).tolist()[0] is False
+        assert visible(rules)[0] is False
 
 
 def test_rules_of_another_tenant_do_not_apply() -> None:
-    mask = visible_mask([rule("deny", "p/a", tenant="globex")], WHO, KEYS, CATEGORIES, TIERS)
-    assert mask.tolist()[0] is True
+    assert visible([rule("deny", "p/a", tenant="globex")])[0] is True
 
 
 def test_a_rule_that_does_not_match_the_subject_changes_nothing() -> None:
-    mask = visible_mask([rule("deny", "p/b", tier={"gte": "enterprise"})], WHO, KEYS, CATEGORIES, TIERS)
-    assert mask.tolist() == [True, True, True]
+    assert visible([rule("deny", "p/b", tier={"gte": "enterprise"})]) == [True, True, True]
+
+
+def test_a_rule_on_a_tool_or_category_the_catalog_does_not_hold_changes_nothing() -> None:
+    assert visible([rule("deny", "p/gone"), rule("deny", "p/nowhere", kind="category")]) == [True, True, True]
+
+
+def test_a_category_allow_at_higher_priority_overrides_a_tool_deny() -> None:
+    rules = [rule("deny", "p/a", priority=1), rule("allow", "p/x", priority=2, kind="category")]
+    assert visible(rules) == [True, True, True]
+    rules = [rule("deny", "p/a", priority=2), rule("allow", "p/x", priority=1, kind="category")]
+    assert visible(rules) == [False, True, True]

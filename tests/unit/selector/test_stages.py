@@ -8,6 +8,7 @@ import pytest
 from services.selector.stages import (
     beyond_candidates,
     category_mask,
+    category_rows,
     choose,
     composite,
     cosine,
@@ -103,9 +104,10 @@ def test_empty_page_maps_to_nothing_even_with_a_catch_all() -> None:
 
 
 def test_category_mask() -> None:
-    wanted = {("billing", "invoices")}
-    mask = category_mask(["billing", "crm", "billing", "billing"], ["invoices", "invoices", None, "money"], wanted)
-    assert mask.tolist() == [True, False, False, False]
+    rows = category_rows(["billing/invoices", "crm/invoices", None, "billing/money", "billing/invoices"])
+    assert rows["billing/invoices"].tolist() == [0, 4]
+    mask = category_mask(rows, 5, ["billing/invoices", "billing/absent"])
+    assert mask.tolist() == [True, False, False, False, True]
 
 
 # --- masks ----------------------------------------------------------------------------------------------------
