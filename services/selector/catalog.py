@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from services.selector.policy import Rule
 from services.selector.retrieval import LexicalIndex, lexical_text
-from services.selector.stages import Rows, category_rows, epoch_seconds
+from services.selector.stages import Rows, epoch_seconds, group_rows
 from toolsel.settings import Settings
 
 
@@ -63,8 +63,19 @@ class Catalog:
 
     @cached_property
     def category_rows(self) -> dict[str, Rows]:
-        """Category key -> the rows of its tools (visibility rules and page filters look categories up here)."""
-        return category_rows(self.category_keys)
+        """``plugin/category`` -> the rows of its tools (visibility rules and page filters look them up here)."""
+        return group_rows([(key,) if key else () for key in self.category_keys])
+
+    @cached_property
+    def filter_rows(self) -> dict[str, dict[str, Rows]]:
+        """What a request's filters look up, by filter: plugin, server ("" for none declared), category name and
+        tag -> rows."""
+        return {
+            "plugins": group_rows([(plugin,) for plugin in self.plugin_ids]),
+            "servers": group_rows([(str(spec.get("server") or ""),) for spec in self.specs]),
+            "categories": group_rows([(category,) if category else () for category in self.categories]),
+            "tags": group_rows(self.tags),
+        }
 
 
 SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
@@ -166,7 +177,11 @@ def build_catalog(
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
     )
-    _ = catalog.rows, catalog.category_rows  # indexed here, where the catalog is built, not by its first request
+    _ = (
+        catalog.rows,
+        catalog.category_rows,
+        catalog.filter_rows,
+    )  # indexed here, where the catalog is built, not by its first request
     return catalog
 
 

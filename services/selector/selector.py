@@ -149,7 +149,7 @@ class Selector:
         wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
         if wanted:
             keys = (f"{plugin}/{category}" for plugin, category in wanted)
-            mask, applied = stages.narrow(mask, stages.category_mask(cat.category_rows, len(cat), keys))
+            mask, applied = stages.narrow(mask, stages.rows_mask(cat.category_rows, len(cat), keys))
             if not applied:
                 degraded.append("page_filter.empty")
         counts["page"] = int(mask.sum())
@@ -389,17 +389,17 @@ class Selector:
         return self._review_rows_cache
 
     def _apply_filters(self, mask: stages.Mask, request: SelectRequest) -> stages.Mask:
-        """The request's own filters: plugins, servers, categories and tags."""
+        """The request's own filters: plugins, servers, categories and tags, each looked up in the catalog's
+        index."""
         cat, f = self.catalog, request.filters
-        if f.plugins:
-            mask = mask & np.isin(np.array(cat.plugin_ids), f.plugins)
-        if f.servers:
-            mask = mask & np.array([str(spec.get("server") or "") in f.servers for spec in cat.specs], dtype=bool)
-        if f.categories:
-            mask = mask & np.array([c in f.categories for c in cat.categories], dtype=bool)
-        if f.tags:
-            wanted = set(f.tags)
-            mask = mask & np.array([bool(wanted & tags) for tags in cat.tags], dtype=bool)
+        for name, wanted in (
+            ("plugins", f.plugins),
+            ("servers", f.servers),
+            ("categories", f.categories),
+            ("tags", f.tags),
+        ):
+            if wanted:
+                mask = mask & stages.rows_mask(cat.filter_rows[name], len(cat), wanted)
         return mask
 
     def _retrieval(

@@ -38,21 +38,22 @@ def page_categories(
     return with_descendants(wanted, parents)
 
 
-def category_rows(category_keys: Sequence[str | None]) -> dict[str, Rows]:
-    """Category key (``plugin/category``) -> the rows of its tools, ascending: built once per catalog copy, so a
-    request finds a category's tools by lookup, not by a pass over the catalog."""
+def group_rows(labels: Sequence[Iterable[str]]) -> dict[str, Rows]:
+    """Label -> the rows carrying it, ascending, from each row's labels (none, one or several): built once per
+    catalog copy, so a request finds the tools of a category, tag or server by lookup, not by a pass over the
+    catalog."""
     grouped: dict[str, list[int]] = {}
-    for row, key in enumerate(category_keys):
-        if key is not None:
-            grouped.setdefault(key, []).append(row)
-    return {key: np.array(rows, dtype=np.int64) for key, rows in grouped.items()}
+    for row, own in enumerate(labels):
+        for label in own:
+            grouped.setdefault(label, []).append(row)
+    return {label: np.array(rows, dtype=np.int64) for label, rows in grouped.items()}
 
 
-def category_mask(rows_of: Mapping[str, Rows], size: int, wanted: Iterable[str]) -> Mask:
-    """The rows of the ``wanted`` categories (keys as ``category_rows`` gives them) among ``size`` rows."""
+def rows_mask(rows_of: Mapping[str, Rows], size: int, wanted: Iterable[str]) -> Mask:
+    """The rows carrying any ``wanted`` label (an index from ``group_rows``) among ``size`` rows."""
     mask = np.zeros(size, dtype=bool)
-    for key in wanted:
-        if (rows := rows_of.get(key)) is not None:
+    for label in wanted:
+        if (rows := rows_of.get(label)) is not None:
             mask[rows] = True
     return mask
 

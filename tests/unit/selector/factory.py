@@ -30,6 +30,7 @@ class T:
     pin_weight: int = 0
     quarantined: bool = False
     tags: list[str] = field(default_factory=list)
+    server: str = ""
 
 
 def catalog(
@@ -38,7 +39,9 @@ def catalog(
     parents: dict[tuple[str, str], str | None] | None = None,
 ) -> Catalog:
     specs: list[dict[str, object]] = [
-        {"name": t.name, "description": t.text, "tags": t.tags, "parameters": {"type": "object"}} for t in tools
+        {"name": t.name, "description": t.text, "tags": t.tags, "parameters": {"type": "object"}}
+        | ({"server": t.server} if t.server else {})
+        for t in tools
     ]
     vectors = np.zeros((len(tools), DIM), dtype=np.float32)
     for i, t in enumerate(tools):

@@ -4,7 +4,7 @@ import pytest
 
 from contracts import OPERATORS
 from services.selector.policy import Rule, Subject, rule_matches, visible_mask
-from services.selector.stages import category_rows
+from services.selector.stages import group_rows
 
 TIERS = ["free", "pro", "teams", "enterprise"]
 KEYS = ["p/a", "p/b", "q/c"]
@@ -14,7 +14,7 @@ CATEGORIES = ["p/x", "p/y", None]
 def visible(rules: list[Rule]) -> list[bool]:
     """The mask over KEYS, whose categories are CATEGORIES."""
     tool_rows = {key: row for row, key in enumerate(KEYS)}
-    mask = visible_mask(rules, WHO, tool_rows, category_rows(CATEGORIES), len(KEYS), TIERS)
+    mask = visible_mask(rules, WHO, tool_rows, group_rows([(c,) if c else () for c in CATEGORIES]), len(KEYS), TIERS)
     return [bool(v) for v in mask]
 
 

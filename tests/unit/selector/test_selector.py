@@ -331,3 +331,26 @@ def test_reviews_from_another_tenant_leave_this_tenants_fitness_alone() -> None:
     fitness = {t.name: t.breakdown.fitness for t in mine.tools}
     assert fitness["reviewed"] == pytest.approx(1.0)
     assert {t.name: t.breakdown.fitness for t in theirs.tools}["reviewed"] == pytest.approx(1.4)
+
+
+FILTERED = [
+    T("send_email", "send an email", 0, plugin="mail", category="outbox", tags=["messaging"], server="smtp"),
+    T("read_inbox", "read the email inbox", 1, plugin="mail", category="inbox", tags=["messaging", "read"]),
+    T("get_weather", "weather forecast", 2, plugin="meteo", category="forecast", server="api"),
+]
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"plugins": ["mail"]}, {"send_email", "read_inbox"}),
+        ({"servers": ["smtp", "api"]}, {"send_email", "get_weather"}),
+        ({"servers": [""]}, {"read_inbox"}),  # no server declared
+        ({"categories": ["inbox", "forecast"]}, {"read_inbox", "get_weather"}),
+        ({"tags": ["read"]}, {"read_inbox"}),
+        ({"plugins": ["mail"], "tags": ["messaging"], "servers": ["smtp"]}, {"send_email"}),
+        ({"plugins": ["nowhere"]}, set()),
+    ],
+)
+def test_request_filters_keep_only_the_tools_they_name(filters: dict[str, list[str]], expected: set[str]) -> None:
+    assert set(names(selector(FILTERED), query="email weather", k=5, filters=filters)) == expected

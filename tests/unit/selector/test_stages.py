@@ -7,8 +7,6 @@ import pytest
 
 from services.selector.stages import (
     beyond_candidates,
-    category_mask,
-    category_rows,
     choose,
     composite,
     cosine,
@@ -16,6 +14,7 @@ from services.selector.stages import (
     deep_score,
     epoch_seconds,
     evidence,
+    group_rows,
     inject_pins,
     locate,
     narrow,
@@ -23,6 +22,7 @@ from services.selector.stages import (
     page_matches,
     posterior_mean,
     recency,
+    rows_mask,
     tenant_mask,
     thompson,
     top_n,
@@ -103,11 +103,17 @@ def test_empty_page_maps_to_nothing_even_with_a_catch_all() -> None:
     assert page_categories([("billing", "*", "money", 0)], "", PARENTS) == set()
 
 
-def test_category_mask() -> None:
-    rows = category_rows(["billing/invoices", "crm/invoices", None, "billing/money", "billing/invoices"])
+def test_rows_mask_finds_the_rows_of_each_wanted_label() -> None:
+    rows = group_rows([("billing/invoices",), ("crm/invoices",), (), ("billing/money",), ("billing/invoices",)])
     assert rows["billing/invoices"].tolist() == [0, 4]
-    mask = category_mask(rows, 5, ["billing/invoices", "billing/absent"])
+    mask = rows_mask(rows, 5, ["billing/invoices", "billing/absent"])
     assert mask.tolist() == [True, False, False, False, True]
+
+
+def test_a_row_with_several_labels_is_found_by_each() -> None:
+    rows = group_rows([frozenset({"a", "b"}), frozenset(), frozenset({"b"})])
+    assert rows_mask(rows, 3, ["a"]).tolist() == [True, False, False]
+    assert rows_mask(rows, 3, ["b"]).tolist() == [True, False, True]
 
 
 # --- masks ----------------------------------------------------------------------------------------------------
