@@ -20,7 +20,7 @@ RERANK_WEIGHTS = {
     "fitness": 0.3,
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
-CONFIDENCE_COEFFICIENTS = {"intercept": -1.7116, "cosine": 4.2405, "bm25_match": 1.5976, "log_rank": -1.5978}
+CONFIDENCE_COEFFICIENTS = {"intercept": -1.7621, "cosine": 4.2589, "bm25_match": 1.3986, "log_rank": -1.5777}
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
 the query and its parts (a compound request has one first tool per need)."""
