@@ -206,7 +206,8 @@ async def _load_rules(state: SelectorState) -> None:
 
 
 async def _load_posteriors(state: SelectorState) -> None:
-    state.selector.posteriors = build_posteriors(await store.posteriors(state.store))
+    """Built in a worker thread, like the catalog: every learnt posterior of every tenant and context."""
+    state.selector.posteriors = await asyncio.to_thread(build_posteriors, await store.posteriors(state.store))
 
 
 async def _load_usage(state: SelectorState) -> None:
@@ -234,7 +235,8 @@ async def _load_reviews(state: SelectorState) -> None:
     version = await store.review_index_version(state.store)
     if version != state.reviews_version:
         rows = await store.review_index(state.store)
-        state.selector.reviews = build_review_index(rows, state.selector.settings.embedding_dim)
+        dim = state.selector.settings.embedding_dim
+        state.selector.reviews = await asyncio.to_thread(build_review_index, rows, dim)  # off the event loop
         state.reviews_version = version
 
 
