@@ -122,7 +122,8 @@ class Selector:
     _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
     """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _retrievals: "RetrievalCache[_Retrieval]" = field(init=False)
+    _retrievals: RetrievalCache[_Retrieval] = field(init=False)
+    """The hot-query cache: a repeated query's retrieval while its sources are unchanged (``_retrieval``)."""
 
     def __post_init__(self) -> None:
         check_weights(self.settings)
@@ -411,7 +412,7 @@ class Selector:
         reviews: ReviewLookup | None,
         usage: UsageView | None,
         degraded: list[str],
-    ) -> "_Retrieval":
+    ) -> _Retrieval:
         """``_retrieve``'s result, from the hot-query cache while the catalog copy, the review index and the
         scope's usage view it was computed from are still the ones held; a degraded retrieval is not kept."""
         key = (tuple(queries), mode, scope, pool_digest(pool))
@@ -436,7 +437,7 @@ class Selector:
         reviews: ReviewLookup | None,
         usage: UsageView | None,
         degraded: list[str],
-    ) -> "_Retrieval":
+    ) -> _Retrieval:
         """Each query's retrieval, the method used, and the whole query's vector if any. BM25 comes first: its
         confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
         s, cat = self.settings, self.catalog
