@@ -38,8 +38,8 @@ LOCK_FILE = "stack.lock"
 OPERATOR = "operator"
 """The NATS user of ``toolsel up`` itself and of the CLI."""
 TOOLSEL_COMMAND = (sys.executable, "-m", "cli")
-"""The ``toolsel`` command line for a child process (``+ ("selector",)`` runs a selector): a command line, not
-an import, so the shared runtime never imports the CLI or a service."""
+"""The ``toolsel`` command line for a child process (``+ ("status",)``): a command line, not an import, so the
+shared runtime never imports the CLI or a service."""
 SERVICE_COMMAND = (sys.executable, "-m", "cli.services")
 """A service process's command line (``+ ("selector",)``): only the service commands, so a service does not
 hold every other command's imports (about 50 MB per process)."""

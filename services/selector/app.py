@@ -198,7 +198,7 @@ async def _load_registry(state: SelectorState) -> None:
     selector = state.selector
     selector.catalog = await _read_catalog(state.store, selector.settings)
     selector.rules = build_rules(await store.active_rules(state.store))
-    release_freed_memory()
+    await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
 
 
 async def _load_rules(state: SelectorState) -> None:

@@ -52,19 +52,16 @@ class Catalog:
         return len(self.keys)
 
     @cached_property
-    def category_keys(self) -> list[str | None]:
-        """``plugin/category`` of each row, as visibility rules name categories."""
-        return [f"{p}/{c}" if c else None for p, c in zip(self.plugin_ids, self.categories, strict=True)]
-
-    @cached_property
     def rows(self) -> dict[str, int]:
         """Tool key (``plugin/name``) -> row."""
         return {key: i for i, key in enumerate(self.keys)}
 
     @cached_property
     def category_rows(self) -> dict[str, Rows]:
-        """``plugin/category`` -> the rows of its tools (visibility rules and page filters look them up here)."""
-        return group_rows([(key,) if key else () for key in self.category_keys])
+        """``plugin/category`` (as visibility rules name categories) -> the rows of its tools; rules and page
+        filters look them up here."""
+        keys = [(f"{p}/{c}",) if c else () for p, c in zip(self.plugin_ids, self.categories, strict=True)]
+        return group_rows(keys)
 
     @cached_property
     def filter_rows(self) -> dict[str, dict[str, Rows]]:

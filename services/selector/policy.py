@@ -84,6 +84,8 @@ def visible_mask(
     """Which of ``size`` catalog rows this subject may see; rule targets are found by lookup (tool key -> row,
     category key -> rows), so the work is the rules', never a pass over the catalog."""
     mask = np.ones(size, dtype=bool)
+    if not rules:
+        return mask
     decided = np.full(size, np.iinfo(np.int64).min, dtype=np.int64)  # priority of the rule that decided each row
     for rule in rules:
         if rule.tenant_id not in ("*", who.org) or not rule_matches(rule, who, tiers):

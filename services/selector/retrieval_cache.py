@@ -49,8 +49,6 @@ class _Entry(Generic[T]):
 
     def computed_from(self, sources: tuple[Source, ...]) -> bool:
         """Whether these are the very copies (identity: a replaced copy equal to the old one is still new)."""
-        if len(sources) != len(self.sources):
-            return False
         return all(
             (r is None and s is None) or (r is not None and r() is s)
             for r, s in zip(self.sources, sources, strict=True)

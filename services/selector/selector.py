@@ -424,8 +424,8 @@ class Selector:
         found = self._retrieve(queries, pool, mode, reviews, usage, degraded)
         if len(degraded) == before:
             per_query, _, vector = found
-            freeze(*(a for q in per_query for a in (q.relevance, q.bm25_match, *q.signals.values())))
-            freeze(*([] if vector is None else [vector]))
+            arrays = [a for q in per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
+            freeze(*arrays, *([vector] if vector is not None else []))
             self._retrievals.put(key, sources, found)
         return found
 
