@@ -1,5 +1,6 @@
 """The benchmark's catalog and queries, pooled from every evaluation set of a folder (pure once loaded)."""
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +26,19 @@ def catalog_of(tools: Sequence[Tool], size: int) -> list[Tool]:
         tool, copy = unique[i % len(unique)], i // len(unique)
         out.append(tool if copy == 0 else Tool(f"{tool.name}~copy{copy + 1}", tool.description, tool.parameters))
     return out
+
+
+def interleaved(per_set: Sequence[Sequence[str]], seed: int) -> list[str]:
+    """Every set's texts, each set in a seeded shuffle, taken one set at a time in turn: any run of the result
+    mixes the sets as the whole does, so each catalog size is timed on the same kind of queries (in the sets'
+    order, the smallest catalog got one set's long requests and the largest another's short ones)."""
+    shuffled = []
+    for i, texts in enumerate(per_set):
+        order = list(texts)
+        random.Random(seed + i).shuffle(order)
+        shuffled.append(order)
+    longest = max((len(texts) for texts in shuffled), default=0)
+    return [texts[j] for j in range(longest) for texts in shuffled if j < len(texts)]
 
 
 def bench_queries(texts: Sequence[str], count: int) -> list[str]:

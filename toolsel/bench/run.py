@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolsel.bench.catalog import bench_queries, catalog_of, pooled_sets
+from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
 from toolsel.bench.load import in_own_process, throughput
 from toolsel.bench.stats import percentiles_ms, rate, rss_mb
 from toolsel.client import ToolselClient
@@ -26,6 +26,8 @@ REFERENCE_SAMPLES = 100
 BATCH_TEXTS = 256
 IN_FLIGHT = 16
 """Requests outstanding while throughput is measured."""
+QUERY_SEED = 0
+"""Seed of each set's query order (``interleaved``): every run times the same queries."""
 THROUGHPUT_ROUNDS = 4
 """Each throughput measure is timed over this many times ``--requests`` selects, after ``--requests`` to warm up."""
 SECOND_SELECTOR_S = 300.0
@@ -197,7 +199,8 @@ async def run_bench(options: Options) -> dict[str, Any]:
     n = options.requests
     timed = n * len(sizes)
     loaded = 3 * n * (THROUGHPUT_ROUNDS + 1)
-    queries = bench_queries([q.text for s in sets for q in s.queries], timed + loaded)
+    texts = interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED)
+    queries = bench_queries(texts, timed + loaded)
     with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
         settings = Settings(home=Path(home), nats_url=None, database_url=None)  # its own servers, always
         reference, embed_s = await asyncio.to_thread(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from toolsel.bench.catalog import MAX_QUERY_CHARS, bench_queries, catalog_of
+from toolsel.bench.catalog import MAX_QUERY_CHARS, bench_queries, catalog_of, interleaved
 from toolsel.evaluation.dataset import Tool
 
 POOL = [Tool("a", "first", None), Tool("b", "second", {"type": "object"}), Tool("a", "duplicate", None)]
@@ -38,3 +38,12 @@ def test_queries_are_cut_and_distinct_once_they_run_out() -> None:
 def test_no_queries_is_refused() -> None:
     with pytest.raises(ValueError, match="no queries"):
         bench_queries([" "], 3)
+
+
+def test_interleaved_queries_take_the_sets_in_turn_each_shuffled_by_seed() -> None:
+    long_set, short_set = [f"long request {i}" for i in range(6)], [f"q{i}" for i in range(3)]
+    mixed = interleaved([long_set, short_set], seed=1)
+    assert sorted(mixed) == sorted(long_set + short_set)
+    assert [q.startswith("long") for q in mixed[:6]] == [True, False] * 3  # both sets in every stretch
+    assert mixed == interleaved([long_set, short_set], seed=1)
+    assert mixed != interleaved([long_set, short_set], seed=2)

@@ -40,9 +40,13 @@ def unit_rows(lengths: Sequence[int]) -> np.ndarray:
 
 
 def test_token_batches_bound_texts_and_padded_tokens() -> None:
-    assert token_batches([1, 1, 2, 2, 3], max_texts=2, max_tokens=100) == [range(0, 2), range(2, 4), range(4, 5)]
+    assert token_batches([1, 1, 2, 2, 3], max_texts=2, max_tokens=100, max_padding=1.0) == [
+        range(0, 2),
+        range(2, 4),
+        range(4, 5),
+    ]
     # padded to the longest: 3 x 3 tokens fit in 10, a fourth of 4 would make 16
-    assert token_batches([2, 3, 3, 4, 9, 20], max_texts=8, max_tokens=10) == [
+    assert token_batches([2, 3, 3, 4, 9, 20], max_texts=8, max_tokens=10, max_padding=1.0) == [
         range(0, 3),
         range(3, 4),
         range(4, 5),
@@ -51,20 +55,32 @@ def test_token_batches_bound_texts_and_padded_tokens() -> None:
     assert token_batches([], max_texts=8, max_tokens=10) == []
 
 
+def test_token_batches_split_where_padding_would_be_wasted() -> None:
+    # 10 and 11 pad to 22 tokens, 1 wasted; 30 beside them would pad to 90 with 39 wasted
+    assert token_batches([10, 11, 30], max_texts=8, max_tokens=512, max_padding=0.1) == [range(0, 2), range(2, 3)]
+    # a query's short parts and the whole query: each length class its own call
+    assert token_batches([12, 13, 36, 61], max_texts=8, max_tokens=512, max_padding=0.1) == [
+        range(0, 2),
+        range(2, 3),
+        range(3, 4),
+    ]
+    assert token_batches([5, 5, 5], max_texts=8, max_tokens=512, max_padding=0.0) == [range(0, 3)]
+
+
 def test_rows_come_back_in_the_callers_order() -> None:
     model = LengthModel()
-    texts = ["a" * 30, "a", "a" * 7]
+    texts = ["a" * 30, "a" * 10, "a" * 11]
     rows = embedder_of(model, batch_size=2).embed(texts)
-    assert model.batches == [["a", "a" * 7], ["a" * 30]]
-    np.testing.assert_allclose(rows, unit_rows([30, 1, 7]), rtol=1e-6)
+    assert model.batches == [["a" * 10, "a" * 11], ["a" * 30]]
+    np.testing.assert_allclose(rows, unit_rows([30, 10, 11]), rtol=1e-6)
 
 
 def test_long_texts_go_in_small_batches() -> None:
     model = LengthModel()
-    texts = ["a" * 50, "b" * 5, "c" * 6, "d" * 50, "e" * 5, "f" * 120]
+    texts = ["a" * 50, "b" * 5, "c" * 5, "d" * 50, "e" * 5, "f" * 120]
     rows = embedder_of(model, batch_size=32, batch_tokens=100).embed(texts)
-    assert model.batches == [["b" * 5, "e" * 5, "c" * 6], ["a" * 50, "d" * 50], ["f" * 120]]
-    np.testing.assert_allclose(rows, unit_rows([50, 5, 6, 50, 5, 120]), rtol=1e-6)
+    assert model.batches == [["b" * 5, "c" * 5, "e" * 5], ["a" * 50, "d" * 50], ["f" * 120]]
+    np.testing.assert_allclose(rows, unit_rows([50, 5, 5, 50, 5, 120]), rtol=1e-6)
 
 
 class CountingModel(LengthModel):
@@ -85,27 +101,29 @@ def embedder_over(model: LengthModel, cache_size: int) -> Embedder:
     return embedder
 
 
-def test_a_query_and_its_parts_cost_one_model_call_and_repeats_none() -> None:
+def test_a_query_and_its_parts_are_embedded_together_unless_padding_would_waste_and_repeats_cost_nothing() -> None:
     model = CountingModel()
     embedder = embedder_over(model, cache_size=8)
-    texts = ["a" * 9, "a", "a" * 4, "a"]
+    texts = ["a" * 10, "b" * 9, "c" * 10, "b" * 9]
     rows = embedder.embed_queries(texts)
     assert model.calls == 1
-    assert model.seen == ["a", "a" * 4, "a" * 9]
-    assert [float(r[0] / r[1]) for r in rows] == pytest.approx([9, 1, 4, 1])
-    again = embedder.embed_queries(["a" * 4, "a" * 9])
+    assert model.seen == ["b" * 9, "a" * 10, "c" * 10]
+    assert [float(r[0] / r[1]) for r in rows] == pytest.approx([10, 9, 10, 9])
+    again = embedder.embed_queries(["c" * 10, "a" * 10])
     assert model.calls == 1  # all cached
-    assert [float(r[0] / r[1]) for r in again] == pytest.approx([4, 9])
-    embedder.embed_queries(["a" * 2, "a"])
+    assert [float(r[0] / r[1]) for r in again] == pytest.approx([10, 10])
+    embedder.embed_queries(["d" * 2, "b" * 9])
     assert model.calls == 2
-    assert model.seen == ["a" * 2]
+    assert model.seen == ["d" * 2]
+    embedder.embed_queries(["e" * 40, "f" * 10, "g" * 10])  # a long request and its short parts: two calls
+    assert model.batches[-2:] == [["f" * 10, "g" * 10], ["e" * 40]]
 
 
 def test_the_query_cache_keeps_at_most_its_size_and_vectors_are_read_only() -> None:
     model = CountingModel()
     embedder = embedder_over(model, cache_size=2)
-    rows = embedder.embed_queries(["a", "aa", "aaa"])
-    assert list(embedder._cache) == ["aa", "aaa"]
+    rows = embedder.embed_queries(["a" * 10, "b" * 10, "c" * 10])
+    assert list(embedder._cache) == ["b" * 10, "c" * 10]
     assert not rows[0].flags.writeable
-    embedder.embed_query("a")
+    embedder.embed_query("a" * 10)
     assert model.calls == 2  # "a" was evicted
