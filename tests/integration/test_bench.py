@@ -38,6 +38,7 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
         assert 0 < u["p50"] <= u["p95"] <= u["p99"]
         assert 0 < inside["p50"] <= inside["p95"] <= inside["p99"]
         assert size["overhead_p50_ms"] < u["p50"]  # each select less its own query's embedding and a round trip
+        assert size["overhead_in_selector_p50_ms"] < inside["p50"]  # the reply's latency less the same embedding
         assert size["selector_rss_mb"] > 0
         assert size["sync_tools_per_s"] > 0
         assert size["sync_of_batch_rate"] > 0

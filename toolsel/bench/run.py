@@ -95,7 +95,8 @@ async def measure_size(
     client: ToolselClient, tools: list[Any], queries: Sequence[str], pids: dict[str, int], embed_s: dict[str, float]
 ) -> dict[str, Any]:
     """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it; the
-    overhead is each select's time less its own query's embedding (``embed_s``), p50, less a round trip."""
+    overhead is each select's time less its own query's embedding (``embed_s``), p50, less a round trip; the part
+    of it in the selector, each reply's ``latency_ms`` less the same embedding."""
     names = wire_names([t.name for t in tools])
     syncs = catalog_syncs(tools, names, PLUGIN_PREFIX, TENANT)
     model_s = await embedding_s(client)
@@ -121,10 +122,12 @@ async def measure_size(
         repeated.append(time.perf_counter() - started)
     status = await proc_status(pids["selector"])
     less_embedding = [u - embed_s[q] for u, q in zip(uncached, queries, strict=True)]
+    inside_less = [i - embed_s[q] for i, q in zip(inside, queries, strict=True)]
     return {
         "tools": len(tools),
         "select_uncached_ms": percentiles_ms(uncached),
         "select_less_embedding_p50_ms": percentiles_ms(less_embedding, (50,))["p50"],
+        "overhead_in_selector_p50_ms": percentiles_ms(inside_less, (50,))["p50"],
         "selector_inside_p50_ms": percentiles_ms(inside, (50,))["p50"],
         "selector_inside_ms": percentiles_ms(inside),
         "select_repeated_p50_ms": percentiles_ms(repeated[REPEATED:], (50,))["p50"],

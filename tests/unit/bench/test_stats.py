@@ -30,11 +30,12 @@ def test_rss_now_and_at_its_peak_from_proc_status() -> None:
         rss_mb("Name: python\n")
 
 
-def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell_each() -> None:
+def test_a_row_joins_the_percentiles_the_overhead_the_sync_and_the_indexer_memory_in_one_cell_each() -> None:
     size = {
         "tools": 200,
         "select_uncached_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0},
         "overhead_p50_ms": 0.4,
+        "overhead_in_selector_p50_ms": 0.3,
         "selector_inside_p50_ms": 0.5,
         "selector_inside_ms": {"p50": 0.5, "p95": 0.6, "p99": 0.8},
         "select_repeated_p50_ms": 0.7,
@@ -51,7 +52,7 @@ def test_a_row_joins_the_percentiles_the_sync_and_the_indexer_memory_in_one_cell
     assert cells(size) == [
         "200",
         "1.0 / 2.0 / 3.0",
-        "0.4",
+        "0.4 (0.3)",
         "0.5 / 0.6 / 0.8",
         "0.7",
         "300.0",
