@@ -124,12 +124,20 @@ def token_batches(
     batches: list[range] = []
     start = 0
     for end in range(1, len(lengths) + 1):
-        padded = (end + 1 - start) * lengths[end] if end < len(lengths) else 0
-        wasted = padded - sum(lengths[start : end + 1]) if padded else 0
-        if end == len(lengths) or end - start == max_texts or padded > max_tokens or wasted > max_padding * padded:
+        if (
+            end == len(lengths)
+            or end - start == max_texts
+            or not _fits(lengths[start : end + 1], max_tokens, max_padding)
+        ):
             batches.append(range(start, end))
             start = end
     return batches
+
+
+def _fits(run: Sequence[int], max_tokens: int, max_padding: float) -> bool:
+    """Whether a sorted run of lengths, padded to its last, stays within the tokens and the padding allowed."""
+    padded = len(run) * run[-1]
+    return padded <= max_tokens and padded - sum(run) <= max_padding * padded
 
 
 def _normalise(rows: Matrix) -> Matrix:
