@@ -2,7 +2,10 @@
 vectors trained to tell the tools apart. Vector signal only, every streamed query an example of each of its
 relevant tools (the bound an agent that finds every tool would reach), held-out queries never streamed.
 
-    python scripts/usage_representations.py ../shared/bench/metatool --events 10000 [--cap 64]
+    python scripts/usage_representations.py SET_DIR --events 10000 [--cap 64]
+
+SET_DIR is any folder in the evaluation-set format (``tools.jsonl`` + ``queries.jsonl``, as ``toolsel eval``
+reads); docs/results.md names the sets it was run on.
 
 The split and the stream are ``toolsel eval --online``'s (same seed, same held-out slice); the centroid is the
 learner's (``services.learner.usage.centroid``) blended as the selectors blend it (``Blending``, the settings'
@@ -11,6 +14,7 @@ docs/results.md (Quality, learning from use).
 """
 
 import argparse
+import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,29 +22,18 @@ import numpy as np
 import numpy.typing as npt
 
 from services.indexer.hashing import embedding_text
+from services.learner.compaction import kmeans
 from services.learner.usage import centroid
 from services.selector.usage import Blending, blend
-from toolsel.embedder import load_embedder
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.online import holdout_split, stream
+from toolsel.runtime import load_model
 from toolsel.settings import get_settings
 
 Matrix = npt.NDArray[np.float32]
 Scorer = Callable[[Matrix], Matrix]
 """Held-out query vectors -> one score per (query, tool)."""
-
-
-def kmeans(x: Matrix, k: int, seed: int = 0, rounds: int = 10) -> tuple[Matrix, npt.NDArray[np.int64]]:
-    """Spherical k-means: k unit centroids and how many rows each holds."""
-    centres = x[np.random.default_rng(seed).choice(len(x), k, replace=False)].copy()
-    for _ in range(rounds):
-        nearest = np.argmax(x @ centres.T, axis=1)
-        for j in range(k):
-            if (members := x[nearest == j]).size:
-                total = members.sum(0)
-                centres[j] = total / np.linalg.norm(total)
-    return centres, np.bincount(np.argmax(x @ centres.T, axis=1), minlength=k)
 
 
 def softmax_trained(declared: Matrix, x: Matrix, tools: npt.NDArray[np.int64], epochs: int = 300) -> Matrix:
@@ -72,8 +65,8 @@ def representations(
                 mean = centroid(found, len(found), half_life)
                 rows, counts = np.vstack([mean if mean is not None else declared[tool]]), [len(found)]
                 if (parts := min(k, len(found) // 4)) > 1:  # the parts beside the whole, the best of them
-                    centres, sizes = kmeans(np.vstack(found), parts)
-                    rows, counts = np.vstack([*centres, *rows]), [*sizes.tolist(), *counts]
+                    centres, labels = kmeans(np.vstack(found), parts)
+                    rows, counts = np.vstack([*centres, *rows]), [*np.bincount(labels).tolist(), *counts]
                 weights = blending.declared_weights(np.array(counts, dtype=np.int64))
                 mixed = blend(np.repeat(declared[tool : tool + 1], len(rows), 0), rows, weights)
                 out[:, tool] = (held @ mixed.T).max(1)
@@ -120,15 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     bench = load_set(args.path)
     names = wire_names([t.name for t in bench.tools])
     column = {t.name: i for i, t in enumerate(bench.tools)}
-    embedder = load_embedder(
-        settings.model_dir,
-        settings.home,
-        threads=settings.embedding_threads,
-        batch_size=settings.embedding_batch_size,
-        batch_tokens=settings.embedding_batch_tokens,
-        cache_size=0,
-        model_name=settings.embedding_model,
-    )
+    embedder = asyncio.run(load_model(settings, cache=False))
     declared = embedder.embed([embedding_text(tool_spec(t, names[t.name])) for t in bench.tools])
     held, pool = holdout_split(bench.queries, args.holdout, args.seed)
     streamed = stream(pool, args.events)
