@@ -74,6 +74,19 @@ class Catalog:
             "tags": group_rows(self.tags),
         }
 
+    @cached_property
+    def related(self) -> list[list[int]]:
+        """Each row's live related tools (the rows its plugin declares related to it, in declared order): a
+        selection reads them for every candidate, so they are resolved once per copy."""
+        rows = self.rows
+
+        def of(row: int) -> list[int]:
+            names = self.specs[row].get("related_tools")
+            keys = (f"{self.plugin_ids[row]}/{name}" for name in (names if isinstance(names, list) else []))
+            return [rows[key] for key in keys if key in rows]
+
+        return [of(row) for row in range(len(self))]
+
 
 SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
 """The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server

@@ -307,14 +307,12 @@ def _chained_actions(step: str, min_words: int, max_words: int) -> bool:
 
 
 def round_robin(rankings: Sequence[Rows], limit: int) -> Rows:
-    """Merge per-sub-query rankings, taking one from each in turn: every need gets its quota of the slots."""
-    chosen: list[int] = []
-    seen: set[int] = set()
-    depth = 0
-    while len(chosen) < limit and any(depth < r.size for r in rankings):
-        for ranking in rankings:
-            if depth < ranking.size and int(ranking[depth]) not in seen and len(chosen) < limit:
-                chosen.append(int(ranking[depth]))
-                seen.add(int(ranking[depth]))
-        depth += 1
-    return np.array(chosen, dtype=np.int64)
+    """Merge per-sub-query rankings, taking one from each in turn: every need gets its quota of the slots. The
+    turns are one sort (depth, then ranking) and a row keeps its first turn."""
+    if not rankings:
+        return np.zeros(0, dtype=np.int64)
+    turns = np.concatenate([np.arange(r.size) * len(rankings) + i for i, r in enumerate(rankings)])
+    rows = np.concatenate(rankings).astype(np.int64)[np.argsort(turns, kind="stable")]
+    _, first = np.unique(rows, return_index=True)
+    merged: Rows = rows[np.sort(first)][:limit]
+    return merged

@@ -17,14 +17,9 @@ from uuid import uuid4
 import numpy as np
 
 from contracts import (
-    ScoreBreakdown,
-    ScoredTool,
-    SelectedTool,
     SelectionEvent,
     SelectReply,
     SelectRequest,
-    TokenEstimate,
-    ToolRef,
 )
 from services.selector import confidence, fusion, retrieval, stages
 from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
@@ -96,11 +91,16 @@ class _Scored:
 
     def shown(self, rows: stages.Rows) -> list[tuple[float, float, dict[str, float]]]:
         """What the reply shows of each of these catalog rows: its score, confidence and breakdown, as Python
-        floats (one conversion per array, not per value)."""
+        floats rounded to ``SHOWN_DECIMALS`` except the posterior counts (one matrix rounded and converted, not
+        one value at a time)."""
         at = self.at(rows)
-        fields = {name: values[at].tolist() for name, values in self.breakdown.items()}
-        breakdowns = [{name: values[i] for name, values in fields.items()} for i in range(at.size)]
-        return list(zip(self.score[at].tolist(), self.confidence[at].tolist(), breakdowns, strict=True))
+        names = list(self.breakdown)
+        exact = [i for i, name in enumerate(names) if name in _EXACT]
+        matrix = np.stack([*(self.breakdown[name][at] for name in names), self.score[at], self.confidence[at]])
+        shown = np.round(matrix, SHOWN_DECIMALS)
+        shown[exact] = matrix[exact]
+        columns: list[list[float]] = shown.T.tolist()
+        return [(c[-2], c[-1], dict(zip(names, c[:-2], strict=True))) for c in columns]
 
 
 @dataclass
@@ -227,7 +227,7 @@ class Selector:
         candidates = np.concatenate(rankings)
         if not request.rerank:
             return np.unique(candidates)
-        related = [r for c in np.unique(candidates).tolist() for r in self._related_rows(c)]
+        related = [r for c in np.unique(candidates).tolist() for r in self.catalog.related[c]]
         reach = candidates[:0]
         if self.settings.rerank_sampling != "all" and self._explores_deep(rng):
             reach = stages.top_n(relevance, pool, self.settings.exploration_depth)
@@ -526,6 +526,8 @@ class Selector:
         started: float,
         related: Mapping[int, int],
     ) -> tuple[SelectReply, SelectionEvent]:
+        """The reply and its event, each validated once as a whole (nested models built in one pass, not one
+        Python constructor per tool)."""
         cat = self.catalog
         exploring = set(explored.tolist())
         tools = [
@@ -534,94 +536,94 @@ class Selector:
         ]
         selected_tokens = int(cat.schema_tokens[final].sum())
         hints = {
-            f"{t.plugin_id}/{t.category}": hint
+            f"{t['plugin_id']}/{t['category']}": hint
             for t in tools
-            if t.category and (hint := cat.workflow_hints.get((t.plugin_id, t.category)))
+            if t["category"] and (hint := cat.workflow_hints.get((t["plugin_id"], t["category"])))
         }
         latency = (time.perf_counter() - started) * 1000
-        reply = SelectReply(
-            selection_id=uuid4(),
-            tools=tools,
-            context_key=ctx,
-            method=method,
-            degraded=degraded,
-            candidate_counts=counts,
-            workflow_hints=hints,
-            tokens=TokenEstimate(
-                selected=selected_tokens, catalog=visible_tokens, saved=max(visible_tokens - selected_tokens, 0)
-            ),
-            latency_ms=latency,
+        reply = SelectReply.model_validate(
+            {
+                "selection_id": uuid4(),
+                "tools": tools,
+                "context_key": ctx,
+                "method": method,
+                "degraded": degraded,
+                "candidate_counts": counts,
+                "workflow_hints": hints,
+                "tokens": {
+                    "selected": selected_tokens,
+                    "catalog": visible_tokens,
+                    "saved": max(visible_tokens - selected_tokens, 0),
+                },
+                "latency_ms": latency,
+            }
         )
-        event = SelectionEvent(
-            selection_id=reply.selection_id,
-            tenant_id=request.tenant_id,
-            user_id=request.user_id,
-            session_id=request.session_id,
-            query=request.query,
-            page=request.page,
-            tier=request.tier,
-            role=request.role,
-            context_key=ctx,
-            method=method,
-            tools=[
-                SelectedTool(
-                    plugin_id=t.plugin_id,
-                    name=t.name,
-                    rank=i,
-                    score=t.score,
-                    pinned=t.pinned,
-                    exploration=t.exploration,
-                )
-                for i, t in enumerate(tools)
-            ],
-            candidate_count=counts["retrieved"],
-            latency_ms=latency,
-            tokens_selected=selected_tokens,
-            tokens_catalog=visible_tokens,
+        event = SelectionEvent.model_validate(
+            {
+                "selection_id": reply.selection_id,
+                "tenant_id": request.tenant_id,
+                "user_id": request.user_id,
+                "session_id": request.session_id,
+                "query": request.query,
+                "page": request.page,
+                "tier": request.tier,
+                "role": request.role,
+                "context_key": ctx,
+                "method": method,
+                "tools": [
+                    {
+                        "plugin_id": t["plugin_id"],
+                        "name": t["name"],
+                        "rank": i,
+                        "score": t["score"],
+                        "pinned": t["pinned"],
+                        "exploration": t["exploration"],
+                    }
+                    for i, t in enumerate(tools)
+                ],
+                "candidate_count": counts["retrieved"],
+                "latency_ms": latency,
+                "tokens_selected": selected_tokens,
+                "tokens_catalog": visible_tokens,
+            }
         )
         return reply, event
-
-    def _related_rows(self, row: int) -> list[int]:
-        """Catalog rows of the live tools a tool's plugin declares related to it, in declared order."""
-        cat = self.catalog
-        names = cat.specs[row].get("related_tools")
-        keys = (f"{cat.plugin_ids[row]}/{name}" for name in (names if isinstance(names, list) else []))
-        return [cat.rows[key] for key in keys if key in cat.rows]
 
     def _with_related(
         self, final: stages.Rows, top: int, allowed: stages.Mask, k: int
     ) -> tuple[stages.Rows, dict[int, int]]:
         """Seed 003: the top tool's related tools follow it into room the ranking left (row -> top row)."""
         taken = set(final.tolist())
-        extra = [r for r in self._related_rows(top) if allowed[r] and r not in taken][: max(k - final.size, 0)]
+        extra = [r for r in self.catalog.related[top] if allowed[r] and r not in taken][: max(k - final.size, 0)]
         return np.concatenate([final, np.array(extra, dtype=np.int64)]), dict.fromkeys(extra, top)
 
-    def _ref(self, row: int) -> ToolRef:
-        return ToolRef(plugin_id=self.catalog.plugin_ids[row], name=self.catalog.names[row])
+    def _ref(self, row: int) -> dict[str, str]:
+        """A tool's reference as the reply carries it (``ToolRef``'s fields)."""
+        return {"plugin_id": self.catalog.plugin_ids[row], "name": self.catalog.names[row]}
 
     def _scored(
         self, row: int, shown: tuple[float, float, dict[str, float]], exploration: bool, related_to: int | None = None
-    ) -> ScoredTool:
-        """Catalog row ``row`` with its scores (``_Scored.shown``)."""
+    ) -> dict[str, Any]:
+        """Catalog row ``row`` with its scores (``_Scored.shown``), as ``ScoredTool``'s fields."""
         cat, spec = self.catalog, self.catalog.specs[row]
         score, sure, breakdown = shown
         parameters = spec.get("parameters")
-        return ScoredTool(
-            plugin_id=cat.plugin_ids[row],
-            name=cat.names[row],
-            display_name=str(spec.get("display_name") or ""),
-            description=str(spec.get("description") or ""),
-            parameters=parameters if isinstance(parameters, dict) else {},
-            category=cat.categories[row],
-            score=_r(score),
-            confidence=_r(sure),
-            pinned=bool(cat.pinned[row]),
-            exploration=exploration,
-            usage_hint=str(spec.get("usage_hint") or "") or None,
-            related_tools=[self._ref(r) for r in self._related_rows(row)],
-            related_to=None if related_to is None else self._ref(related_to),
-            breakdown=ScoreBreakdown.model_validate({f: v if f in _EXACT else _r(v) for f, v in breakdown.items()}),
-        )
+        return {
+            "plugin_id": cat.plugin_ids[row],
+            "name": cat.names[row],
+            "display_name": str(spec.get("display_name") or ""),
+            "description": str(spec.get("description") or ""),
+            "parameters": parameters if isinstance(parameters, dict) else {},
+            "category": cat.categories[row],
+            "score": score,
+            "confidence": sure,
+            "pinned": bool(cat.pinned[row]),
+            "exploration": exploration,
+            "usage_hint": str(spec.get("usage_hint") or "") or None,
+            "related_tools": [self._ref(r) for r in cat.related[row]],
+            "related_to": None if related_to is None else self._ref(related_to),
+            "breakdown": breakdown,
+        }
 
 
 _EXACT = frozenset({"alpha", "beta"})
@@ -639,5 +641,5 @@ def _best(per_query: Iterable[stages.Scores]) -> stages.Scores:
     return best
 
 
-def _r(value: float) -> float:
-    return round(float(value), 6)
+SHOWN_DECIMALS = 6
+"""Decimals of the scores a reply shows: enough to order them, short on the wire."""

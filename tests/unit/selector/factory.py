@@ -31,6 +31,7 @@ class T:
     quarantined: bool = False
     tags: list[str] = field(default_factory=list)
     server: str = ""
+    related: list[str] = field(default_factory=list)
 
 
 def catalog(
@@ -41,6 +42,7 @@ def catalog(
     specs: list[dict[str, object]] = [
         {"name": t.name, "description": t.text, "tags": t.tags, "parameters": {"type": "object"}}
         | ({"server": t.server} if t.server else {})
+        | ({"related_tools": t.related} if t.related else {})
         for t in tools
     ]
     vectors = np.zeros((len(tools), DIM), dtype=np.float32)

@@ -99,6 +99,25 @@ def test_round_robin_gives_each_ranking_its_turn_without_repeats() -> None:
     assert round_robin([np.array([1, 2, 3])], limit=2).tolist() == [1, 2]
 
 
+def _turn_by_turn(rankings: list[np.ndarray], limit: int) -> list[int]:
+    """The merge as its definition reads: depth by depth, each ranking in turn, skipping rows already taken."""
+    chosen: list[int] = []
+    for depth in range(max((r.size for r in rankings), default=0)):
+        for ranking in rankings:
+            if depth < ranking.size and int(ranking[depth]) not in chosen and len(chosen) < limit:
+                chosen.append(int(ranking[depth]))
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_round_robin_matches_the_turn_by_turn_merge(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rankings = [rng.permutation(30)[: rng.integers(0, 12)] for _ in range(rng.integers(1, 5))]
+    limit = int(rng.integers(1, 25))
+    assert round_robin(rankings, limit).tolist() == _turn_by_turn(rankings, limit)
+    assert round_robin([], 5).size == 0
+
+
 def test_score_fusion_is_the_weighted_mean_of_max_scaled_signals() -> None:
     mask = np.array([True, True, False])
     cosine = np.array([0.8, 0.4, 0.9])  # the masked-out row does not set the scale
