@@ -3,6 +3,7 @@ any fastembed model by name (``TOOLSEL_EMBEDDING_MODEL``) or from a local direct
 
 import os
 import shutil
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -46,7 +47,8 @@ def assemble_model_dir(target: Path) -> Path:
 
 
 class Embedder:
-    """Normalised 384-d vectors; an LRU cache for repeated single queries, batches for bulk work."""
+    """Normalised 384-d vectors; an LRU cache for repeated single queries, batches for bulk work. Safe to call from
+    several threads at once: the model runs unlocked (it releases the GIL), the cache under a lock."""
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class Embedder:
         self._batch_tokens = batch_tokens
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
         self.dim = int(self._model.embedding_size)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
@@ -100,19 +103,29 @@ class Embedder:
     def embed_queries(self, texts: Sequence[str]) -> list[Matrix]:
         """One cached unit vector per text; the ones not cached are embedded together (``embed``: a compound
         request's parts of like length share a model call, the whole request goes apart from its short parts)."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        found: dict[str, Matrix] = dict(zip(missing, self.embed(missing), strict=True)) if missing else {}
-        for text in found:
-            found[text].setflags(write=False)
-        for text in dict.fromkeys(texts):
-            if text in self._cache:
+        with self._cache_lock:
+            found = {text: self._cache[text] for text in dict.fromkeys(texts) if text in self._cache}
+            for text in found:
                 self._cache.move_to_end(text)
-                found[text] = self._cache[text]
-        if self._cache_size:
-            self._cache.update((text, found[text]) for text in missing)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        embedded = dict(zip(missing, self.embed(missing), strict=True)) if missing else {}
+        for vector in embedded.values():
+            vector.setflags(write=False)
+        if self._cache_size and embedded:
+            with self._cache_lock:
+                self._cache.update(embedded)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        found |= embedded
         return [found[text] for text in texts]
+
+    def uncached(self, texts: Sequence[str]) -> list[str]:
+        """The distinct texts the cache does not hold but would keep: embedded ahead (in a worker thread), a later
+        ``embed_queries`` finds them there. None when the cache keeps nothing."""
+        if not self._cache_size:
+            return []
+        with self._cache_lock:
+            return [text for text in dict.fromkeys(texts) if text not in self._cache]
 
 
 def token_batches(

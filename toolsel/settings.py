@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     2-core machine, 0.6 ms with one)."""
     query_cache_size: int = 4096
     """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
+    query_embedding_workers: int = Field(default=2, ge=1)
+    """Threads that embed a selector's queries before it selects, off the event loop that other requests and
+    broadcasts wait on; the model releases the GIL, so each thread can use a core."""
 
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)

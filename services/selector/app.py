@@ -6,8 +6,10 @@ broadcast was missed; a reload that fails leaves the copy in memory serving and 
 """
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -53,6 +55,8 @@ class SelectorState:
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
     """One reload of a source at a time: two that overlapped could finish out of order, and a copy read before
     a change (a tool's quarantine) would replace the copy read after it."""
+    embedding: ThreadPoolExecutor | None = None
+    """Where queries are embedded before a selection (open while the app runs)."""
 
     @property
     def store(self) -> asyncpg.Pool:
@@ -114,6 +118,7 @@ def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRoute
         description="Select the tools for a query; a bad request gets a typed error reply.",
     )
     async def select(request: SelectRequest) -> SelectReply:
+        await _embed_ahead(state, request)
         reply, event = state.selector.select(request)
         state.selections += 1
         if not request.dry_run:
@@ -130,6 +135,17 @@ def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRoute
 
     add_health(rpc, "selector", health)
     return rpc
+
+
+async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:
+    """The request's query vectors, computed in a worker thread into the model's cache: the model's milliseconds
+    never hold the event loop, and requests in flight share the cores. A failure is left to the selection, which
+    embeds again and answers with BM25 alone, saying so."""
+    embedder, texts = state.selector.embedder, state.selector.texts_to_embed(request)
+    if embedder is None or not texts or state.embedding is None:
+        return
+    with contextlib.suppress(Exception):
+        await asyncio.get_running_loop().run_in_executor(state.embedding, embedder.embed_queries, texts)
 
 
 def _broadcasts(state: SelectorState) -> NatsRouter:
@@ -259,6 +275,7 @@ async def _start(state: SelectorState, settings: Settings) -> None:
         log.exception("the embedding model did not load; answering with BM25 alone")
     selector = state.selector
     selector.embedder = embedder
+    state.embedding = ThreadPoolExecutor(settings.query_embedding_workers, thread_name_prefix="embed")
     selector.catalog = await _read_catalog(state.pool, settings)
     sources: tuple[tuple[str, Load], ...] = (
         ("rules", _load_rules),
@@ -281,6 +298,9 @@ async def _start(state: SelectorState, settings: Settings) -> None:
 async def _stop(state: SelectorState) -> None:
     for task in state.refreshers:
         task.cancel()
+    if state.embedding is not None:
+        state.embedding.shutdown(wait=False, cancel_futures=True)
+        state.embedding = None
     if state.pool is not None:
         await state.pool.close()
         state.pool = None

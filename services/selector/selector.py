@@ -156,8 +156,7 @@ class Selector:
         counts["page"] = int(mask.sum())
 
         pool = mask & ~cat.pinned if request.rerank else mask
-        parts = retrieval.decompose(request.query) if s.decompose_queries else [request.query]
-        queries = [request.query, *parts] if len(parts) > 1 else parts
+        parts, queries = self._queries(request)
         scope = scope_of(request.tenant_id, s.usage_sharing)
         reviews = self._review_lookup(scope)
         usage = self.usage.view(cat, scope, Blending(s.usage_declared_weight, s.usage_declared_prior))
@@ -210,6 +209,20 @@ class Selector:
         no_match = not any(t.confidence >= s.no_match_confidence for t in reply.tools if t.related_to is None)
         sub_queries = parts if len(parts) > 1 else []
         return reply.model_copy(update={"no_match": no_match, "sub_queries": sub_queries}), event
+
+    def texts_to_embed(self, request: SelectRequest) -> list[str]:
+        """What this request's retrieval would give the model that it has not cached: the app embeds them in a
+        worker thread first, so that ``select`` finds them cached. None when BM25 answers alone, or may (its fast
+        path decides per query whether the vector is needed at all)."""
+        if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
+            return []
+        return self.embedder.uncached(self._queries(request)[1])
+
+    def _queries(self, request: SelectRequest) -> tuple[list[str], list[str]]:
+        """The request's atomic needs (seed 002; just the query when it is not compound) and what retrieval ranks
+        for: the whole query, then each need."""
+        parts = retrieval.decompose(request.query) if self.settings.decompose_queries else [request.query]
+        return parts, [request.query, *parts] if len(parts) > 1 else parts
 
     def _rows_read(
         self,

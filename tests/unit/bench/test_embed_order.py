@@ -1,6 +1,8 @@
 """The embedder batches texts by token length, within a bound of texts and tokens per call, yet returns one
 row per text in the order given."""
 
+import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
@@ -97,7 +99,7 @@ class CountingModel(LengthModel):
 
 def embedder_over(model: LengthModel, cache_size: int) -> Embedder:
     embedder = embedder_of(model, batch_size=8)
-    embedder._cache, embedder._cache_size = OrderedDict(), cache_size
+    embedder._cache, embedder._cache_size, embedder._cache_lock = OrderedDict(), cache_size, threading.Lock()
     return embedder
 
 
@@ -127,3 +129,40 @@ def test_the_query_cache_keeps_at_most_its_size_and_vectors_are_read_only() -> N
     assert not rows[0].flags.writeable
     embedder.embed_query("a" * 10)
     assert model.calls == 2  # "a" was evicted
+
+
+def test_uncached_names_the_distinct_texts_the_cache_lacks() -> None:
+    embedder = embedder_over(CountingModel(), cache_size=8)
+    embedder.embed_queries(["a" * 3, "b" * 4])
+    assert embedder.uncached(["b" * 4, "c" * 5, "c" * 5, "a" * 3, "d" * 6]) == ["c" * 5, "d" * 6]
+
+
+def test_threads_sharing_the_cache_get_their_own_texts_vectors() -> None:
+    """The selector embeds requests in worker threads while its event loop reads the same cache; with a cache
+    smaller than the texts, every call evicts what another is reading."""
+    embedder = embedder_over(CountingModel(), cache_size=3)
+    texts = ["x" * n for n in range(1, 13)]
+    failures: list[BaseException] = []
+
+    def hammer(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(300):
+                picked = [texts[i] for i in rng.choice(len(texts), size=3)]
+                rows = embedder.embed_queries(picked)
+                assert [round(float(r[0] / r[1])) for r in rows] == [len(t) for t in picked]
+        except BaseException as error:
+            failures.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        workers = [threading.Thread(target=hammer, args=(seed,)) for seed in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert len(embedder._cache) <= 3

@@ -83,6 +83,13 @@ class AxisEmbedder:
     def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
         return [self._embed(text) for text in texts]
 
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._embed(text)
+
+    def uncached(self, texts: list[str]) -> list[str]:
+        """Nothing to embed ahead: it keeps no cache."""
+        return []
+
     def _embed(self, text: str) -> npt.NDArray[np.float32]:
         vector = np.zeros(DIM, dtype=np.float32)
         for word, axis in self.keywords.items():

@@ -3,6 +3,7 @@ model are stand-ins, the handlers, lifespan and refresh logic are the real ones.
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +33,21 @@ from toolsel.messaging import events_stream
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
 
-EMBED = AxisEmbedder({"email": 0, "weather": 1, "flight": 2})
+
+class ThreadedEmbedder(AxisEmbedder):
+    """Keeps what it embedded, as the model's query cache does, and in which thread each text was embedded."""
+
+    def __init__(self, keywords: dict[str, int]) -> None:
+        super().__init__(keywords)
+        self.threads: dict[str, str] = {}
+
+    def embed_queries(self, texts: list[str]) -> list[Any]:
+        for text in texts:
+            self.threads.setdefault(text, threading.current_thread().name)
+        return super().embed_queries(texts)
+
+    def uncached(self, texts: list[str]) -> list[str]:
+        return [text for text in dict.fromkeys(texts) if text not in self.threads]
 
 
 def tool_row(name: str, description: str, axis: int) -> dict[str, Any]:
@@ -88,7 +103,7 @@ def fake_store(monkeypatch: pytest.MonkeyPatch) -> FakeStore:
         return fake
 
     async def load_model(settings: Settings, *, cache: bool = True) -> AxisEmbedder:
-        return EMBED
+        return ThreadedEmbedder({"email": 0, "weather": 1, "flight": 2})
 
     monkeypatch.setattr(selector_app, "open_store", open_store)
     monkeypatch.setattr(selector_app, "load_model", load_model)
@@ -282,3 +297,19 @@ async def test_reloads_of_one_source_never_overlap_so_the_last_read_wins() -> No
     await selector_app._refresh(state, "registry", load)
     await first
     assert reads == ["before", "after"]
+
+
+async def test_a_query_is_embedded_in_a_worker_thread_not_on_the_event_loop(
+    broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[ThreadedEmbedder] = []
+    embed_queries = ThreadedEmbedder.embed_queries
+
+    def spy(self: ThreadedEmbedder, texts: list[str]) -> list[Any]:
+        seen.append(self)
+        return embed_queries(self, texts)
+
+    monkeypatch.setattr(ThreadedEmbedder, "embed_queries", spy)
+    reply = await select(broker, query="send an email to Oslo", k=1, dry_run=True)
+    assert reply.method == "hybrid"  # the vector was used
+    assert seen[0].threads["send an email to Oslo"].startswith("embed")  # the app's worker, not the loop's thread

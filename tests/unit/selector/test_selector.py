@@ -11,6 +11,7 @@ from pgvector import Vector
 from contracts import SelectRequest, ToolRef
 from services.selector.catalog import ReviewIndex
 from services.selector.policy import Rule
+from services.selector.retrieval import decompose
 from services.selector.selector import Selector
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog
 from toolsel.settings import Settings
@@ -354,3 +355,35 @@ FILTERED = [
 )
 def test_request_filters_keep_only_the_tools_they_name(filters: dict[str, list[str]], expected: set[str]) -> None:
     assert set(names(selector(FILTERED), query="email weather", k=5, filters=filters)) == expected
+
+
+class CachingEmbedder(AxisEmbedder):
+    """Keeps what it embedded, as the model's query cache does."""
+
+    def __init__(self, keywords: dict[str, int]) -> None:
+        super().__init__(keywords)
+        self.seen: set[str] = set()
+
+    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+        self.seen.update(texts)
+        return super().embed_queries(texts)
+
+    def uncached(self, texts: list[str]) -> list[str]:
+        return [text for text in dict.fromkeys(texts) if text not in self.seen]
+
+
+def test_the_texts_to_embed_ahead_are_the_query_and_its_parts_the_model_has_not_seen() -> None:
+    embedder = CachingEmbedder(EMBED.keywords)
+    sel = Selector(Settings(), catalog(TOOLS), embedder)  # type: ignore[arg-type]
+    query = "check the weather in Paris, then search flights to Paris, and then book a hotel room"
+    request = SelectRequest(query=query)
+    texts = sel.texts_to_embed(request)
+    assert texts == [query, *decompose(query)]  # the whole request, then each need
+    assert len(texts) == 4
+    sel.select(request)
+    assert embedder.seen == set(texts)  # the selection embeds exactly what was named
+    assert sel.texts_to_embed(request) == []
+    assert sel.texts_to_embed(SelectRequest(query="a new query", retrieval="bm25")) == []
+    fast = Selector(Settings(bm25_fast_path=True), catalog(TOOLS), embedder)  # type: ignore[arg-type]
+    assert fast.texts_to_embed(SelectRequest(query="a new query")) == []  # BM25 may answer it alone
+    assert Selector(Settings(), catalog(TOOLS), None).texts_to_embed(SelectRequest(query="a new query")) == []

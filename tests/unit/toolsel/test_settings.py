@@ -13,6 +13,7 @@ from toolsel.settings import Settings
         ("usage_declared_weight", 1.5),
         ("fusion_zscore_bm25_factor", -0.1),
         ("fusion", "harmonic"),
+        ("query_embedding_workers", 0),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_setting(field: str, value: object) -> None:
