@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     query_embedding_workers: int = Field(default=2, ge=1)
     """Threads that embed a selector's queries before it selects, off the event loop that other requests and
     broadcasts wait on; the model releases the GIL, so each thread can use a core."""
+    select_concurrency: int = Field(default=8, ge=1)
+    """Select requests a selector takes at once: while some wait for their embedding, the others (a repeated
+    query, another's selection) go on."""
 
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)

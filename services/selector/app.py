@@ -8,6 +8,7 @@ broadcast was missed; a reload that fails leaves the copy in memory serving and 
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -114,12 +115,14 @@ def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRoute
     @rpc.subscriber(
         subjects.SELECT,
         queue=subjects.SELECTOR_QUEUE,
+        max_workers=state.selector.settings.select_concurrency,
         title="select",
         description="Select the tools for a query; a bad request gets a typed error reply.",
     )
     async def select(request: SelectRequest) -> SelectReply:
+        started = time.perf_counter()
         await _embed_ahead(state, request)
-        reply, event = state.selector.select(request)
+        reply, event = state.selector.select(request, started)
         state.selections += 1
         if not request.dry_run:
             outbox.put(event)  # published after the reply is on its way, never on its critical path

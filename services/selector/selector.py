@@ -129,8 +129,10 @@ class Selector:
         check_weights(self.settings)
         self._retrievals = RetrievalCache(self.settings.retrieval_cache_size)
 
-    def select(self, request: SelectRequest) -> tuple[SelectReply, SelectionEvent]:
-        started = time.perf_counter()
+    def select(self, request: SelectRequest, started: float | None = None) -> tuple[SelectReply, SelectionEvent]:
+        """The reply and the event that records it; ``started`` (``time.perf_counter``) is when handling began, if
+        before this call (the query embedded ahead): the reply's ``latency_ms`` counts from it."""
+        started = time.perf_counter() if started is None else started
         s, cat = self.settings, self.catalog
         k = request.k or s.default_k
         degraded = sorted(self.degraded_sources)

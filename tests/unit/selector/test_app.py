@@ -299,17 +299,28 @@ async def test_reloads_of_one_source_never_overlap_so_the_last_read_wins() -> No
     assert reads == ["before", "after"]
 
 
-async def test_a_query_is_embedded_in_a_worker_thread_not_on_the_event_loop(
+async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_answered(
     broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[ThreadedEmbedder] = []
+    release = threading.Event()
     embed_queries = ThreadedEmbedder.embed_queries
 
-    def spy(self: ThreadedEmbedder, texts: list[str]) -> list[Any]:
+    def held(self: ThreadedEmbedder, texts: list[str]) -> list[Any]:
+        """The model, held on the slow request until the test lets it go."""
         seen.append(self)
+        if "slow" in texts[0]:
+            assert release.wait(10)
         return embed_queries(self, texts)
 
-    monkeypatch.setattr(ThreadedEmbedder, "embed_queries", spy)
-    reply = await select(broker, query="send an email to Oslo", k=1, dry_run=True)
-    assert reply.method == "hybrid"  # the vector was used
-    assert seen[0].threads["send an email to Oslo"].startswith("embed")  # the app's worker, not the loop's thread
+    monkeypatch.setattr(ThreadedEmbedder, "embed_queries", held)
+    slow = asyncio.create_task(select(broker, query="a slow email to Oslo", k=1, dry_run=True))
+    quick = await asyncio.wait_for(select(broker, query="send an email to Bergen", k=1, dry_run=True), 5)
+    assert not slow.done()  # answered while the other's embedding was still running
+    release.set()
+    reply = await asyncio.wait_for(slow, 5)
+    assert reply.method == quick.method == "hybrid"  # both used their vectors
+    assert reply.latency_ms >= quick.latency_ms  # the slow one's wait for the model counts in its latency
+    threads = seen[0].threads
+    assert threads["a slow email to Oslo"].startswith("embed")  # the app's worker, not the event loop's thread
+    assert threads["send an email to Bergen"].startswith("embed")

@@ -14,6 +14,7 @@ from toolsel.settings import Settings
         ("fusion_zscore_bm25_factor", -0.1),
         ("fusion", "harmonic"),
         ("query_embedding_workers", 0),
+        ("select_concurrency", 0),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_setting(field: str, value: object) -> None:
