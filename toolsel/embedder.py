@@ -6,6 +6,7 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 
@@ -55,6 +56,7 @@ class Embedder:
         model_dir: Path | None,
         *,
         threads: int = 1,
+        workers: int = 1,
         batch_size: int = 32,
         batch_tokens: int = BATCH_TOKENS,
         cache_size: int = 4096,
@@ -63,8 +65,8 @@ class Embedder:
     ):
         """``model_dir``: the model's files; None: fastembed fetches ``model_name`` once into ``cache_dir``.
         ``batch_size`` texts and ``batch_tokens`` padded tokens at most per model call."""
-        if batch_size < 1 or batch_tokens < 1 or cache_size < 0 or threads < 1:
-            raise ValueError("batch_size, batch_tokens and threads must be >= 1, cache_size >= 0")
+        if min(batch_size, batch_tokens, threads, workers) < 1 or cache_size < 0:
+            raise ValueError("batch_size, batch_tokens, threads and workers must be >= 1, cache_size >= 0")
         if model_dir is not None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from fastembed import TextEmbedding
@@ -76,6 +78,8 @@ class Embedder:
             cache_dir=None if cache_dir is None else str(cache_dir),
         )
         self._batch_size = batch_size
+        self._batches = ThreadPoolExecutor(workers, thread_name_prefix="embed-batch") if workers > 1 else None
+        """Where a call's batches run side by side (the model releases the GIL); None: one after the other."""
         self._batch_tokens = batch_tokens
         self._cache: OrderedDict[str, Matrix] = OrderedDict()
         self._cache_size = cache_size
@@ -84,15 +88,24 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Rows of unit vectors, one per text, in the caller's order. The texts go to the model shortest first
-        (by tokens: a batch is padded to its longest text) in batches bounded by ``token_batches``."""
+        (by tokens: a batch is padded to its longest text) in batches bounded by ``token_batches``, as many at
+        once as the embedder has workers."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         lengths = [self._model.token_count(t) for t in texts] if len(texts) > 1 else [1]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         rows = np.empty((len(texts), self.dim), dtype=np.float32)
-        for batch in token_batches([lengths[i] for i in order], self._batch_size, self._batch_tokens):
-            picked = order[batch.start : batch.stop]
+        runs = token_batches([lengths[i] for i in order], self._batch_size, self._batch_tokens)
+        batches = [order[span.start : span.stop] for span in runs]
+
+        def run(picked: list[int]) -> None:
             rows[picked] = list(self._model.embed([texts[i] for i in picked], batch_size=len(picked)))
+
+        if self._batches is not None and len(batches) > 1:
+            list(self._batches.map(run, batches))
+        else:
+            for picked in batches:
+                run(picked)
         return _normalise(rows)
 
     def embed_query(self, text: str) -> Matrix:
@@ -171,6 +184,7 @@ def load_embedder(
     home: Path,
     *,
     threads: int,
+    workers: int,
     batch_size: int,
     batch_tokens: int,
     cache_size: int,
@@ -184,6 +198,7 @@ def load_embedder(
     return Embedder(
         directory,
         threads=threads,
+        workers=workers,
         batch_size=batch_size,
         batch_tokens=batch_tokens,
         cache_size=cache_size,

@@ -57,6 +57,7 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         settings.model_dir,
         settings.home,
         threads=settings.embedding_threads,
+        workers=settings.embedding_workers,
         batch_size=settings.embedding_batch_size,
         batch_tokens=settings.embedding_batch_tokens,
         cache_size=settings.query_cache_size if cache else 0,

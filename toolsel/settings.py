@@ -67,9 +67,10 @@ class Settings(BaseSettings):
     2-core machine, 0.6 ms with one)."""
     query_cache_size: int = 4096
     """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
-    query_embedding_workers: int = Field(default=2, ge=1)
-    """Threads that embed a selector's queries before it selects, off the event loop that other requests and
-    broadcasts wait on; the model releases the GIL, so each thread can use a core."""
+    embedding_workers: int = Field(default=2, ge=1)
+    """Model calls a service runs at once, each in its own thread (the model releases the GIL, so each can use a
+    core): the queries of the requests a selector has in flight, embedded off the event loop that other requests
+    and broadcasts wait on; the batches of a sync or of a compound request's parts."""
     select_concurrency: int = Field(default=8, ge=1)
     """Select requests a selector takes at once: while some wait for their embedding, the others (a repeated
     query, another's selection) go on."""

@@ -278,7 +278,7 @@ async def _start(state: SelectorState, settings: Settings) -> None:
         log.exception("the embedding model did not load; answering with BM25 alone")
     selector = state.selector
     selector.embedder = embedder
-    state.embedding = ThreadPoolExecutor(settings.query_embedding_workers, thread_name_prefix="embed")
+    state.embedding = ThreadPoolExecutor(settings.embedding_workers, thread_name_prefix="embed")
     selector.catalog = await _read_catalog(state.pool, settings)
     sources: tuple[tuple[str, Load], ...] = (
         ("rules", _load_rules),

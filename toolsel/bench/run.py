@@ -51,6 +51,7 @@ def reference_costs(
         settings.model_dir,
         home,
         threads=settings.embedding_threads,
+        workers=1,  # fastembed's own rate, one call after another: the sync's may exceed it with more workers
         batch_size=settings.embedding_batch_size,
         batch_tokens=settings.embedding_batch_tokens,
         cache_size=0,

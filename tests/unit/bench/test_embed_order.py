@@ -5,6 +5,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ class LengthModel:
 def embedder_of(model: LengthModel, batch_size: int, batch_tokens: int = BATCH_TOKENS) -> Embedder:
     embedder = Embedder.__new__(Embedder)
     embedder._model, embedder._batch_size, embedder._batch_tokens, embedder.dim = model, batch_size, batch_tokens, 2
+    embedder._batches = None
     return embedder
 
 
@@ -75,6 +77,17 @@ def test_rows_come_back_in_the_callers_order() -> None:
     rows = embedder_of(model, batch_size=2).embed(texts)
     assert model.batches == [["a" * 10, "a" * 11], ["a" * 30]]
     np.testing.assert_allclose(rows, unit_rows([30, 10, 11]), rtol=1e-6)
+
+
+def test_batches_run_side_by_side_with_workers_and_rows_keep_the_callers_order() -> None:
+    model = LengthModel()
+    embedder = embedder_of(model, batch_size=2)
+    embedder._batches = ThreadPoolExecutor(3)
+    lengths = [7, 3, 12, 5, 9, 1, 4, 8, 2]
+    rows = embedder.embed(["x" * n for n in lengths])
+    assert len(model.batches) > 3  # several calls, to run side by side
+    assert sorted(len(t) for batch in model.batches for t in batch) == sorted(lengths)
+    np.testing.assert_allclose(rows, unit_rows(lengths), rtol=1e-6)
 
 
 def test_long_texts_go_in_small_batches() -> None:

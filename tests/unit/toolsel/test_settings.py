@@ -13,7 +13,7 @@ from toolsel.settings import Settings
         ("usage_declared_weight", 1.5),
         ("fusion_zscore_bm25_factor", -0.1),
         ("fusion", "harmonic"),
-        ("query_embedding_workers", 0),
+        ("embedding_workers", 0),
         ("select_concurrency", 0),
     ],
 )
