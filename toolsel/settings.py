@@ -68,9 +68,9 @@ class Settings(BaseSettings):
     query_cache_size: int = 4096
     """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
     embedding_workers: int = Field(default=2, ge=1)
-    """Model calls a service runs at once, each in its own thread (the model releases the GIL, so each can use a
-    core): the queries of the requests a selector has in flight, embedded off the event loop that other requests
-    and broadcasts wait on; the batches of a sync or of a compound request's parts."""
+    """Threads a service embeds in (the model releases the GIL, so each can use a core): a selector embeds this many
+    requests' queries at once, off the event loop that other requests and broadcasts wait on; and any one call runs
+    this many of its batches at once (a sync's texts, a compound request's parts)."""
     select_concurrency: int = Field(default=8, ge=1)
     """Select requests a selector takes at once: while some wait for their embedding, the others (a repeated
     query, another's selection) go on."""
