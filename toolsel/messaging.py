@@ -263,6 +263,7 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
                     "$JS.API.STREAM.NAMES",
                     f"$JS.API.STREAM.INFO.{subjects.EVENTS_STREAM}",
                     f"$JS.API.STREAM.INFO.{subjects.DLQ_STREAM}",
+                    f"$JS.API.STREAM.MSG.GET.{subjects.EVENTS_STREAM}",
                     *_consume(subjects.EVENTS_STREAM),
                     *_consume(subjects.DLQ_STREAM),
                     "$JS.FC.>",
