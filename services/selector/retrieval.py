@@ -133,9 +133,10 @@ def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
     above = higher.size - np.searchsorted(higher, values, side="right")
     tied = np.searchsorted(higher, values, side="right") - np.searchsorted(higher, values, side="left") > 1
     before = np.zeros(values.size)
-    for value in np.unique(values[tied]):  # rare: only the distinct tied scores among the rows asked for
-        same = values == value
-        before[same] = np.searchsorted(np.flatnonzero(ranked & (scores == value)), mine[same])
+    if tied.any():  # rare: only the distinct tied scores among the rows asked for
+        for value in np.unique(values[tied]):
+            same = values == value
+            before[same] = np.searchsorted(np.flatnonzero(ranked & (scores == value)), mine[same])
     out[ranked[rows]] = above + before + 1
     return out
 
