@@ -124,10 +124,19 @@ class Selector:
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _retrievals: RetrievalCache[_Retrieval] = field(init=False)
     """The hot-query cache: a repeated query's retrieval while its sources are unchanged (``_retrieval``)."""
+    _counted: list[str] = field(init=False)
+    """The retrieval signals beside BM25 worth computing: weighed in the fusion or shown in the breakdown (one
+    at weight 0 that shows nowhere, the review index's by default, would cost a search per query for nothing)."""
 
     def __post_init__(self) -> None:
         check_weights(self.settings)
         self._retrievals = RetrievalCache(self.settings.retrieval_cache_size)
+        weights = self.settings.fusion_weights
+        self._counted = [
+            name
+            for name, signal in RETRIEVAL.items()
+            if name != BM25.name and (weights.get(name, 0.0) > 0 or signal.field is not None)
+        ]
 
     def select(self, request: SelectRequest, started: float | None = None) -> tuple[SelectReply, SelectionEvent]:
         """The reply and the event that records it; ``started`` (``time.perf_counter``) is when handling began, if
@@ -478,7 +487,7 @@ class Selector:
                 if ctx.vector is None and mode == "vector":
                     method = "unranked"
                 query_vector = ctx.vector if i == 0 else query_vector
-                others = [VECTOR.name] if mode == "vector" else [n for n in RETRIEVAL if n != BM25.name]
+                others = [VECTOR.name] if mode == "vector" else self._counted
                 found.update({name: RETRIEVAL[name].scores(ctx) for name in others})
             if fast_path:
                 method = "bm25-fast-path"

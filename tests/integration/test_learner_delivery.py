@@ -24,6 +24,8 @@ from toolsel.client import ToolselClient
 from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack
 
+OUTCOME_DURABLE = f"{subjects.LEARNER_DURABLE_PREFIX}-outcome"
+
 
 async def publish(client: ToolselClient, subject: str, event: OutcomeEvent | ReviewEvent | FeedbackEvent) -> None:
     """Publish without a message id, so JetStream delivers a repeat and only the learner's store can dedupe."""
@@ -225,7 +227,7 @@ async def test_a_learner_killed_mid_batch_loses_nothing(
     selection_id, _ = await selection(client, pool, tenant, "schedule a meeting at noon", 1)
     events = [
         OutcomeEvent(selection_id=selection_id, calls=[ToolCall(plugin_id=plugin, name="create_event", success=True)])
-        for _ in range(20_000)
+        for _ in range(5_000)
     ]
 
     async def applied() -> int:
@@ -250,9 +252,13 @@ async def test_a_learner_killed_mid_batch_loses_nothing(
     async def all_applied() -> bool:
         return await applied() == len(events)
 
-    # minutes of headroom: a learner applies these in seconds, but CI machines are shared and later tests on this
-    # stack wait for the same learner
+    async def settled() -> bool:  # redeliveries of the killed learner's batch too: later tests share this learner
+        info = await client.nc.jetstream().consumer_info(subjects.EVENTS_STREAM, OUTCOME_DURABLE)
+        return (info.num_pending or 0) + (info.num_ack_pending or 0) == 0
+
+    # minutes of headroom: a learner applies these in seconds, but CI machines are shared
     assert await eventually(all_applied, timeout_s=180), f"{await applied()} of {len(events)} outcomes applied"
+    assert await eventually(settled, timeout_s=180), "the learner still has outcomes pending"
     assert await eventually(lambda: _healthy(client))
     stats = await pool.fetchrow(
         "SELECT s.successes, s.selections FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"

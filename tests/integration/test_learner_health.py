@@ -36,7 +36,7 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
 
     seen: list[ToolState] = []
     while ToolState.QUARANTINED not in seen:
-        change = ToolStateChanged.model_validate_json((await changes.next_msg(timeout=15)).data)
+        change = ToolStateChanged.model_validate_json((await changes.next_msg(timeout=60)).data)
         if change.plugin_id == plugin:
             seen.append(change.state)
     await changes.unsubscribe()

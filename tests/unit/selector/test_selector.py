@@ -13,6 +13,7 @@ from services.selector.catalog import ReviewIndex
 from services.selector.policy import Rule
 from services.selector.retrieval import decompose
 from services.selector.selector import Selector
+from services.selector.signals.base import ReviewLookup
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog
 from toolsel.settings import Settings
 
@@ -387,3 +388,22 @@ def test_the_texts_to_embed_ahead_are_the_query_and_its_parts_the_model_has_not_
     fast = Selector(Settings(bm25_fast_path=True), catalog(TOOLS), embedder)  # type: ignore[arg-type]
     assert fast.texts_to_embed(SelectRequest(query="a new query")) == []  # BM25 may answer it alone
     assert Selector(Settings(), catalog(TOOLS), None).texts_to_embed(SelectRequest(query="a new query")) == []
+
+
+@pytest.mark.parametrize(("history_weight", "searches"), [(0.0, 1), (1.0, 2)])
+def test_the_review_index_is_searched_for_retrieval_only_when_its_signal_counts(
+    monkeypatch: pytest.MonkeyPatch, history_weight: float, searches: int
+) -> None:
+    # the rerank's fitness searches it once a request; the retrieval signal at weight 0 shows nowhere
+    sel = selector(fusion_weights={"vector": 1.0, "bm25": 2.0, "history": history_weight})
+    sel.reviews = ReviewIndex(["p/send_email"], axis(0).reshape(1, DIM), np.array([1.0]), np.array(["default"]))
+    calls: list[object] = []
+    near = ReviewLookup.near
+
+    def counted(self: ReviewLookup, query: npt.NDArray[np.float32]) -> object:
+        calls.append(query)
+        return near(self, query)
+
+    monkeypatch.setattr(ReviewLookup, "near", counted)
+    sel.select(SelectRequest(query="send an email to Bob", k=2))
+    assert len(calls) == searches
