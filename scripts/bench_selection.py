@@ -1,11 +1,15 @@
 """The selection's own Python: repeated selects in process, CPU time per select, without NATS or the model's time.
 
-    python scripts/bench_selection.py ../shared/bench [--tools 200] [--rounds 5]
+    python scripts/bench_selection.py ../shared/bench [--tools 200] [--rounds 5] [--reviews 0 --scopes 10]
 
 Builds a catalog of ``--tools`` tools from the evaluation sets as ``toolsel bench`` does (random unit vectors: the
 vectors' values do not change the work), embeds the bench's first 20 mixed queries once, then times each select
 of them repeated (the hot-query cache answers retrieval, so what is timed is the rest of the selection: policy,
 rerank, confidence, the reply). Prints the p50 CPU time per select of each round and the best round.
+
+``--reviews N`` gives the selector a review index of N past queries (random unit centroids over the catalog's
+tools) spread over ``--scopes`` tenants, the requests coming from each tenant in turn: the rerank's fitness
+searches a tenant's entries on every select, cached or not.
 """
 
 import argparse
@@ -19,7 +23,7 @@ import numpy as np
 from pgvector import Vector
 
 from contracts import SelectRequest
-from services.selector.catalog import build_catalog
+from services.selector.catalog import ReviewIndex, build_catalog
 from services.selector.selector import Selector
 from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
@@ -34,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--tools", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--reviews", type=int, default=0)
+    parser.add_argument("--scopes", type=int, default=10)
     args = parser.parse_args(argv)
     settings = get_settings()
     sets = pooled_sets(args.data)
@@ -63,8 +69,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
         )
     selector = Selector(settings, build_catalog(rows, [], [], settings), asyncio.run(load_model(settings)))
+    if args.reviews:
+        selector.reviews = review_index(rng, [f"bench/{r['name']}" for r in rows], args.reviews, args.scopes)
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), QUERIES)
-    requests = [SelectRequest(query=text, dry_run=True) for text in texts]
+    tenants = [f"tenant-{i % args.scopes}" if args.reviews else "default" for i in range(len(texts))]
+    requests = [SelectRequest(query=text, tenant_id=t, dry_run=True) for text, t in zip(texts, tenants, strict=True)]
     for request in requests:  # embeds each once and fills the hot-query cache
         selector.select(request)
     best = []
@@ -78,6 +87,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         best.append(float(np.percentile(spent, 50)) * 1e3)
     rounds = " ".join(f"{b:.3f}" for b in best)
     print(f"{args.tools} tools: p50 CPU ms per repeated select, each round: {rounds}; best {min(best):.3f}")
+
+
+def review_index(rng: np.random.Generator, keys: list[str], entries: int, scopes: int) -> ReviewIndex:
+    """``entries`` past queries of the tools ``keys`` name, round the tools and the tenants in turn."""
+    centroids = rng.standard_normal((entries, get_settings().embedding_dim)).astype(np.float32)
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    return ReviewIndex(
+        [keys[i % len(keys)] for i in range(entries)],
+        centroids,
+        rng.uniform(0.5, 1.5, entries),
+        np.array([f"tenant-{i % scopes}" for i in range(entries)]),
+    )
 
 
 if __name__ == "__main__":

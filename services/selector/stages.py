@@ -224,13 +224,12 @@ def nearest_reviews(
     min_similarity: float,
 ) -> NearReviews:
     """Seed 002's lookup of past queries like this one: the ``neighbours`` nearest centroids at least
-    ``min_similarity`` close whose tool is in this catalog copy (``entry_rows`` is -1 where it is not)."""
-    if centroids.shape[0] == 0:
-        empty = np.zeros(0, dtype=np.float64)
-        return NearReviews(np.zeros(0, dtype=np.int64), empty, empty)
-    similarity = (centroids @ query).astype(np.float64)
-    near = np.argsort(-similarity, kind="stable")[:neighbours]
-    near = near[(similarity[near] >= min_similarity) & (entry_rows[near] >= 0)]
+    ``min_similarity`` close whose tool is in this catalog copy (``entry_rows`` is -1 where it is not, or where
+    the entry is another scope's). Only those entries compete for the places: nearer entries that are not this
+    request's to read never crowd out the ones that are."""
+    similarity = (centroids @ query).astype(np.float64) if centroids.shape[0] else np.zeros(0, dtype=np.float64)
+    eligible = np.flatnonzero((entry_rows >= 0) & (similarity >= min_similarity))
+    near = eligible[np.argsort(-similarity[eligible], kind="stable")[:neighbours]]
     return NearReviews(entry_rows[near], similarity[near], entry_fitness[near])
 
 

@@ -7,6 +7,9 @@ the composite score (``Settings.rerank_weights``). Each names the ``ScoreBreakdo
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from contracts import SelectRequest
 from services.selector.catalog import Catalog, ReviewIndex
 from services.selector.history import UserHistory
@@ -17,17 +20,23 @@ from toolsel.settings import Settings
 
 @dataclass(frozen=True)
 class ReviewLookup:
-    """The review index with each entry's catalog row (-1: not in this copy): past queries like this one."""
+    """The review-index entries one scope may read, each with its tool's catalog row: past queries like this
+    one. Another scope's entries, and those of tools not in this catalog copy, are not in it."""
 
-    index: ReviewIndex
+    centroids: npt.NDArray[np.float32]
     rows: Rows
+    fitness: Scores
     neighbours: int
     min_similarity: float
 
+    @classmethod
+    def of(cls, index: ReviewIndex, rows: Rows, scope: str, neighbours: int, min_similarity: float) -> "ReviewLookup":
+        """``scope``'s entries of ``index``, whose catalog rows are ``rows`` (-1: not in this copy)."""
+        mine = np.flatnonzero((index.scopes == scope) & (rows >= 0))
+        return cls(index.centroids[mine], rows[mine], index.fitness[mine], neighbours, min_similarity)
+
     def near(self, query: Vector) -> NearReviews:
-        return nearest_reviews(
-            self.index.centroids, self.rows, self.index.fitness, query, self.neighbours, self.min_similarity
-        )
+        return nearest_reviews(self.centroids, self.rows, self.fitness, query, self.neighbours, self.min_similarity)
 
 
 @dataclass(frozen=True)

@@ -112,10 +112,10 @@ def reviews(cat: Catalog, entries: list[tuple[str, int, float]]) -> ReviewLookup
         [key for key, _, _ in entries],
         np.array([axis(a) for _, a, _ in entries], dtype=np.float32).reshape(len(entries), DIM),
         np.array([f for _, _, f in entries], dtype=np.float64),
-        np.full(len(entries), "default", dtype=np.str_),
+        np.full(len(entries), "default"),
     )
     rows = np.array([cat.rows.get(key, -1) for key in index.keys], dtype=np.int64)
-    return ReviewLookup(index, rows, neighbours=10, min_similarity=0.5)
+    return ReviewLookup.of(index, rows, "default", neighbours=10, min_similarity=0.5)
 
 
 def query_context(

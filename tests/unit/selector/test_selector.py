@@ -407,3 +407,26 @@ def test_the_review_index_is_searched_for_retrieval_only_when_its_signal_counts(
     monkeypatch.setattr(ReviewLookup, "near", counted)
     sel.select(SelectRequest(query="send an email to Bob", k=2))
     assert len(calls) == searches
+
+
+def test_another_tenants_nearer_reviews_leave_a_tenants_own_fitness_as_it_was() -> None:
+    # tenant-b's one past query (similarity 0.9 to "email") rated send_email 1.4; tenant-a has reviewed more
+    # queries, all nearer: with its entries competing for the neighbours' places, tenant-b's would be left out
+    near = (0.9 * axis(0) + np.sqrt(1 - 0.81) * axis(5)).astype(np.float32)
+    own = ("p/send_email", near, 1.4, "tenant-b")
+    theirs = [("p/read_inbox", axis(0), 0.35, "tenant-a")] * 12
+
+    def fitness_seen_by_b(entries: list[tuple[str, npt.NDArray[np.float32], float, str]]) -> float:
+        sel = selector()
+        sel.reviews = ReviewIndex(
+            [key for key, _, _, _ in entries],
+            np.array([v for _, v, _, _ in entries], dtype=np.float32),
+            np.array([f for _, _, f, _ in entries]),
+            np.array([scope for _, _, _, scope in entries]),
+        )
+        reply, _ = sel.select(SelectRequest(query="email", tenant_id="tenant-b", k=5))
+        return next(t.breakdown.fitness for t in reply.tools if t.name == "send_email")
+
+    alone = fitness_seen_by_b([own])
+    assert alone == pytest.approx(1.4)
+    assert fitness_seen_by_b([*theirs, own]) == alone

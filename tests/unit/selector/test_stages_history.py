@@ -18,6 +18,13 @@ def test_nearest_keeps_close_entries_of_tools_in_the_catalog_nearest_first() -> 
     assert nearest_reviews(CENTROIDS, ROWS, FITNESS, QUERY, 2, 0.0).similarity.tolist() == pytest.approx([1.0, 0.8])
 
 
+def test_entries_not_to_be_read_never_take_a_neighbours_place() -> None:
+    # another scope's (or a deleted tool's) entry nearer the query than this scope's: the place stays this scope's
+    near = nearest_reviews(CENTROIDS, np.array([-1, 1, 2], dtype=np.int64), FITNESS, QUERY, 1, 0.0)
+    assert near.rows.tolist() == [1]
+    assert near.similarity.tolist() == pytest.approx([0.8])
+
+
 def test_recommendation_keeps_only_helpful_entries() -> None:
     near = nearest_reviews(CENTROIDS, ROWS, FITNESS, QUERY, 10, 0.5)
     # row 0: similarity 1.0, fitness 1.4 -> 0.4; row 1 was unhelpful (0.75); row 2 too far
