@@ -8,8 +8,8 @@ of them repeated (the hot-query cache answers retrieval, so what is timed is the
 rerank, confidence, the reply). Prints the p50 CPU time per select of each round and the best round.
 
 ``--reviews N`` gives the selector a review index of N past queries (random unit centroids over the catalog's
-tools) spread over ``--scopes`` tenants, the requests coming from each tenant in turn: the rerank's fitness
-searches a tenant's entries on every select, cached or not.
+tools) spread over ``--scopes`` tenants; the requests come from each tenant in turn (the tools are shared with
+all), and the rerank's fitness searches the tenant's entries on every select, cached or not.
 """
 
 import argparse
@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             {
                 "plugin_id": "bench",
                 "name": name,
-                "tenant_id": "default",
+                "tenant_id": "*",  # shared: the requests come from every tenant
                 "category": None,
                 "spec": json.dumps(spec),
                 "embedding": Vector(vector / np.linalg.norm(vector)),
@@ -72,10 +72,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.reviews:
         selector.reviews = review_index(rng, [f"bench/{r['name']}" for r in rows], args.reviews, args.scopes)
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), QUERIES)
-    tenants = [f"tenant-{i % args.scopes}" if args.reviews else "default" for i in range(len(texts))]
+    tenants = [f"tenant-{i % args.scopes}" for i in range(len(texts))]
     requests = [SelectRequest(query=text, tenant_id=t, dry_run=True) for text, t in zip(texts, tenants, strict=True)]
     for request in requests:  # embeds each once and fills the hot-query cache
-        selector.select(request)
+        if not selector.select(request)[0].tools:
+            raise SystemExit(f"no tool answers {request.query!r}: nothing would be measured")
     best = []
     for _ in range(args.rounds):
         spent = []

@@ -233,13 +233,33 @@ def build_rules(rows: Sequence[Row]) -> list[Rule]:
 
 @dataclass(frozen=True)
 class ReviewIndex:
-    """The review index (seed 002): query centroids, the tool each was reviewed for, its aggregate fitness."""
+    """The review index (seed 002): query centroids, the tool each was reviewed for, its aggregate fitness.
+    Entries are kept grouped by scope, so that a scope's entries are slices (views) of the arrays: a request
+    searches its own without copying them."""
 
     keys: list[str]
     centroids: npt.NDArray[np.float32]
     fitness: npt.NDArray[np.float64]
     scopes: npt.NDArray[np.str_]
     """Whose reviews each entry holds (a tenant, or '*' when learning is shared): a request reads only its own."""
+    spans: dict[str, slice] = field(init=False)
+    """Each scope's entries."""
+
+    def __post_init__(self) -> None:
+        order = np.argsort(self.scopes, kind="stable")
+        scopes = self.scopes[order]
+        grouped = {
+            "keys": [self.keys[i] for i in order.tolist()],
+            "centroids": self.centroids[order],
+            "fitness": self.fitness[order],
+            "scopes": scopes,
+        }
+        for name, value in grouped.items():  # a frozen copy, grouped once as it is made
+            object.__setattr__(self, name, value)
+        names, starts = np.unique(scopes, return_index=True)
+        ends = np.append(starts[1:], scopes.size)[: starts.size]
+        spans = {str(n): slice(int(a), int(b)) for n, a, b in zip(names, starts, ends, strict=True)}
+        object.__setattr__(self, "spans", spans)
 
 
 def build_review_index(rows: Sequence[Row], dim: int) -> ReviewIndex:

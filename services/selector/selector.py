@@ -119,10 +119,9 @@ class Selector:
     degraded_sources: set[str] = field(default_factory=set)
     """State that could not be refreshed (e.g. ``store`` while PostgreSQL is down): answers carry on from
     the last copy and say so."""
-    _review_lookups_for: tuple[Catalog, ReviewIndex] | None = None
-    """The copies the cached lookups were made from (held, not their ids: a freed copy's id is reused)."""
-    _review_lookups: dict[str, ReviewLookup] = field(default_factory=dict)
-    """Each scope's entries of the review index, for every scope with an entry whose tool is in the catalog."""
+    _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
+    """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
+    _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _retrievals: RetrievalCache[_Retrieval] = field(init=False)
     """The hot-query cache: a repeated query's retrieval while its sources are unchanged (``_retrieval``)."""
     _counted: list[str] = field(init=False)
@@ -397,25 +396,22 @@ class Selector:
         return cat.keys[int(np.argmax(np.where(declared, nearest, -np.inf)))]
 
     def _review_lookup(self, scope: str) -> ReviewLookup | None:
-        """The review index as this scope sees it: its own entries of tools in this catalog copy, so a request
-        searches only those. Split by scope once per pair of copies; a scope without entries reads an empty one."""
+        """The review index as this scope sees it: its own entries (a slice of the index: a request searches
+        only those), each with its tool's row in this catalog copy."""
         if self.reviews is None:
             return None
-        index, s = self.reviews, self.settings
-        made_for = self._review_lookups_for
-        if made_for is None or made_for[0] is not self.catalog or made_for[1] is not index:
-            rows = np.array([self.catalog.rows.get(k, -1) for k in index.keys], dtype=np.int64)
-            self._review_lookups = {
-                str(mine): ReviewLookup.of(index, rows, str(mine), s.review_neighbours, s.review_min_similarity)
-                for mine in np.unique(index.scopes[rows >= 0])
-            }
-            self._review_lookups_for = (self.catalog, index)
-        found = self._review_lookups.get(scope)
-        if found is not None:
-            return found
-        nothing = np.zeros((0, index.centroids.shape[1]), dtype=np.float32)
-        rows, fitness = np.zeros(0, dtype=np.int64), np.zeros(0)
-        return ReviewLookup(nothing, rows, fitness, s.review_neighbours, s.review_min_similarity)
+        s = self.settings
+        return ReviewLookup.of(self.reviews, self._review_rows(), scope, s.review_neighbours, s.review_min_similarity)
+
+    def _review_rows(self) -> stages.Rows:
+        """Catalog row of each review-index entry, recomputed only when either copy was replaced."""
+        assert self.reviews is not None
+        computed_for = self._review_rows_for
+        if computed_for is None or computed_for[0] is not self.catalog or computed_for[1] is not self.reviews:
+            rows = self.catalog.rows
+            self._review_rows_cache = np.array([rows.get(k, -1) for k in self.reviews.keys], dtype=np.int64)
+            self._review_rows_for = (self.catalog, self.reviews)
+        return self._review_rows_cache
 
     def _apply_filters(self, mask: stages.Mask, request: SelectRequest) -> stages.Mask:
         """The request's own filters: plugins, servers, categories and tags, each looked up in the catalog's

@@ -23,6 +23,7 @@ from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_w
 from toolsel.client import ToolselClient
 from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack
+from toolsel.store.catalog import review_index_version
 
 OUTCOME_DURABLE = f"{subjects.LEARNER_DURABLE_PREFIX}-outcome"
 
@@ -173,6 +174,7 @@ async def test_a_review_of_a_near_query_updates_its_entry_and_a_far_one_adds_an_
         )
         return [(round(r["fitness"], 6), r["reviews"]) for r in rows]
 
+    versions = []  # what the selectors poll: each change, the merge in place too, must change it
     for query, verdict, expected in (
         ("weather in Paris", Verdict.PERFECT, [(1.4, 1)]),
         ("weather in Paris", Verdict.UNRELATED, [(round((1.4 + 0.75) / 2, 6), 2)]),  # merged into the entry
@@ -186,6 +188,8 @@ async def test_a_review_of_a_near_query_updates_its_entry_and_a_far_one_adds_an_
             return await index() == expected
 
         assert await eventually(written), await index()
+        versions.append(await review_index_version(pool))
+    assert len(set(versions)) == len(versions), versions
 
 
 async def test_compaction_shrinks_the_index_to_k_entries_per_tool(

@@ -38,7 +38,9 @@ REVIEW_INDEX = """
 SELECT t.plugin_id || '/' || t.name AS key, r.scope, r.centroid, r.fitness
 FROM review_index r JOIN tools t ON t.id = r.tool_id WHERE t.deleted_at IS NULL
 """
-REVIEW_INDEX_VERSION = "SELECT count(*), coalesce(max(id), 0) FROM review_index"
+REVIEW_INDEX_VERSION = "SELECT count(*), coalesce(max(id), 0), coalesce(sum(reviews), 0) FROM review_index"
+"""An entry added or removed changes the count or the highest id; one merged in place (a review of a near
+query) changes the sum of the reviews, which every merge raises."""
 
 
 async def _fetch(pool: asyncpg.Pool, sql: str) -> list[asyncpg.Record]:
@@ -84,7 +86,7 @@ async def review_index(pool: asyncpg.Pool) -> list[asyncpg.Record]:
     return await _fetch(pool, REVIEW_INDEX)
 
 
-async def review_index_version(pool: asyncpg.Pool) -> tuple[int, int]:
-    """(entries, highest id): changes whenever the index does, read far more cheaply than the index."""
+async def review_index_version(pool: asyncpg.Pool) -> tuple[int, int, int]:
+    """(entries, highest id, reviews): changes whenever the index does, read far more cheaply than the index."""
     row = await pool.fetchrow(REVIEW_INDEX_VERSION)
-    return int(row[0]), int(row[1])
+    return int(row[0]), int(row[1]), int(row[2])

@@ -31,9 +31,10 @@ class ReviewLookup:
 
     @classmethod
     def of(cls, index: ReviewIndex, rows: Rows, scope: str, neighbours: int, min_similarity: float) -> "ReviewLookup":
-        """``scope``'s entries of ``index``, whose catalog rows are ``rows`` (-1: not in this copy)."""
-        mine = np.flatnonzero((index.scopes == scope) & (rows >= 0))
-        return cls(index.centroids[mine], rows[mine], index.fitness[mine], neighbours, min_similarity)
+        """``scope``'s entries of ``index`` (views, no copy), whose catalog rows are ``rows`` (-1: not in this
+        copy, so never a neighbour); none for a scope without entries."""
+        span = index.spans.get(scope, slice(0, 0))
+        return cls(index.centroids[span], rows[span], index.fitness[span], neighbours, min_similarity)
 
     def near(self, query: Vector) -> NearReviews:
         return nearest_reviews(self.centroids, self.rows, self.fitness, query, self.neighbours, self.min_similarity)

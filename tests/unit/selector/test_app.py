@@ -87,9 +87,9 @@ class FakeStore:
             raise ConnectionError("the store is down")
         return self.rows.get(sql, [])
 
-    async def fetchrow(self, sql: str) -> tuple[int, int]:
+    async def fetchrow(self, sql: str) -> tuple[int, int, int]:
         assert sql == store.REVIEW_INDEX_VERSION
-        return len(self.rows.get(store.REVIEW_INDEX, [])), 0
+        return len(self.rows.get(store.REVIEW_INDEX, [])), 0, 0
 
     async def close(self) -> None:
         self.closed = True
