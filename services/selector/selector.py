@@ -28,6 +28,7 @@ from services.selector.policy import Rule, Subject, visible_mask
 from services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
 from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
 from services.selector.signals.bm25 import BM25
+from services.selector.signals.history import HISTORY
 from services.selector.signals.quality import QUALITY
 from services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
 from services.selector.signals.relevance import RELEVANCE
@@ -437,10 +438,11 @@ class Selector:
         usage: UsageView | None,
         degraded: list[str],
     ) -> _Retrieval:
-        """``_retrieve``'s result, from the hot-query cache while the catalog copy, the review index and the
-        scope's usage view it was computed from are still the ones held; a degraded retrieval is not kept."""
+        """``_retrieve``'s result, from the hot-query cache while the catalog copy, the review index (when retrieval
+        reads it) and the scope's usage view it was computed from are still the ones held; a degraded retrieval
+        is not kept."""
         key = (tuple(queries), mode, scope, pool_digest(pool))
-        sources = (self.catalog, self.reviews, usage)
+        sources = (self.catalog, self.reviews if HISTORY.name in self._counted else None, usage)
         kept = self._retrievals.get(key, sources)
         if kept is not None:
             return kept
