@@ -10,20 +10,24 @@ import numpy as np
 from contracts import OutcomeEvent, SelectionEvent
 from services.selector.stages import Scores
 
+User = tuple[str, str]
+"""(tenant, user id): user ids are the agents' own, so two tenants may both have an "alice"; one's record must
+never lift tools for the other."""
+
 
 class UserHistory:
-    """user -> tool key -> [successes, calls]; the oldest users and selections are forgotten first."""
+    """(tenant, user) -> tool key -> [successes, calls]; the oldest users and selections are forgotten first."""
 
     def __init__(self, max_users: int = 10_000, max_selections: int = 100_000) -> None:
-        self._users: OrderedDict[str, dict[str, list[int]]] = OrderedDict()
-        self._selections: OrderedDict[UUID, str] = OrderedDict()
+        self._users: OrderedDict[User, dict[str, list[int]]] = OrderedDict()
+        self._selections: OrderedDict[UUID, User] = OrderedDict()
         self._max_users = max_users
         self._max_selections = max_selections
 
     def record_selection(self, event: SelectionEvent) -> None:
         if event.user_id is None:
             return
-        self._selections[event.selection_id] = event.user_id
+        self._selections[event.selection_id] = (event.tenant_id, event.user_id)
         if len(self._selections) > self._max_selections:
             self._selections.popitem(last=False)
 
@@ -40,10 +44,10 @@ class UserHistory:
         if len(self._users) > self._max_users:
             self._users.popitem(last=False)
 
-    def scores(self, user: str | None, rows: Mapping[str, int], size: int) -> Scores:
-        """The user's success rate with each catalog row's tool, 0 where they never called it."""
+    def scores(self, tenant: str, user: str | None, rows: Mapping[str, int], size: int) -> Scores:
+        """The tenant's user's success rate with each catalog row's tool, 0 where they never called it."""
         out = np.zeros(size, dtype=np.float64)
-        tools = self._users.get(user) if user is not None else None
+        tools = self._users.get((tenant, user)) if user is not None else None
         for key, (successes, calls) in (tools or {}).items():
             row = rows.get(key)
             if row is not None and calls:

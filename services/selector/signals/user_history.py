@@ -10,7 +10,8 @@ class UserHistorySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        everywhere = ctx.user_history.scores(ctx.request.user_id, ctx.catalog.rows, len(ctx.catalog))
+        request = ctx.request
+        everywhere = ctx.user_history.scores(request.tenant_id, request.user_id, ctx.catalog.rows, len(ctx.catalog))
         result: Scores = everywhere[ctx.rows]
         return result
 

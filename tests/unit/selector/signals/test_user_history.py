@@ -10,14 +10,14 @@ from tests.unit.selector.factory import T, catalog, rerank_context
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 
 
-def _history() -> UserHistory:
+def _history(tenant: str = "acme") -> UserHistory:
     history = UserHistory()
     for success in (True, False):
         selection = uuid4()
         history.record_selection(
             SelectionEvent(
                 selection_id=selection,
-                tenant_id="*",
+                tenant_id=tenant,
                 user_id="u1",
                 query="q",
                 tier="free",
@@ -38,7 +38,12 @@ def _history() -> UserHistory:
 
 def test_is_the_users_success_rate_and_nothing_for_others() -> None:
     history = _history()
-    mine = rerank_context(CAT, request=SelectRequest(query="q", user_id="u1"), user_history=history)
-    theirs = rerank_context(CAT, request=SelectRequest(query="q", user_id="u2"), user_history=history)
+    mine = rerank_context(CAT, request=SelectRequest(query="q", tenant_id="acme", user_id="u1"), user_history=history)
+    theirs = rerank_context(CAT, request=SelectRequest(query="q", tenant_id="acme", user_id="u2"), user_history=history)
     assert USER_HISTORY.scores(mine).tolist() == [0.0, 0.5]
     assert USER_HISTORY.scores(theirs).tolist() == [0.0, 0.0]
+
+
+def test_a_user_of_the_same_name_in_another_tenant_is_another_user() -> None:
+    other = SelectRequest(query="q", tenant_id="globex", user_id="u1")
+    assert USER_HISTORY.scores(rerank_context(CAT, request=other, user_history=_history("acme"))).tolist() == [0.0, 0.0]
