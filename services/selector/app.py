@@ -52,7 +52,7 @@ class SelectorState:
     selections: int = 0
     refreshers: list[asyncio.Task[None]] = field(default_factory=list)
     reviews_version: tuple[int, int, int] | None = None
-    """The review index's (entries, highest id) when last loaded: reloaded only when it changes."""
+    """The review index's (entries, highest id, reviews) when last loaded: reloaded only when it changes."""
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
     """One reload of a source at a time: two that overlapped could finish out of order, and a copy read before
     a change (a tool's quarantine) would replace the copy read after it."""
