@@ -15,8 +15,9 @@ import nats.errors
 from faststream.message import StreamMessage
 from faststream.middlewares import ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
+from nats.aio.client import Client
 from nats.js.api import StreamConfig
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
 from contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
@@ -149,6 +150,30 @@ def rpc_router() -> NatsRouter:
     Kept apart from JetStream subscribers, whose reply subject is the ack and must not get an error body.
     """
     return NatsRouter(middlewares=[_rpc_errors()])
+
+
+async def consumer_backlog(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
+    """Events a consumer has still to deliver, or has delivered and waits to have acknowledged."""
+    info = await client.jetstream().consumer_info(stream, durable)
+    return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+
+async def consumer_settled(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> bool:
+    """Whether a consumer has delivered the last event stored on its subject and has none left. The server counts
+    a consumer's pending events a moment after it acknowledges their publication, so a backlog of 0 alone may
+    come before the events it will count."""
+    js = client.jetstream()
+    info = await js.consumer_info(stream, durable)
+    if int(info.num_pending or 0) + int(info.num_ack_pending or 0):
+        return False
+    subject = info.config.filter_subject
+    if not subject:
+        return True
+    try:
+        last = int((await js.get_last_msg(stream, subject)).seq or 0)
+    except NotFoundError:  # nothing stored on the subject
+        return True
+    return (int(info.delivered.stream_seq or 0) if info.delivered else 0) >= last
 
 
 def make_broker(url: str, name: str) -> NatsBroker:

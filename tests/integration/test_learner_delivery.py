@@ -21,6 +21,7 @@ from contracts import (
 )
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.messaging import consumer_settled
 from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack
 from toolsel.store.catalog import review_index_version
@@ -257,8 +258,7 @@ async def test_a_learner_killed_mid_batch_loses_nothing(
         return await applied() == len(events)
 
     async def settled() -> bool:  # redeliveries of the killed learner's batch too: later tests share this learner
-        info = await client.nc.jetstream().consumer_info(subjects.EVENTS_STREAM, OUTCOME_DURABLE)
-        return (info.num_pending or 0) + (info.num_ack_pending or 0) == 0
+        return await consumer_settled(client.nc, OUTCOME_DURABLE)
 
     # minutes of headroom: a learner applies these in seconds, but CI machines are shared
     assert await eventually(all_applied, timeout_s=180), f"{await applied()} of {len(events)} outcomes applied"

@@ -24,6 +24,7 @@ from contracts import (
 )
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.messaging import consumer_settled
 
 GOOD = 10
 Payload = Callable[[dict[str, Any]], bytes]
@@ -95,8 +96,7 @@ async def _dead_lettered(sub: Subscription, body: bytes) -> tuple[str, str] | No
 
 async def settled(client: ToolselClient, durable: str) -> bool:
     """Nothing of the consumer's left to deliver or waiting for an ack: no event is stuck."""
-    info = await client.nc.jetstream().consumer_info(subjects.EVENTS_STREAM, durable)
-    return info.num_pending == 0 and info.num_ack_pending == 0
+    return await consumer_settled(client.nc, durable)
 
 
 @pytest.mark.parametrize("case", list(POISON))

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import asyncpg
-import nats.js.errors
 
 from contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
 from toolsel.client import ToolselClient
+from toolsel.messaging import consumer_backlog, consumer_settled
 from toolsel.stack import Stack
 
 T = TypeVar("T")
@@ -103,29 +103,15 @@ class Stage:
             query=query, tenant_id=tenant, k=10, dry_run=True, seed=self.seed, filters=filters
         )
 
-    async def pending(self, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
-        """What a consumer has left to deliver or is waiting to have acknowledged: events not yet settled."""
-        info = await self.client.nc.jetstream().consumer_info(stream, durable)
-        return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
-
-    async def settle(self, durable: str, timeout_s: float, stream: str = subjects.EVENTS_STREAM) -> int:
-        """Wait until ``durable`` has delivered the last event stored on its subject and has nothing pending (or
-        the timeout); what is still pending then: stuck. The server counts a consumer's pending events a moment
-        after it acknowledges their publication, so a count of 0 alone may come before the events."""
-        js = self.client.nc.jetstream()
-        subject = (await js.consumer_info(stream, durable)).config.filter_subject
-        try:
-            last = int((await js.get_last_msg(stream, subject)).seq or 0) if subject else 0
-        except nats.js.errors.NotFoundError:
-            last = 0
+    async def settle(self, durable: str, timeout_s: float) -> int:
+        """Wait until ``durable`` has settled (``consumer_settled``) or the timeout; what it still has pending
+        then: stuck."""
 
         async def settled() -> bool:
-            info = await js.consumer_info(stream, durable)
-            delivered = info.delivered.stream_seq if info.delivered else 0
-            return (delivered or 0) >= last and int(info.num_pending or 0) + int(info.num_ack_pending or 0) == 0
+            return await consumer_settled(self.client.nc, durable)
 
         await eventually(settled, timeout_s)
-        return await self.pending(durable, stream)
+        return await consumer_backlog(self.client.nc, durable)
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 30.0, every_s: float = 0.1) -> T:
