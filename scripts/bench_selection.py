@@ -3,10 +3,11 @@
     python scripts/bench_selection.py SETS_DIR [--tools 200] [--rounds 5] [--reviews 0 --scopes 10]
 
 SETS_DIR holds evaluation sets in ``toolsel eval``'s format, one folder each (``tools.jsonl`` + ``queries.jsonl``),
-as ``toolsel bench --data`` reads them. Builds a catalog of ``--tools`` tools from the evaluation sets as ``toolsel bench`` does (random unit vectors: the
-vectors' values do not change the work), embeds the bench's first 20 mixed queries once, then times each select
-of them repeated (the hot-query cache answers retrieval, so what is timed is the rest of the selection: policy,
-rerank, confidence, the reply). Prints the p50 CPU time per select of each round and the best round.
+as ``toolsel bench --data`` reads them. Builds a catalog of ``--tools`` tools from those sets as ``toolsel bench``
+does (random unit vectors: the vectors' values do not change the work), embeds the bench's first 20 mixed queries
+once, then times each select of them repeated (the hot-query cache answers retrieval, so what is timed is the rest
+of the selection: policy, rerank, confidence, the reply). Prints the p50 CPU time per select of each round and the
+best round.
 
 ``--reviews N`` gives the selector a review index of N past queries (random unit centroids over the catalog's
 tools) spread over ``--scopes`` tenants; the requests come from each tenant in turn (the tools are shared with
