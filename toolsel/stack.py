@@ -43,6 +43,8 @@ shared runtime never imports the CLI or a service."""
 SERVICE_COMMAND = (sys.executable, "-m", "cli.services")
 """A service process's command line (``+ ("selector",)``): only the service commands, so a service does not
 hold every other command's imports (about 50 MB per process)."""
+START_LOG_LINES = 40
+"""How much of a dead service's log a failed start quotes."""
 
 
 async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[str, HealthReply | str]:
@@ -162,8 +164,7 @@ class Stack:
             while not all(isinstance(r, HealthReply) for r in (await health_all(client, subjects.SERVICES)).values()):
                 dead = self.dead_services()
                 if dead or time.monotonic() > deadline:
-                    logs = self.settings.home / "logs"
-                    raise RuntimeError(f"services did not start ({', '.join(dead) or 'timeout'}); see {logs}")
+                    raise RuntimeError(self.start_failure(dead))
                 await asyncio.sleep(0.2)
         self.write_stack_file()
         return endpoints
@@ -228,6 +229,17 @@ class Stack:
             "restarts": {n: s.restarts for n, s in self.supervision.items()},
         }
         write_private(self.settings.home / STACK_FILE, json.dumps(info, indent=2))
+
+    def start_failure(self, dead: list[str]) -> str:
+        """Why the stack did not start: each dead service's exit code and the end of its log, so a failure in
+        a run nobody can log into (CI) says what happened."""
+        logs = self.settings.home / "logs"
+        lines = [f"services did not start ({', '.join(dead) or 'timeout'}); see {logs}"]
+        for name in dead:
+            log = logs / f"{name}.log"
+            tail = log.read_text(errors="replace").splitlines()[-START_LOG_LINES:] if log.exists() else []
+            lines += [f"--- {name} exited with {self.services[name].returncode}; its log ends:", *tail]
+        return "\n".join(lines)
 
     def dead_services(self) -> list[str]:
         return [name for name, proc in self.services.items() if proc.poll() is not None]

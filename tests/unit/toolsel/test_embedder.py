@@ -1,11 +1,12 @@
-"""Tool2Vec's pure part: the normalised mean of unit vectors."""
+"""Tool2Vec's pure part: the normalised mean of unit vectors; the packaged model's layout on disk."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from toolsel.embedder import _normalise, mean_of_normalised
+from toolsel.embedder import TOKENIZER_FILES, _normalise, assemble_model_dir, mean_of_normalised
 
 
 def test_normalise_rows_to_unit_length() -> None:
@@ -44,3 +45,22 @@ def test_mean_of_one_vector_is_that_vector() -> None:
     assert mean_of_normalised([np.array([[0.0, 0.6, 0.8]], dtype=np.float32)]).tolist() == pytest.approx(
         [0.0, 0.6, 0.8], abs=1e-6
     )
+
+
+def test_laying_out_the_model_again_leaves_every_file_in_place(tmp_path: Path) -> None:
+    """The services of a new home lay the model out at once, each while the others may be loading it: a file
+    already right is never rewritten under a reader."""
+    first = assemble_model_dir(tmp_path / "model")
+    before = {p.name: (p.lstat().st_ino, p.lstat().st_mtime_ns) for p in first.iterdir()}
+    assemble_model_dir(tmp_path / "model")
+    assert {p.name: (p.lstat().st_ino, p.lstat().st_mtime_ns) for p in first.iterdir()} == before
+    assert set(before) == {"model.onnx", *TOKENIZER_FILES}
+
+
+def test_laying_out_the_model_replaces_a_damaged_file_whole(tmp_path: Path) -> None:
+    directory = assemble_model_dir(tmp_path / "model")
+    good = (directory / "tokenizer.json").read_bytes()
+    (directory / "tokenizer.json").write_bytes(good[: len(good) // 2])
+    assemble_model_dir(directory)
+    assert (directory / "tokenizer.json").read_bytes() == good
+    assert sorted(p.name for p in directory.iterdir()) == sorted(["model.onnx", *TOKENIZER_FILES])
