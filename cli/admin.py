@@ -271,13 +271,19 @@ def quarantine_list(
 
 @quarantine_app.command("release")
 def quarantine_release(
-    plugin: str, name: str, by: str = "operator", fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False
+    plugin: str,
+    name: str,
+    tenant: Annotated[str | None, typer.Option(help="only its quarantine for this tenant")] = None,
+    by: str = "operator",
+    fmt: ObjectOutput = ObjectFormat.table,
+    as_json: AsJson = False,
 ) -> None:
-    """Put a quarantined tool on probation (the learner's release request)."""
+    """Put a quarantined tool on probation (the learner's release request), for every tenant it is
+    quarantined for or only ``--tenant``."""
     ask(
         ToolselClient.release_quarantine,
-        {"plugin_id": plugin, "name": name, "released_by": by},
+        {"plugin_id": plugin, "name": name, "tenant_id": tenant, "released_by": by},
         "release",
         chosen(as_json, fmt),
-        lambda change: _say(f"{plugin}/{name}: {change.state}"),
+        lambda released: _say("\n".join(f"{plugin}/{name} for {c.tenant_id}: {c.state}" for c in released.changes)),
     )

@@ -62,7 +62,11 @@ async def _quarantined(client: ToolselClient) -> list[str]:
         listed = await client.list_quarantine()
     except ToolselError:
         return []
-    return [f"{e.plugin_id}/{e.name} ({e.reason})" for e in listed.entries if e.plugin_id.startswith(DEMO_PREFIX)]
+    return [
+        f"{e.plugin_id}/{e.name} for {e.tenant_id} ({e.reason})"
+        for e in listed.entries
+        if e.plugin_id.startswith(DEMO_PREFIX)
+    ]
 
 
 async def run_demo(client: ToolselClient) -> None:

@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import Identifier, Message, Text, Timestamp, ToolRef
+from contracts.common import SHARED_TENANT, Identifier, Message, Text, Timestamp, ToolRef
 
 Comment = Annotated[Text, StringConstraints(max_length=2000)]
 
@@ -80,6 +80,9 @@ class ToolState(StrEnum):
 class ToolStateChanged(ToolRef, Message):
     event_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=_now)
+    tenant_id: str = SHARED_TENANT
+    """For whom: a tool's health is kept per tenant, from the calls its selections served (``*``: evidence from
+    before that, which every tenant starts from)."""
     state: ToolState
     reason: str = ""
 

@@ -30,6 +30,7 @@ from contracts import (
     QuarantineList,
     QuarantineQuery,
     QuarantineRelease,
+    QuarantineReleased,
     RecomputeReport,
     RecomputeRequest,
     ReviewEvent,
@@ -48,7 +49,6 @@ from contracts import (
     ToolList,
     ToolQuery,
     ToolRegister,
-    ToolStateChanged,
     ToolUpdate,
     ToolVersions,
     ToolWriteReport,
@@ -166,7 +166,7 @@ class ClientMethods:
     quality = Request(subjects.ADMIN_QUALITY, QualityQuery, QualityList)
     list_quarantine = Request(subjects.ADMIN_QUARANTINE_LIST, QuarantineQuery, QuarantineList)
     release_quarantine = Request(
-        subjects.ADMIN_QUARANTINE_RELEASE, QuarantineRelease, ToolStateChanged, args=("plugin_id", "name")
+        subjects.ADMIN_QUARANTINE_RELEASE, QuarantineRelease, QuarantineReleased, args=("plugin_id", "name")
     )
     list_feedback = Request(subjects.ADMIN_FEEDBACK_LIST, FeedbackQuery, FeedbackList)
 

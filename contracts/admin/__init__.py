@@ -19,6 +19,7 @@ from contracts.admin.learning import (
     QuarantineList,
     QuarantineQuery,
     QuarantineRelease,
+    QuarantineReleased,
     ToolQuality,
 )
 from contracts.admin.registry import (
@@ -101,6 +102,7 @@ __all__ = [
     "QuarantineList",
     "QuarantineQuery",
     "QuarantineRelease",
+    "QuarantineReleased",
     "RecomputeReport",
     "RecomputeRequest",
     "RollbackReport",

@@ -1,17 +1,27 @@
 """The learning area of the admin API (the learner serves it): quality, quarantine and people's feedback."""
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from contracts.common import AdminRequest, Frozen, Identifier, Message, ToolName, ToolRef
+from contracts.events import ToolStateChanged
 from contracts.registry import Slug
 
 
 class QuarantineRelease(ToolRef, AdminRequest):
-    """An operator's request to put a quarantined tool back on probation; the reply is its ToolStateChanged."""
+    """An operator's request to put a quarantined tool back on probation; the reply is QuarantineReleased."""
 
+    tenant_id: Identifier | Literal["*"] | None = None
+    """The tenant it is quarantined for; None: every tenant it is quarantined for."""
     released_by: Identifier = "operator"
+
+
+class QuarantineReleased(Message):
+    """What an operator's release did: one change per tenant the tool was quarantined for."""
+
+    changes: list[ToolStateChanged]
 
 
 class QuarantineQuery(AdminRequest):
@@ -21,6 +31,8 @@ class QuarantineQuery(AdminRequest):
 class QuarantineEntry(Frozen):
     plugin_id: str
     name: str
+    tenant_id: str
+    """The tenant it is quarantined for (its calls tripped it)."""
     reason: str
     since: datetime
     released_at: datetime | None
@@ -68,8 +80,11 @@ class QualityQuery(AdminRequest):
 
 
 class ToolQuality(Frozen):
+    """A tool's quality and health for one tenant: the calls its selections served."""
+
     plugin_id: str
     name: str
+    tenant_id: str
     calls: int
     successes: int
     failures: int

@@ -1,4 +1,5 @@
-"""People's ratings (seed 004's tool feedback): stored once each, added to the tool's average rating.
+"""People's ratings (seed 004's tool feedback): stored once each, added to the tool's average rating for the
+rating's tenant.
 
 A rating counts only for a tool its tenant may see (the tool's own tenant's or a shared one); one on another
 tenant's tool is refused and changes nothing."""
@@ -11,6 +12,7 @@ import asyncpg
 
 from contracts import SHARED_TENANT, FeedbackEvent
 from toolsel.store import events, learning
+from toolsel.store.learning import QualityKey
 
 
 @dataclass
@@ -22,12 +24,13 @@ class FeedbackResult:
     """Feedback on a tool its tenant may not see: to dead-letter, never to apply."""
 
 
-def rating_totals(ratings: Mapping[UUID, tuple[int, float]]) -> dict[int, tuple[float, int]]:
-    """(sum of ratings, number of ratings) per tool id, from (tool id, rating) per feedback event."""
-    totals: dict[int, tuple[float, int]] = {}
-    for tool_id, rating in ratings.values():
-        total, n = totals.get(tool_id, (0.0, 0))
-        totals[tool_id] = (total + rating, n + 1)
+def rating_totals(ratings: Mapping[UUID, tuple[int, str, float]]) -> dict[QualityKey, tuple[float, int]]:
+    """(sum of ratings, number of ratings) per (tool id, tenant), from (tool id, tenant, rating) per feedback
+    event: a tenant's ratings move that tenant's view of the tool alone."""
+    totals: dict[QualityKey, tuple[float, int]] = {}
+    for tool_id, tenant, rating in ratings.values():
+        total, n = totals.get((tool_id, tenant), (0.0, 0))
+        totals[tool_id, tenant] = (total + rating, n + 1)
     return totals
 
 

@@ -2,7 +2,8 @@
 deduplicated by event id, applied in event-id order (the order a rebuild replays them in).
 
 Only calls to tools the selection offered, and that its tenant may see, count anywhere. A posterior is kept per
-(tool, tenant, context) and discounted on each update; one actor's successes count at most
+(tool, tenant, context) and discounted on each update; quality and health per (tool, tenant), so a shared tool
+failing for one tenant is quarantined for that tenant alone; one actor's successes count at most
 ``learning_credits_per_actor`` times per tool. What each row becomes is computed here (pure); the store writes it.
 """
 
@@ -23,7 +24,7 @@ from services.learner.reward import Reward, discounted, rewards_by_key
 from services.learner.usage import POSITIVE, Embed, Example, UsageRules, remember
 from toolsel.settings import Settings
 from toolsel.store import events, learning
-from toolsel.store.learning import CreditKey, PosteriorKey, Registered
+from toolsel.store.learning import CreditKey, PosteriorKey, QualityKey, Registered
 
 POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
 """One validation of the whole list (in pydantic's core) instead of a model per row: this is the hot path."""
@@ -217,15 +218,18 @@ def step(
     return Stepped(posteriors, credits, examples)
 
 
-def call_counters(batch: Sequence[OutcomeEvent], ids: Mapping[str, int]) -> dict[int, _Calls]:
-    """Per-tool call counters from the calls that count (``offered_only``)."""
-    acc: dict[int, _Calls] = defaultdict(_Calls)
+def call_counters(
+    batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], ids: Mapping[str, int]
+) -> dict[QualityKey, _Calls]:
+    """Call counters per (tool, tenant of the selection) from the calls that count (``offered_only``)."""
+    acc: dict[QualityKey, _Calls] = defaultdict(_Calls)
     for event in batch:
+        tenant = selections[event.selection_id]["tenant_id"]
         for call in event.calls:
             tool_id = ids.get(call.key)
             if tool_id is None:
                 continue
-            c = acc[tool_id]
+            c = acc[tool_id, tenant]
             c.calls += 1
             if call.success:
                 c.successes += 1
@@ -249,6 +253,7 @@ class Counted:
     stand (locked until commit), and the usage examples to remember."""
 
     events: list[OutcomeEvent]
+    selections: Mapping[UUID, Mapping[str, Any]]
     ids: dict[str, int]
     posteriors: list[PosteriorUpdate]
     standing: list[asyncpg.Record]
@@ -303,6 +308,7 @@ async def add_counters(
     quality = [
         (
             tool_id,
+            tenant,
             c.calls,
             c.successes,
             c.failures,
@@ -313,9 +319,9 @@ async def add_counters(
             "{" + ",".join(map(str, c.latency_hist)) + "}",
             c.last_success_at,
         )
-        for tool_id, c in sorted(call_counters(counting, ids).items())
+        for (tool_id, tenant), c in sorted(call_counters(counting, selections, ids).items())
     ]
-    return Counted(counting, ids, posteriors, await learning.add_calls(conn, quality), examples)
+    return Counted(counting, selections, ids, posteriors, await learning.add_calls(conn, quality), examples)
 
 
 def _health(row: Mapping[str, Any]) -> Health:
@@ -330,44 +336,48 @@ def _health(row: Mapping[str, Any]) -> Health:
 
 
 async def advance_health(
-    conn: asyncpg.Connection,
-    events: Sequence[OutcomeEvent],
-    ids: Mapping[str, int],
-    standing: Sequence[Mapping[str, Any]],
-    policy: DegradationPolicy,
+    conn: asyncpg.Connection, counted: Counted, policy: DegradationPolicy
 ) -> list[ToolStateChanged]:
-    """Run each called tool's degradation state machine over this batch's calls, in order; store the result
-    (and a quarantine entry when one tripped) and return the transitions to announce."""
-    health = {r["tool_id"]: _health(r) for r in standing}
-    changed: set[int] = set()
+    """Run the degradation state machine of each called tool, for the tenant whose selection it served, over
+    this batch's calls, in order; store the result (and a quarantine entry when one tripped) and return the
+    transitions to announce."""
+    health = {(r["tool_id"], r["tenant_id"]): _health(r) for r in counted.standing}
+    changed: set[QualityKey] = set()
     transitions: list[ToolStateChanged] = []
-    quarantined: dict[int, str] = {}
-    again: set[int] = set()
-    for event in events:
+    quarantined: dict[QualityKey, str] = {}
+    again: set[QualityKey] = set()
+    for event in counted.events:
+        tenant = counted.selections[event.selection_id]["tenant_id"]
         for call in event.calls:
-            tool_id = ids.get(call.key)
+            tool_id = counted.ids.get(call.key)
             if tool_id is None:
                 continue
-            on_probation = health[tool_id].state == ToolState.PROBATION
-            health[tool_id], transition = observe(health[tool_id], call_quality(call), event.occurred_at, policy)
+            key = (tool_id, tenant)
+            on_probation = health[key].state == ToolState.PROBATION
+            health[key], transition = observe(health[key], call_quality(call), event.occurred_at, policy)
             if transition is not None:
-                changed.add(tool_id)
+                changed.add(key)
                 transitions.append(
                     ToolStateChanged(
-                        plugin_id=call.plugin_id, name=call.name, state=transition.state, reason=transition.reason
+                        plugin_id=call.plugin_id,
+                        name=call.name,
+                        tenant_id=tenant,
+                        state=transition.state,
+                        reason=transition.reason,
                     )
                 )
                 if transition.state == ToolState.QUARANTINED:
-                    quarantined[tool_id] = transition.reason
+                    quarantined[key] = transition.reason
                     if on_probation:
-                        again.add(tool_id)
+                        again.add(key)
     rows = []
-    for r in standing:
-        h = health[r["tool_id"]]
+    for r in counted.standing:
+        key = (r["tool_id"], r["tenant_id"])
+        h = health[key]
         hist = r["latency_hist"]
         rows.append(
             (
-                r["tool_id"],
+                *key,
                 h.score,
                 h.state.value,
                 h.degraded_since,
@@ -375,7 +385,7 @@ async def advance_health(
                 h.probation_calls,
                 latency_percentile(hist, 0.5),
                 latency_percentile(hist, 0.99),
-                r["tool_id"] in changed,
+                key in changed,
             )
         )
     await learning.update_health(conn, rows)
@@ -414,6 +424,6 @@ async def apply_outcomes(
             return result
         counted = await add_counters(conn, fresh, selections, tools, rules)
         result.posteriors = counted.posteriors
-        result.transitions = await advance_health(conn, counted.events, counted.ids, counted.standing, policy)
+        result.transitions = await advance_health(conn, counted, policy)
         result.usage = await remember(conn, counted.examples, vectors, rules.usage)
     return result

@@ -207,9 +207,9 @@ async def _refresh(state: SelectorState, source: str, load: Load) -> None:
 async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
     """Built in a worker thread: parsing and indexing thousands of tools must not hold up the selections and
     broadcasts waiting on the event loop."""
-    tools = await store.live_tools(pool)
+    tools, evidence = await store.live_tools(pool), await store.tenant_evidence(pool)
     categories, mappings = await store.categories(pool), await store.page_mappings(pool)
-    return await asyncio.to_thread(build_catalog, tools, categories, mappings, settings)
+    return await asyncio.to_thread(build_catalog, tools, categories, mappings, settings, evidence)
 
 
 async def _load_registry(state: SelectorState) -> None:

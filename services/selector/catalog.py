@@ -13,7 +13,8 @@ import numpy.typing as npt
 
 from services.selector.policy import Rule
 from services.selector.retrieval import LexicalIndex, lexical_text
-from services.selector.stages import Rows, epoch_seconds, group_rows
+from services.selector.stages import Rows, epoch_seconds, group_rows, tenant_mask
+from services.selector.standing import Evidence, Standing, evidence_by_tenant, standing_of, values_of
 from toolsel.settings import Settings
 
 
@@ -35,21 +36,33 @@ class Catalog:
     pinned: npt.NDArray[np.bool_]
     pin_weight: npt.NDArray[np.int64]
     quarantined: npt.NDArray[np.bool_]
+    """The base standing (``standing``): on each tool's own tenant's evidence."""
     rating: npt.NDArray[np.float64]
-    """Average quality rating of the tool's results (1.0 until someone rates it)."""
-    schema_tokens: npt.NDArray[np.int64]
-    popularity: npt.NDArray[np.float64]
-    """Usage percentile among live tools (seed 001)."""
+    calls: npt.NDArray[np.float64]
     performance: npt.NDArray[np.float64]
-    """Mean of a latency score and the success share of calls; 0.5 before the first call."""
+    schema_tokens: npt.NDArray[np.int64]
     lexical: LexicalIndex
     workflow_hints: dict[tuple[str, str], str] = field(default_factory=dict)
     category_parents: dict[tuple[str, str], str | None] = field(default_factory=dict)
     page_mappings: list[tuple[str, str, str, int]] = field(default_factory=list)
     """(plugin_id, page_pattern, category, priority)."""
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    """Per tenant, its own evidence of shared tools, which replaces the base standing for it."""
+    _standings: dict[str, Standing] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def standing(self, tenant: str) -> Standing:
+        """Every row as ``tenant`` sees it: visible or not, quarantined for it or not, and what its own calls
+        and ratings made of it; kept for the tenants asked most recently."""
+        kept = self._standings.get(tenant)
+        if kept is None:
+            if len(self._standings) >= STANDINGS_KEPT:
+                self._standings.clear()
+            kept = standing_of(self, self.evidence.get(tenant), tenant_mask(self.tenants, tenant))
+            self._standings[tenant] = kept
+        return kept
 
     @cached_property
     def rows(self) -> dict[str, int]:
@@ -88,6 +101,9 @@ class Catalog:
         return [of(row) for row in range(len(self))]
 
 
+STANDINGS_KEPT = 64
+"""Tenants whose standing a catalog copy keeps at once (one without evidence of its own costs a visibility mask;
+one with some, four more arrays of the catalog's length); more, and the copy starts again."""
 SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
 """The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server
 filter."""
@@ -110,40 +126,15 @@ Row = Mapping[str, Any]
 """One row of a ``toolsel.store.catalog`` query, by column name."""
 
 
-def average_rating(rating_sum: float | None, rating_count: int | None) -> float:
-    """Mean of the ratings given so far; 1.0 (no penalty) before the first."""
-    return (rating_sum or 0.0) / rating_count if rating_count else 1.0
-
-
-def popularity(calls: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Percentile of each tool's call count (0 for an unused tool, 1 for the most used)."""
-    out = np.zeros(calls.shape, dtype=np.float64)
-    used = calls > 0
-    if used.any():
-        order = calls[used].argsort(kind="stable").argsort(kind="stable")
-        out[used] = (order + 1) / used.sum()
-    return out
-
-
-def performance(
-    calls: int | None,
-    failures: int | None,
-    latency_sum_ms: float | None,
-    latency_count: int | None,
-    reference_ms: float,
-) -> float:
-    """Seed 001's performance: the mean of a latency score and reliability; neutral 0.5 without data."""
-    if not calls:
-        return 0.5
-    reliability = 1.0 - (failures or 0) / calls
-    latency = reference_ms / (reference_ms + (latency_sum_ms or 0.0) / latency_count) if latency_count else 0.5
-    return (latency + reliability) / 2
-
-
 def build_catalog(
-    rows: Sequence[Row], categories: Sequence[Row], mappings: Sequence[Row], settings: Settings
+    rows: Sequence[Row],
+    categories: Sequence[Row],
+    mappings: Sequence[Row],
+    settings: Settings,
+    evidence: Sequence[Row] = (),
 ) -> Catalog:
-    """Index the live tools, categories and page mappings; the caller swaps the result in atomically."""
+    """Index the live tools (with their base standing), categories, page mappings and each tenant's own evidence
+    of shared tools; the caller swaps the result in atomically."""
     dim = settings.embedding_dim
     vectors = np.zeros((len(rows), dim), dtype=np.float32)
     has_vector = np.zeros(len(rows), dtype=bool)
@@ -157,8 +148,10 @@ def build_catalog(
         if r["embedding"] is not None:
             vectors[i] = r["embedding"].to_numpy()
             has_vector[i] = True
+    quarantined, rating, calls, perf = values_of(rows, settings.latency_reference_ms)
+    keys = [f"{r['plugin_id']}/{r['name']}" for r in rows]
     catalog = Catalog(
-        keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
+        keys=keys,
         plugin_ids=[r["plugin_id"] for r in rows],
         names=[r["name"] for r in rows],
         tenants=np.array([r["tenant_id"] for r in rows], dtype=np.str_),
@@ -169,23 +162,16 @@ def build_catalog(
         has_vector=has_vector,
         pinned=np.array([r["is_always_pinned"] for r in rows], dtype=bool),
         pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
-        quarantined=np.array([r["quarantined"] for r in rows], dtype=bool),
-        rating=np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
+        quarantined=quarantined,
+        rating=rating,
+        calls=calls,
+        performance=perf,
         schema_tokens=np.array(tokens, dtype=np.int64),
-        popularity=popularity(np.array([r["calls"] or 0 for r in rows], dtype=np.float64)),
-        performance=np.array(
-            [
-                performance(
-                    r["calls"], r["failures"], r["latency_sum_ms"], r["latency_count"], settings.latency_reference_ms
-                )
-                for r in rows
-            ],
-            dtype=np.float64,
-        ),
         lexical=LexicalIndex.of_texts(texts, k1=settings.bm25_k1, b=settings.bm25_b),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
+        evidence=evidence_by_tenant(evidence, {key: i for i, key in enumerate(keys)}, settings.latency_reference_ms),
     )
     _ = (
         catalog.rows,

@@ -148,7 +148,8 @@ class Selector:
         degraded = sorted(self.degraded_sources)
         counts: dict[str, int] = {"catalog": len(cat)}
 
-        mask = stages.tenant_mask(cat.tenants, request.tenant_id) & ~cat.quarantined
+        standing = cat.standing(request.tenant_id)
+        mask = standing.visible & ~standing.quarantined
         mask &= self._policy(request)
         counts["visible"] = int(mask.sum())
         visible_tokens = int(cat.schema_tokens[mask].sum())  # what the agent would be sent without toolsel
@@ -281,6 +282,7 @@ class Selector:
             settings=self.settings,
             request=request,
             catalog=self.catalog,
+            standing=self.catalog.standing(request.tenant_id),
             rows=rows,
             relevance=relevance[rows],
             success=stages.posterior_mean(alpha, beta),

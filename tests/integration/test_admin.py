@@ -200,13 +200,15 @@ async def test_quality_of_a_tool_degraded_tools_and_the_quarantine_list(
     assert [(t.name, t.calls, t.state) for t in one.tools] == [("get_weather", 0, "healthy")]
     # the learner's state machine is tested with the learner; here its stored result is what is read
     tool_id = await pool.fetchval("SELECT id FROM tools WHERE plugin_id = $1 AND name = 'send_email'", plugin)
-    await pool.execute("INSERT INTO tool_quarantine (tool_id, reason) VALUES ($1, 'quality below 0.3')", tool_id)
+    await pool.execute(
+        "INSERT INTO tool_quarantine (tool_id, tenant_id, reason) VALUES ($1, $2, 'quality below 0.3')", tool_id, tenant
+    )
     degraded = await client.admin(subjects.ADMIN_QUALITY, QualityQuery(degraded=True), QualityList)
     assert [(t.plugin_id, t.name, t.state) for t in degraded.tools if t.plugin_id == plugin] == [
         (plugin, "send_email", "quarantined")
     ]
     listed = await client.admin(subjects.ADMIN_QUARANTINE_LIST, QuarantineQuery(), QuarantineList)
-    assert [(e.name, e.reason) for e in listed.entries if e.plugin_id == plugin] == [
-        ("send_email", "quality below 0.3")
+    assert [(e.name, e.tenant_id, e.reason) for e in listed.entries if e.plugin_id == plugin] == [
+        ("send_email", tenant, "quality below 0.3")
     ]
     await pool.execute("UPDATE tool_quarantine SET released_at = now() WHERE tool_id = $1", tool_id)

@@ -285,7 +285,7 @@ async def test_rebuild_recomputes_the_same_posteriors_and_quality(pool: asyncpg.
     """Runs last in this module: every earlier test's events are in the history it replays."""
     posteriors = "SELECT tool_id, context_key, alpha, beta, selections, successes, failures FROM tool_bandit_stats"
     quality = (
-        "SELECT tool_id, calls, successes, failures, round(rating_sum::numeric, 9) AS ratings, rating_count,"
+        "SELECT tool_id, tenant_id, calls, successes, failures, round(rating_sum::numeric, 9) AS ratings, rating_count,"
         " round(latency_sum_ms::numeric, 6) AS latency, latency_count, latency_hist::text, latency_p50_ms,"
         " latency_p99_ms, last_success_at FROM tool_quality WHERE calls > 0 OR rating_count > 0"
     )

@@ -1,4 +1,5 @@
-"""Through NATS with the real services: a broken tool is quarantined, dropped, and released by an operator."""
+"""Through NATS with the real services: a broken tool is quarantined, dropped, and released by an operator; a
+shared tool failing for one tenant is quarantined for that tenant alone."""
 
 from uuid import UUID
 
@@ -6,6 +7,7 @@ import asyncpg
 import pytest
 
 from contracts import ErrorCode, OutcomeEvent, QuarantineRelease, ToolCall, ToolState, ToolStateChanged, subjects
+from contracts.admin import QuarantineList, QuarantineQuery, QuarantineReleased
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
 
@@ -18,9 +20,20 @@ async def stored(pool: asyncpg.Pool, selection_id: UUID) -> bool:
     return bool(await pool.fetchval("SELECT count(*) FROM selection_events WHERE selection_id = $1", selection_id))
 
 
-async def release(client: ToolselClient, plugin: str, name: str) -> ToolStateChanged:
-    request = QuarantineRelease(plugin_id=plugin, name=name, released_by="ops")
-    return await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, ToolStateChanged)
+async def release(client: ToolselClient, plugin: str, name: str, tenant: str | None = None) -> list[ToolStateChanged]:
+    request = QuarantineRelease(plugin_id=plugin, name=name, tenant_id=tenant, released_by="ops")
+    return (await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, QuarantineReleased)).changes
+
+
+async def fail(client: ToolselClient, selection_id: UUID, plugin: str, name: str, times: int) -> None:
+    """Report ``times`` failed calls of the tool for one selection."""
+    for _ in range(times):
+        call = ToolCall(plugin_id=plugin, name=name, success=False, latency_ms=30, error="HTTP 500")
+        await client.report([OutcomeEvent(selection_id=selection_id, calls=[call])])
+
+
+async def selected(client: ToolselClient, tenant: str, query: str) -> set[str]:
+    return {t.name for t in (await client.select(query=query, tenant_id=tenant, k=5, dry_run=True)).tools}
 
 
 async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselClient, pool: asyncpg.Pool) -> None:
@@ -30,32 +43,27 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
     assert await eventually(lambda: stored(pool, reply.selection_id))
     changes = await client.nc.subscribe(subjects.TOOL_STATE_CHANGED)
 
-    for _ in range(FAILURES_TO_QUARANTINE):
-        call = ToolCall(plugin_id=plugin, name="get_weather", success=False, latency_ms=30, error="HTTP 500")
-        await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
+    await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
     seen: list[ToolState] = []
     while ToolState.QUARANTINED not in seen:
         change = ToolStateChanged.model_validate_json((await changes.next_msg(timeout=60)).data)
         if change.plugin_id == plugin:
             seen.append(change.state)
+            assert change.tenant_id == tenant
     await changes.unsubscribe()
     assert seen == [ToolState.WARNING, ToolState.DEGRADED, ToolState.QUARANTINED]
 
-    async def selected() -> set[str]:
-        now = await client.select(query="weather in Oslo", tenant_id=tenant, k=5, dry_run=True)
-        return {t.name for t in now.tools}
-
     async def dropped() -> bool:
-        return "get_weather" not in await selected()
+        return "get_weather" not in await selected(client, tenant, "weather in Oslo")
 
     async def back() -> bool:
-        return "get_weather" in await selected()
+        return "get_weather" in await selected(client, tenant, "weather in Oslo")
 
     assert await eventually(dropped), "the quarantined tool is still selected"
     row = await pool.fetchrow(
         "SELECT q.reason, q.released_at, h.state, h.degraded_since, h.failures FROM tool_quarantine q"
-        " JOIN tool_quality h USING (tool_id) JOIN tools t ON t.id = q.tool_id WHERE t.plugin_id = $1",
+        " JOIN tool_quality h USING (tool_id, tenant_id) JOIN tools t ON t.id = q.tool_id WHERE t.plugin_id = $1",
         plugin,
     )
     assert "5 consecutive degraded calls" in row["reason"]
@@ -70,8 +78,8 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
         await release(client, plugin, "no_such_tool")
     assert unknown.value.detail.code == ErrorCode.NOT_FOUND
 
-    released = await release(client, plugin, "get_weather")
-    assert (released.state, released.reason) == (ToolState.PROBATION, "released by ops")
+    [released] = await release(client, plugin, "get_weather")
+    assert (released.tenant_id, released.state, released.reason) == (tenant, ToolState.PROBATION, "released by ops")
     assert await eventually(back), "the released tool did not come back"
     assert (
         await pool.fetchval(
@@ -84,5 +92,38 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
 async def test_release_without_the_admin_token_is_refused(client: ToolselClient) -> None:
     request = QuarantineRelease(plugin_id="any", name="tool", admin_token="wrong")
     with pytest.raises(ToolselError) as refused:
-        await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, ToolStateChanged)
+        await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, QuarantineReleased)
     assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.UNAUTHORIZED, "admin_token")
+
+
+async def test_a_shared_tool_failing_for_one_tenant_is_quarantined_for_that_tenant_alone(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """A tenant's failures, real or a flood, quarantine a shared tool for that tenant: another tenant that
+    sees the tool keeps it, and an operator releases each tenant's quarantine on its own."""
+    noisy, quiet, plugin = unique("noisy"), unique("quiet"), unique("shared")
+    await sync_and_wait(client, plugin_sync(plugin, "*", [tool("get_weather"), tool("send_email")]))
+    query = "weather in Oslo"
+    assert "get_weather" in await selected(client, quiet, query)
+    reply = await client.select(query=query, tenant_id=noisy, k=2)
+    assert await eventually(lambda: stored(pool, reply.selection_id))
+    await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
+
+    async def dropped_for_noisy() -> bool:
+        return "get_weather" not in await selected(client, noisy, query)
+
+    assert await eventually(dropped_for_noisy), "the tool is still selected for the tenant it failed for"
+    assert "get_weather" in await selected(client, quiet, query)
+    listed = await client.admin(subjects.ADMIN_QUARANTINE_LIST, QuarantineQuery(), QuarantineList)
+    assert [e.tenant_id for e in listed.entries if e.plugin_id == plugin] == [noisy]
+
+    with pytest.raises(ToolselError) as not_for_quiet:
+        await release(client, plugin, "get_weather", quiet)
+    assert not_for_quiet.value.detail.code == ErrorCode.CONFLICT
+    [released] = await release(client, plugin, "get_weather", noisy)
+    assert (released.tenant_id, released.state) == (noisy, ToolState.PROBATION)
+
+    async def back_for_noisy() -> bool:
+        return "get_weather" in await selected(client, noisy, query)
+
+    assert await eventually(back_for_noisy), "the released tool did not come back"

@@ -14,6 +14,7 @@ from toolsel.store import readmodels
 
 QUALITY_SCHEMA = {
     "tool": pl.String,
+    "tenant_id": pl.String,
     "state": pl.String,
     "calls": pl.Int64,
     "success_rate": pl.Float64,
@@ -65,7 +66,7 @@ def from_export(directory: Path, table: str, since: date | None = None, until: d
 
 
 async def quality_from_store(pool: asyncpg.Pool) -> pl.DataFrame:
-    """Each live tool's quality as the learner keeps it: tool, state, calls, success rate, average rating,
-    quality (their product) and the rolling score."""
+    """Each live tool's quality as the learner keeps it, per tenant: tool, tenant, state, calls, success rate,
+    average rating, quality (their product) and the rolling score."""
     rows = await readmodels.live_tool_health(pool)
     return pl.DataFrame([dict(r) for r in rows], schema=QUALITY_SCHEMA, orient="row")

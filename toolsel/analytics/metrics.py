@@ -92,5 +92,5 @@ def tokens_saved_daily(selections: pl.DataFrame) -> pl.DataFrame:
 
 
 def unhealthy(quality: pl.DataFrame) -> pl.DataFrame:
-    """Tools degraded, quarantined or otherwise not healthy, worst rolling score first."""
-    return quality.filter(pl.col("state") != "healthy").sort(["rolling_score", "tool"], nulls_last=True)
+    """Tools degraded, quarantined or otherwise not healthy for a tenant, worst rolling score first."""
+    return quality.filter(pl.col("state") != "healthy").sort(["rolling_score", "tool", "tenant_id"], nulls_last=True)

@@ -21,8 +21,7 @@ RESTART_S = 120.0
 
 
 async def _calls(stage: Stage, plugin: str) -> int:
-    row = await readmodels.tool_health(stage.pool, plugin, NAME)
-    return int(row["calls"] or 0) if row is not None else 0
+    return sum(int(row["calls"]) for row in await readmodels.tool_health(stage.pool, plugin, NAME))
 
 
 async def _kill_learner(stage: Stage) -> None:

@@ -53,7 +53,7 @@ async def _touched(stage: Stage, plugin: str) -> list[str]:
     touched = []
     for name in TOOLS:
         health = await readmodels.tool_health(stage.pool, plugin, name)
-        if f"{plugin}/{name}" in learnt or (health is not None and (health["calls"] or health["ratings"])):
+        if f"{plugin}/{name}" in learnt or any(row["calls"] or row["ratings"] for row in health):
             touched.append(name)
     return touched
 

@@ -12,11 +12,20 @@ SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, 
        t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.calls,
        tq.failures, tq.latency_sum_ms, tq.latency_count
 FROM tools t
-LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.released_at IS NULL
-LEFT JOIN tool_quality tq ON tq.tool_id = t.id
+LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.tenant_id = t.tenant_id AND q.released_at IS NULL
+LEFT JOIN tool_quality tq ON tq.tool_id = t.id AND tq.tenant_id = t.tenant_id
 WHERE t.deleted_at IS NULL AND t.status = 'active'
 ORDER BY t.pin_weight DESC, t.plugin_id, t.name
 """
+"""Each tool with its base standing: its own tenant's evidence (the owner's for a private tool)."""
+TENANT_EVIDENCE = """
+SELECT t.plugin_id || '/' || t.name AS key, tq.tenant_id, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum,
+       tq.rating_count, tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
+FROM tool_quality tq JOIN tools t ON t.id = tq.tool_id AND tq.tenant_id <> t.tenant_id
+LEFT JOIN tool_quarantine q ON q.tool_id = tq.tool_id AND q.tenant_id = tq.tenant_id AND q.released_at IS NULL
+WHERE t.deleted_at IS NULL AND t.status = 'active'
+"""
+"""Each tenant's own evidence of the live shared tools its selections called."""
 CATEGORIES = "SELECT plugin_id, name, parent, workflow_hint FROM tool_categories"
 PAGE_MAPPINGS = "SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings ORDER BY priority DESC"
 POSTERIORS = """
@@ -49,8 +58,13 @@ async def _fetch(pool: asyncpg.Pool, sql: str) -> list[asyncpg.Record]:
 
 
 async def live_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
-    """Active, not deleted tools, with their quarantine flag and call statistics; pinned first."""
+    """Active, not deleted tools, with their own tenant's quarantine flag and call statistics; pinned first."""
     return await _fetch(pool, LIVE_TOOLS)
+
+
+async def tenant_evidence(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Each tenant's own quarantine, ratings, calls and latencies of the live shared tools it called."""
+    return await _fetch(pool, TENANT_EVIDENCE)
 
 
 async def categories(pool: asyncpg.Pool) -> list[asyncpg.Record]:

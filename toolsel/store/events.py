@@ -59,12 +59,14 @@ SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[])
      AS u(event_id, plugin_id, name, tenant, rating, comment, author, at)
 JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name AND t.tenant_id IN (u.tenant, '*')
-ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, rating
+ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, tenant_id, rating
 """
 
 STORED_FEEDBACK = "SELECT event_id FROM tool_feedback WHERE event_id = ANY($1::uuid[])"
 
-FEEDBACK_TOTALS = "SELECT tool_id, sum(rating) AS total, count(*) AS n FROM tool_feedback GROUP BY tool_id"
+FEEDBACK_TOTALS = """
+SELECT tool_id, tenant_id, sum(rating) AS total, count(*) AS n FROM tool_feedback GROUP BY tool_id, tenant_id
+"""
 
 CALL_LIST = TypeAdapter(list[ToolCall])
 """One serialisation of a whole call list (in pydantic's core) instead of a model per call: the hot path."""
@@ -148,8 +150,11 @@ async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]
     return {r["event_id"] for r in rows}
 
 
-async def insert_feedback(conn: asyncpg.Connection, events: Sequence[FeedbackEvent]) -> dict[UUID, tuple[int, float]]:
-    """Store feedback on registered tools its tenant may see; returns (tool id, rating) of each new event."""
+async def insert_feedback(
+    conn: asyncpg.Connection, events: Sequence[FeedbackEvent]
+) -> dict[UUID, tuple[int, str, float]]:
+    """Store feedback on registered tools its tenant may see; returns (tool id, tenant, rating) of each new
+    event."""
     rows = await conn.fetch(
         INSERT_FEEDBACK,
         [e.event_id for e in events],
@@ -161,7 +166,7 @@ async def insert_feedback(conn: asyncpg.Connection, events: Sequence[FeedbackEve
         [e.author for e in events],
         [e.occurred_at for e in events],
     )
-    return {r["event_id"]: (r["tool_id"], r["rating"]) for r in rows}
+    return {r["event_id"]: (r["tool_id"], r["tenant_id"], r["rating"]) for r in rows}
 
 
 async def stored_feedback(conn: asyncpg.Connection, event_ids: Sequence[UUID]) -> set[UUID]:
@@ -169,6 +174,6 @@ async def stored_feedback(conn: asyncpg.Connection, event_ids: Sequence[UUID]) -
     return {r["event_id"] for r in await conn.fetch(STORED_FEEDBACK, list(event_ids))}
 
 
-async def feedback_totals(conn: asyncpg.Connection) -> dict[int, tuple[float, int]]:
+async def feedback_totals(conn: asyncpg.Connection) -> dict[tuple[int, str], tuple[float, int]]:
     """(sum of ratings, number of ratings) of every tool with stored feedback."""
-    return {r["tool_id"]: (r["total"], r["n"]) for r in await conn.fetch(FEEDBACK_TOTALS)}
+    return {(r["tool_id"], r["tenant_id"]): (r["total"], r["n"]) for r in await conn.fetch(FEEDBACK_TOTALS)}

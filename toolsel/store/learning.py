@@ -1,5 +1,6 @@
 """What the learner learnt: posteriors (tool_bandit_stats), quality and health (tool_quality), quarantine, and
-the credits that bound one actor's influence (session_credits).
+the credits that bound one actor's influence (session_credits). Quality, health and quarantine are kept per
+(tool, tenant): the tenant whose selections' calls they count.
 
 The only module that writes these tables. Batches are written with one statement per table over arrays, rows
 in key order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides what
@@ -15,7 +16,7 @@ import asyncpg
 Row = tuple[Any, ...]
 
 TOOL_ID = "SELECT id FROM tools WHERE plugin_id = $1 AND name = $2"
-TOOL_KEYS = "SELECT plugin_id, name FROM tools WHERE id = ANY($1::bigint[]) ORDER BY id"
+TOOL_KEYS = "SELECT id, plugin_id, name FROM tools WHERE id = ANY($1::bigint[])"
 
 TOOLS_BY_KEY = """
 SELECT id, plugin_id || '/' || name AS key, tenant_id FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])
@@ -52,12 +53,13 @@ WHERE c.tenant_id = u.tenant AND c.actor = u.actor AND c.tool_id = u.tool_id
 """
 
 ADD_CALLS = """
-INSERT INTO tool_quality AS q (tool_id, calls, successes, failures, rating_sum, rating_count, latency_sum_ms,
-                               latency_count, latency_hist, last_success_at)
-SELECT u.tool_id, u.calls, u.ok, u.ko, u.rs, u.rc, u.ls, u.lc, u.hist::bigint[], u.last
-FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::float8[], $6::bigint[], $7::float8[],
-            $8::bigint[], $9::text[], $10::timestamptz[]) AS u(tool_id, calls, ok, ko, rs, rc, ls, lc, hist, last)
-ON CONFLICT (tool_id) DO UPDATE SET
+INSERT INTO tool_quality AS q (tool_id, tenant_id, calls, successes, failures, rating_sum, rating_count,
+                               latency_sum_ms, latency_count, latency_hist, last_success_at)
+SELECT u.tool_id, u.tenant, u.calls, u.ok, u.ko, u.rs, u.rc, u.ls, u.lc, u.hist::bigint[], u.last
+FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[],
+            $8::float8[], $9::bigint[], $10::text[], $11::timestamptz[])
+     AS u(tool_id, tenant, calls, ok, ko, rs, rc, ls, lc, hist, last)
+ON CONFLICT (tool_id, tenant_id) DO UPDATE SET
     calls = q.calls + excluded.calls, successes = q.successes + excluded.successes,
     failures = q.failures + excluded.failures, rating_sum = q.rating_sum + excluded.rating_sum,
     rating_count = q.rating_count + excluded.rating_count, latency_sum_ms = q.latency_sum_ms + excluded.latency_sum_ms,
@@ -65,13 +67,14 @@ ON CONFLICT (tool_id) DO UPDATE SET
     latency_hist = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
                          FROM unnest(q.latency_hist, excluded.latency_hist) WITH ORDINALITY AS h(a, b, i) ORDER BY i),
     last_success_at = GREATEST(q.last_success_at, excluded.last_success_at), updated_at = now()
-RETURNING tool_id, latency_hist, rolling_score, state, degraded_since, consecutive_degraded, probation_calls
+RETURNING tool_id, tenant_id, latency_hist, rolling_score, state, degraded_since, consecutive_degraded,
+          probation_calls
 """
 
 ADD_RATINGS = """
-INSERT INTO tool_quality AS q (tool_id, rating_sum, rating_count)
-SELECT * FROM unnest($1::bigint[], $2::float8[], $3::bigint[])
-ON CONFLICT (tool_id) DO UPDATE SET rating_sum = q.rating_sum + excluded.rating_sum,
+INSERT INTO tool_quality AS q (tool_id, tenant_id, rating_sum, rating_count)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::bigint[])
+ON CONFLICT (tool_id, tenant_id) DO UPDATE SET rating_sum = q.rating_sum + excluded.rating_sum,
     rating_count = q.rating_count + excluded.rating_count, updated_at = now()
 """
 
@@ -79,34 +82,44 @@ UPDATE_HEALTH = """
 UPDATE tool_quality q SET rolling_score = u.score, state = u.state, degraded_since = u.since,
     consecutive_degraded = u.n, probation_calls = u.probation, latency_p50_ms = u.p50, latency_p99_ms = u.p99,
     state_changed_at = CASE WHEN u.changed THEN now() ELSE q.state_changed_at END
-FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::float8[],
-            $8::float8[], $9::bool[]) AS u(tool_id, score, state, since, n, probation, p50, p99, changed)
-WHERE q.tool_id = u.tool_id
+FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::text[], $5::timestamptz[], $6::int[], $7::int[],
+            $8::float8[], $9::float8[], $10::bool[])
+     AS u(tool_id, tenant, score, state, since, n, probation, p50, p99, changed)
+WHERE q.tool_id = u.tool_id AND q.tenant_id = u.tenant
 """
 
-LOCK_QUALITY = "SELECT 1 FROM tool_quality WHERE tool_id = ANY($1::bigint[]) ORDER BY tool_id FOR UPDATE"
+LOCK_QUALITY = """
+SELECT 1 FROM tool_quality q JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, tenant)
+    ON q.tool_id = u.tool_id AND q.tenant_id = u.tenant
+ORDER BY q.tool_id, q.tenant_id FOR UPDATE OF q
+"""
 
 ON_PROBATION = """
-UPDATE tool_quality SET state = $2, rolling_score = $3, degraded_since = NULL, consecutive_degraded = 0,
+UPDATE tool_quality q SET state = $3, rolling_score = $4, degraded_since = NULL, consecutive_degraded = 0,
     probation_calls = 0, state_changed_at = now()
-WHERE tool_id = ANY($1::bigint[])
+FROM unnest($1::bigint[], $2::text[]) AS u(tool_id, tenant)
+WHERE q.tool_id = u.tool_id AND q.tenant_id = u.tenant
 """
 
 QUARANTINE = """
-INSERT INTO tool_quarantine AS q (tool_id, reason)
-SELECT * FROM unnest($1::bigint[], $2::text[])
-ON CONFLICT (tool_id) DO UPDATE SET reason = excluded.reason, since = now(), released_at = NULL, released_by = NULL,
-    strikes = CASE WHEN q.tool_id = ANY($3::bigint[]) THEN q.strikes + 1 ELSE 1 END
+INSERT INTO tool_quarantine AS q (tool_id, tenant_id, reason)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
+ON CONFLICT (tool_id, tenant_id) DO UPDATE SET reason = excluded.reason, since = now(), released_at = NULL,
+    released_by = NULL,
+    strikes = CASE WHEN (q.tool_id, q.tenant_id) IN (SELECT * FROM unnest($4::bigint[], $5::text[]))
+                   THEN q.strikes + 1 ELSE 1 END
 """
 
 RELEASE = """
-UPDATE tool_quarantine SET released_at = now(), released_by = $2
-WHERE tool_id = ANY($1::bigint[]) AND released_at IS NULL
-RETURNING tool_id
+UPDATE tool_quarantine q SET released_at = now(), released_by = $3
+FROM unnest($1::bigint[], $2::text[]) AS u(tool_id, tenant)
+WHERE q.tool_id = u.tool_id AND q.tenant_id = u.tenant AND q.released_at IS NULL
+RETURNING q.tool_id, q.tenant_id
 """
 
+OPEN_QUARANTINES = "SELECT tenant_id FROM tool_quarantine WHERE tool_id = $1 AND released_at IS NULL"
 DUE_FOR_RELEASE = """
-SELECT tool_id FROM tool_quarantine
+SELECT tool_id, tenant_id FROM tool_quarantine
 WHERE released_at IS NULL AND since <= now() - make_interval(secs => least($1 * power(2, strikes - 1), $2))
 """
 
@@ -118,11 +131,11 @@ UPDATE tool_quality SET calls = 0, successes = 0, failures = 0, rating_sum = 0, 
     latency_sum_ms = 0, latency_count = 0, latency_hist = '{}', last_success_at = NULL,
     latency_p50_ms = NULL, latency_p99_ms = NULL, updated_at = now()
 """
-LATENCY_HISTOGRAMS = "SELECT tool_id, latency_hist FROM tool_quality ORDER BY tool_id"
+LATENCY_HISTOGRAMS = "SELECT tool_id, tenant_id, latency_hist FROM tool_quality ORDER BY tool_id, tenant_id"
 SET_PERCENTILES = """
 UPDATE tool_quality q SET latency_p50_ms = u.p50, latency_p99_ms = u.p99
-FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS u(tool_id, p50, p99)
-WHERE q.tool_id = u.tool_id
+FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[]) AS u(tool_id, tenant, p50, p99)
+WHERE q.tool_id = u.tool_id AND q.tenant_id = u.tenant
 """
 COUNT_POSTERIORS = "SELECT count(*) FROM tool_bandit_stats"
 
@@ -132,6 +145,8 @@ class Registered(NamedTuple):
     tenant_id: str
 
 
+QualityKey = tuple[int, str]
+"""(tool id, tenant): whose calls a tool's quality, health and quarantine count."""
 PosteriorKey = tuple[int, str, str]
 """(tool id, tenant, context key)."""
 CreditKey = tuple[str, str, int]
@@ -157,9 +172,15 @@ async def tool_id(conn: asyncpg.Connection, plugin_id: str, name: str) -> int | 
     return found
 
 
-async def tool_keys(conn: asyncpg.Connection, ids: Sequence[int]) -> list[tuple[str, str]]:
-    """(plugin id, name) of these tools, in id order."""
-    return [(r["plugin_id"], r["name"]) for r in await conn.fetch(TOOL_KEYS, list(ids))]
+async def tool_keys(conn: asyncpg.Connection, ids: Collection[int]) -> dict[int, tuple[str, str]]:
+    """(plugin id, name) of each of these tools."""
+    return {r["id"]: (r["plugin_id"], r["name"]) for r in await conn.fetch(TOOL_KEYS, list(ids))}
+
+
+def _key_columns(keys: Collection[QualityKey]) -> tuple[list[int], list[str]]:
+    """(tool ids, tenants) of these keys in key order, two lists even when there are none."""
+    ordered = sorted(keys)
+    return [t for t, _ in ordered], [tenant for _, tenant in ordered]
 
 
 # posteriors and quality counters
@@ -210,18 +231,18 @@ async def add_calls(conn: asyncpg.Connection, rows: Sequence[Row]) -> list[async
     return result
 
 
-async def add_ratings(conn: asyncpg.Connection, totals: Mapping[int, tuple[float, int]]) -> None:
-    """Add (sum of ratings, number of ratings) per tool id to the tools' quality, in id order."""
+async def add_ratings(conn: asyncpg.Connection, totals: Mapping[QualityKey, tuple[float, int]]) -> None:
+    """Add (sum of ratings, number of ratings) per (tool id, tenant) to the tools' quality, in key order."""
     if totals:
         ordered = sorted(totals.items())
         await conn.execute(
-            ADD_RATINGS, [t for t, _ in ordered], [s for _, (s, _) in ordered], [n for _, (_, n) in ordered]
+            ADD_RATINGS, *_key_columns(totals), [s for _, (s, _) in ordered], [n for _, (_, n) in ordered]
         )
 
 
 async def update_health(conn: asyncpg.Connection, rows: Sequence[Row]) -> None:
-    """Store (tool id, rolling score, state, degraded since, consecutive degraded, probation calls, p50, p99,
-    state changed) per tool."""
+    """Store (tool id, tenant, rolling score, state, degraded since, consecutive degraded, probation calls, p50,
+    p99, state changed) per (tool, tenant)."""
     if rows:
         await conn.execute(UPDATE_HEALTH, *_columns(rows))
 
@@ -229,29 +250,38 @@ async def update_health(conn: asyncpg.Connection, rows: Sequence[Row]) -> None:
 # quarantine
 
 
-async def quarantine(conn: asyncpg.Connection, reasons: Mapping[int, str], again: Collection[int] = ()) -> None:
-    """Quarantine these tools with their reasons (again, when an earlier quarantine was released); those in
-    ``again`` failed on probation, so their next release waits twice as long as the last."""
+async def quarantine(
+    conn: asyncpg.Connection, reasons: Mapping[QualityKey, str], again: Collection[QualityKey] = ()
+) -> None:
+    """Quarantine these tools for these tenants with their reasons (again, when an earlier quarantine was
+    released); those in ``again`` failed on probation, so their next release waits twice as long as the last."""
     if reasons:
         ordered = sorted(reasons.items())
-        await conn.execute(QUARANTINE, [t for t, _ in ordered], [r for _, r in ordered], sorted(again))
+        await conn.execute(QUARANTINE, *_key_columns(reasons), [r for _, r in ordered], *_key_columns(again))
 
 
-async def release(conn: asyncpg.Connection, ids: Sequence[int], by: str, state: str, score: float) -> list[int]:
-    """End these tools' open quarantines and set their health to ``state`` with ``score``; returns the tools
-    released (those that were quarantined). Quality rows are locked first, in id order, as an outcome batch
-    locks them: no deadlock with a batch in flight."""
-    await conn.execute(LOCK_QUALITY, list(ids))
-    released = [r["tool_id"] for r in await conn.fetch(RELEASE, sorted(ids), by)]
+async def release(
+    conn: asyncpg.Connection, keys: Collection[QualityKey], by: str, state: str, score: float
+) -> list[QualityKey]:
+    """End these open quarantines and set their health to ``state`` with ``score``; returns those released
+    (those that were quarantined). Quality rows are locked first, in key order, as an outcome batch locks them:
+    no deadlock with a batch in flight."""
+    await conn.execute(LOCK_QUALITY, *_key_columns(keys))
+    released = sorted((r["tool_id"], r["tenant_id"]) for r in await conn.fetch(RELEASE, *_key_columns(keys), by))
     if released:
-        await conn.execute(ON_PROBATION, released, state, score)
+        await conn.execute(ON_PROBATION, *_key_columns(released), state, score)
     return released
 
 
-async def due_for_release(conn: asyncpg.Connection, after_s: float, max_s: float) -> list[int]:
-    """Unreleased tools quarantined for ``after_s`` seconds, doubled for each strike after the first (at most
+async def due_for_release(conn: asyncpg.Connection, after_s: float, max_s: float) -> list[QualityKey]:
+    """Unreleased quarantines of ``after_s`` seconds, doubled for each strike after the first (at most
     ``max_s``), or more."""
-    return [r["tool_id"] for r in await conn.fetch(DUE_FOR_RELEASE, after_s, max_s)]
+    return [(r["tool_id"], r["tenant_id"]) for r in await conn.fetch(DUE_FOR_RELEASE, after_s, max_s)]
+
+
+async def open_quarantines(conn: asyncpg.Connection, tool: int) -> list[QualityKey]:
+    """The open quarantines of one tool, one per tenant it is quarantined for."""
+    return [(tool, r["tenant_id"]) for r in await conn.fetch(OPEN_QUARANTINES, tool)]
 
 
 # rebuild
@@ -266,19 +296,20 @@ async def reset_counters(conn: asyncpg.Connection) -> None:
     await conn.execute(RESET_COUNTERS)
 
 
-async def latency_histograms(conn: asyncpg.Connection) -> dict[int, list[int]]:
-    return {r["tool_id"]: r["latency_hist"] for r in await conn.fetch(LATENCY_HISTOGRAMS)}
+async def latency_histograms(conn: asyncpg.Connection) -> dict[QualityKey, list[int]]:
+    return {(r["tool_id"], r["tenant_id"]): r["latency_hist"] for r in await conn.fetch(LATENCY_HISTOGRAMS)}
 
 
 async def set_percentiles(
-    conn: asyncpg.Connection, percentiles: Mapping[int, tuple[float | None, float | None]]
+    conn: asyncpg.Connection, percentiles: Mapping[QualityKey, tuple[float | None, float | None]]
 ) -> None:
-    """Store (p50, p99) latency per tool id."""
+    """Store (p50, p99) latency per (tool id, tenant)."""
+    ordered = sorted(percentiles.items())
     await conn.execute(
         SET_PERCENTILES,
-        list(percentiles),
-        [p50 for p50, _ in percentiles.values()],
-        [p99 for _, p99 in percentiles.values()],
+        *_key_columns(percentiles),
+        [p50 for _, (p50, _) in ordered],
+        [p99 for _, (_, p99) in ordered],
     )
 
 

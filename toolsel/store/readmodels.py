@@ -9,22 +9,24 @@ from typing import Final
 import asyncpg
 
 HEALTH_COLUMNS = (
-    "plugin_id, name, calls, successes, failures, success_rate, average_rating, ratings, latency_p50_ms,"
+    "plugin_id, name, tenant_id, calls, successes, failures, success_rate, average_rating, ratings, latency_p50_ms,"
     " latency_p99_ms, quality, rolling_score, state, degraded_since"
 )
-TOOL_HEALTH = f"SELECT {HEALTH_COLUMNS} FROM tool_health WHERE plugin_id = $1 AND name = $2"
+TOOL_HEALTH = f"SELECT {HEALTH_COLUMNS} FROM tool_health WHERE plugin_id = $1 AND name = $2 ORDER BY tenant_id"
 UNHEALTHY = f"""
 SELECT {HEALTH_COLUMNS} FROM tool_health WHERE deleted_at IS NULL AND state <> 'healthy'
-ORDER BY rolling_score NULLS LAST, plugin_id, name
+ORDER BY rolling_score NULLS LAST, plugin_id, name, tenant_id
 """
 LIVE_HEALTH = """
-SELECT plugin_id || '/' || name AS tool, state, calls, success_rate, average_rating, quality, rolling_score
-FROM tool_health WHERE deleted_at IS NULL ORDER BY tool
+SELECT plugin_id || '/' || name AS tool, tenant_id, state, calls, success_rate, average_rating, quality,
+       rolling_score
+FROM tool_health WHERE deleted_at IS NULL ORDER BY tool, tenant_id
 """
 QUARANTINE = """
-SELECT t.plugin_id, t.name, qq.reason, qq.since, qq.released_at, qq.released_by,
+SELECT t.plugin_id, t.name, qq.tenant_id, qq.reason, qq.since, qq.released_at, qq.released_by,
        coalesce(q.state, 'quarantined') AS state
-FROM tool_quarantine qq JOIN tools t ON t.id = qq.tool_id LEFT JOIN tool_quality q ON q.tool_id = t.id
+FROM tool_quarantine qq JOIN tools t ON t.id = qq.tool_id
+LEFT JOIN tool_quality q ON q.tool_id = qq.tool_id AND q.tenant_id = qq.tenant_id
 WHERE qq.released_at IS NULL OR $1 ORDER BY qq.since DESC
 """
 TOOL_EXISTS = "SELECT EXISTS (SELECT 1 FROM tools WHERE plugin_id = $1 AND name = $2)"
@@ -56,10 +58,11 @@ ARRIVAL: Final = {
 EVENT_TABLES: Final = tuple(EVENT_SOURCES)
 
 
-async def tool_health(pool: asyncpg.Pool, plugin_id: str, name: str) -> asyncpg.Record | None:
-    """One tool's quality and health (deleted or not); None when there is no such tool."""
-    row: asyncpg.Record | None = await pool.fetchrow(TOOL_HEALTH, plugin_id, name)
-    return row
+async def tool_health(pool: asyncpg.Pool, plugin_id: str, name: str) -> list[asyncpg.Record]:
+    """One tool's quality and health (deleted or not), one row per tenant with evidence (one under its own
+    tenant when none has any); none when there is no such tool."""
+    rows: list[asyncpg.Record] = await pool.fetch(TOOL_HEALTH, plugin_id, name)
+    return rows
 
 
 async def unhealthy_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
@@ -69,7 +72,8 @@ async def unhealthy_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
 
 
 async def live_tool_health(pool: asyncpg.Pool) -> list[asyncpg.Record]:
-    """Each live tool's ``tool`` key, state, calls, success rate, average rating, quality and rolling score."""
+    """Each live tool's ``tool`` key, tenant, state, calls, success rate, average rating, quality and rolling
+    score, per tenant with evidence."""
     rows: list[asyncpg.Record] = await pool.fetch(LIVE_HEALTH)
     return rows
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from faststream.nats import NatsRouter
 
-from contracts import ErrorCode, QuarantineRelease, ToolStateChanged, subjects
+from contracts import ErrorCode, QuarantineRelease, subjects
 from contracts.admin import (
     FeedbackEntry,
     FeedbackList,
@@ -15,6 +15,7 @@ from contracts.admin import (
     QuarantineEntry,
     QuarantineList,
     QuarantineQuery,
+    QuarantineReleased,
     ToolQuality,
 )
 from services.learner.admin import QUEUE
@@ -39,20 +40,22 @@ def router(state: LearnerState) -> NatsRouter:
         return admin.subscriber(subject.removeprefix(PREFIX), queue=QUEUE, title=title, description=description)
 
     @subscriber(
-        subjects.ADMIN_QUALITY, "admin.quality", "One tool's quality metrics, or every tool that is not healthy."
+        subjects.ADMIN_QUALITY,
+        "admin.quality",
+        "One tool's quality metrics per tenant, or every tool not healthy for some tenant.",
     )
     async def quality(request: QualityQuery) -> QualityList:
-        """One tool's quality, or every live tool that is not healthy (worst rolling score first)."""
+        """One tool's quality per tenant, or every live tool not healthy for some tenant (worst rolling score
+        first)."""
         check_admin(request.admin_token, state.settings.admin_token)
         if request.degraded:
             rows = await readmodels.unhealthy_tools(state.pool)
         else:
             assert request.plugin_id is not None  # the query's validator says so
             assert request.name is not None
-            row = await readmodels.tool_health(state.pool, request.plugin_id, request.name)
-            if row is None:
+            rows = await readmodels.tool_health(state.pool, request.plugin_id, request.name)
+            if not rows:
                 raise _not_found(request.plugin_id, request.name)
-            rows = [row]
         return QualityList(tools=[ToolQuality(**r) for r in rows])
 
     @subscriber(
@@ -70,14 +73,16 @@ def router(state: LearnerState) -> NatsRouter:
         "quarantine-release",
         "An operator puts a quarantined tool on probation; the selectors take it back at once.",
     )
-    async def quarantine_release(request: QuarantineRelease) -> ToolStateChanged:
+    async def quarantine_release(request: QuarantineRelease) -> QuarantineReleased:
         check_admin(request.admin_token, state.settings.admin_token)
         try:
-            change = await release_tool(state.pool, request.plugin_id, request.name, request.released_by, state.policy)
+            changes = await release_tool(
+                state.pool, request.plugin_id, request.name, request.tenant_id, request.released_by, state.policy
+            )
         except ReleaseRefused as refused:
             raise RequestError(refused.code, str(refused), "name") from refused
-        await announce(state, [change])
-        return change
+        await announce(state, changes)
+        return QuarantineReleased(changes=changes)
 
     @subscriber(subjects.ADMIN_FEEDBACK_LIST, "admin.feedback.list", "A tool's most recent feedback from people.")
     async def feedback_list(request: FeedbackQuery) -> FeedbackList:

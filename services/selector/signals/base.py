@@ -14,6 +14,7 @@ from contracts import SelectRequest
 from services.selector.catalog import Catalog, ReviewIndex
 from services.selector.history import UserHistory
 from services.selector.stages import Mask, NearReviews, Rows, Scores, Vector, nearest_reviews
+from services.selector.standing import Standing
 from services.selector.usage import UsageView
 from toolsel.settings import Settings
 
@@ -63,6 +64,8 @@ class RerankContext:
     settings: Settings
     request: SelectRequest
     catalog: Catalog
+    standing: Standing
+    """The catalog as the request's tenant sees it: what its own calls and ratings made of each tool."""
     rows: Rows
     """The catalog rows scored, ascending (the candidates and what the reply may add): every array here and every
     score a rerank signal returns is aligned with them, not with the whole catalog."""

@@ -10,7 +10,7 @@ class PerformanceSignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        result: Scores = ctx.catalog.performance[ctx.rows]
+        result: Scores = ctx.standing.performance[ctx.rows]
         return result
 
 

@@ -1,4 +1,4 @@
-"""Popularity (seed 001): the tool's usage percentile among live tools."""
+"""Popularity (seed 001): the tool's usage percentile among the live tools the tenant sees, by its own calls."""
 
 from services.selector.signals.base import RerankContext
 from services.selector.stages import Scores
@@ -10,7 +10,7 @@ class PopularitySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        result: Scores = ctx.catalog.popularity[ctx.rows]
+        result: Scores = ctx.standing.popularity[ctx.rows]
         return result
 
 

@@ -11,7 +11,7 @@ class QualitySignal:
     neutral = 0.0
 
     def scores(self, ctx: RerankContext) -> Scores:
-        result: Scores = ctx.success * ctx.catalog.rating[ctx.rows]
+        result: Scores = ctx.success * ctx.standing.rating[ctx.rows]
         return result
 
 

@@ -63,9 +63,11 @@ def test_tokens_saved_daily() -> None:
 def test_unhealthy_lists_every_state_but_healthy_worst_first() -> None:
     quality = pl.DataFrame(
         {
-            "tool": ["a/x", "a/y", "a/z", "a/w"],
-            "state": ["healthy", "degraded", "quarantined", "warning"],
-            "rolling_score": [0.9, 0.2, 0.1, None],
+            "tool": ["a/x", "a/y", "a/z", "a/w", "a/z"],
+            "tenant_id": ["t", "t", "t", "t", "u"],
+            "state": ["healthy", "degraded", "quarantined", "warning", "healthy"],
+            "rolling_score": [0.9, 0.2, 0.1, None, 0.95],
         }
     )
-    assert metrics.unhealthy(quality)["tool"].to_list() == ["a/z", "a/y", "a/w"]
+    unhealthy = metrics.unhealthy(quality)
+    assert unhealthy.select("tool", "tenant_id").rows() == [("a/z", "t"), ("a/y", "t"), ("a/w", "t")]

@@ -14,6 +14,7 @@ from services.learner.outcomes import (
     Posterior,
     Stepped,
     actor,
+    call_counters,
     observations,
     offered_only,
     step,
@@ -85,6 +86,18 @@ def test_a_posterior_is_kept_per_tool_tenant_and_context() -> None:
     assert (mine.alpha, mine.beta, mine.successes, mine.last_success_at) == (2.0, 1.0, 1, T0)
     shown = stepped.posteriors[(2, "acme", "free::general")]
     assert (shown.alpha, shown.beta, shown.selections) == (1.0, 1.0, 1)  # an impression: no evidence, no decay
+
+
+def test_calls_of_a_shared_tool_count_for_the_tenant_whose_selection_served_them() -> None:
+    acme, globex = _selection(["s/shared"]), _selection(["s/shared"], tenant="globex")
+    selections = {s["selection_id"]: s for s in (acme, globex)}
+    events = [
+        _outcome(acme, _call("s/shared", False)),
+        _outcome(acme, _call("s/shared", False)),
+        _outcome(globex, _call("s/shared", True)),
+    ]
+    counters = call_counters(events, selections, {"s/shared": 2})
+    assert {key: (c.calls, c.failures) for key, c in counters.items()} == {(2, "acme"): (2, 2), (2, "globex"): (1, 0)}
 
 
 def test_evidence_above_the_prior_is_discounted_on_each_update() -> None:

@@ -52,9 +52,9 @@ def _catalog(rng: np.random.Generator, n: int) -> Catalog:
         pin_weight=rng.integers(0, 3, size=n),
         quarantined=rng.random(n) < 0.03,
         rating=rng.uniform(0.5, 1.0, size=n),
-        schema_tokens=np.full(n, 10, dtype=np.int64),
-        popularity=rng.random(n),
+        calls=rng.integers(0, 50, size=n).astype(np.float64),
         performance=rng.random(n),
+        schema_tokens=np.full(n, 10, dtype=np.int64),
         lexical=LexicalIndex.of_texts([lexical_text(s) for s in specs], k1=0.9, b=0.4),
     )
 
