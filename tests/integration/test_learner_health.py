@@ -102,28 +102,36 @@ async def test_a_shared_tool_failing_for_one_tenant_is_quarantined_for_that_tena
     """A tenant's failures, real or a flood, quarantine a shared tool for that tenant: another tenant that
     sees the tool keeps it, and an operator releases each tenant's quarantine on its own."""
     noisy, quiet, plugin = unique("noisy"), unique("quiet"), unique("shared")
-    await sync_and_wait(client, plugin_sync(plugin, "*", [tool("get_weather"), tool("send_email")]))
+    await client.sync(plugin_sync(plugin, "*", [tool("get_weather"), tool("send_email")]))  # shared
     query = "weather in Oslo"
-    assert "get_weather" in await selected(client, quiet, query)
-    reply = await client.select(query=query, tenant_id=noisy, k=2)
-    assert await eventually(lambda: stored(pool, reply.selection_id))
-    await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
-    async def dropped_for_noisy() -> bool:
-        return "get_weather" not in await selected(client, noisy, query)
+    try:
 
-    assert await eventually(dropped_for_noisy), "the tool is still selected for the tenant it failed for"
-    assert "get_weather" in await selected(client, quiet, query)
-    listed = await client.admin(subjects.ADMIN_QUARANTINE_LIST, QuarantineQuery(), QuarantineList)
-    assert [e.tenant_id for e in listed.entries if e.plugin_id == plugin] == [noisy]
+        async def synced() -> bool:
+            return "get_weather" in await selected(client, quiet, query)
 
-    with pytest.raises(ToolselError) as not_for_quiet:
-        await release(client, plugin, "get_weather", quiet)
-    assert not_for_quiet.value.detail.code == ErrorCode.CONFLICT
-    [released] = await release(client, plugin, "get_weather", noisy)
-    assert (released.tenant_id, released.state) == (noisy, ToolState.PROBATION)
+        assert await eventually(synced), "the selector did not pick up the sync"
+        reply = await client.select(query=query, tenant_id=noisy, k=2)
+        assert await eventually(lambda: stored(pool, reply.selection_id))
+        await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
-    async def back_for_noisy() -> bool:
-        return "get_weather" in await selected(client, noisy, query)
+        async def dropped_for_noisy() -> bool:
+            return "get_weather" not in await selected(client, noisy, query)
 
-    assert await eventually(back_for_noisy), "the released tool did not come back"
+        assert await eventually(dropped_for_noisy), "the tool is still selected for the tenant it failed for"
+        assert "get_weather" in await selected(client, quiet, query)
+        listed = await client.admin(subjects.ADMIN_QUARANTINE_LIST, QuarantineQuery(), QuarantineList)
+        assert [e.tenant_id for e in listed.entries if e.plugin_id == plugin] == [noisy]
+
+        with pytest.raises(ToolselError) as not_for_quiet:
+            await release(client, plugin, "get_weather", quiet)
+        assert not_for_quiet.value.detail.code == ErrorCode.CONFLICT
+        [released] = await release(client, plugin, "get_weather", noisy)
+        assert (released.tenant_id, released.state) == (noisy, ToolState.PROBATION)
+
+        async def back_for_noisy() -> bool:
+            return "get_weather" in await selected(client, noisy, query)
+
+        assert await eventually(back_for_noisy), "the released tool did not come back"
+    finally:  # shared tools are offered to every tenant: leave none behind for the tests that follow
+        await client.sync(plugin_sync(plugin, "*", []))
