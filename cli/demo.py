@@ -110,7 +110,7 @@ async def run_demo(client: ToolselClient) -> None:
     )
     for line in await _quarantined(client):
         console.print(
-            f"[yellow]The learner quarantined {line}[/]: it is offered to no one until released "
+            f"[yellow]The learner quarantined {line}[/]: that tenant is offered it no more until it is released "
             f"(`toolsel admin quarantine list`, `toolsel admin quarantine release PLUGIN NAME`)."
         )
     console.print("`toolsel demo --reset` removes the demo's plugins; your own plugins were not touched.")
