@@ -112,6 +112,6 @@ def rebuild_from_history() -> None:
     current = settings()
     done = with_database(lambda pool: rebuild(pool, OutcomeRules.from_settings(current)))
     console.print(
-        f"rebuilt {done.posteriors} posteriors and the quality of {done.tools} tools"
+        f"rebuilt {done.posteriors} posteriors and {done.qualities} tool qualities (per tool and tenant)"
         f" from {done.outcomes} outcomes and {done.feedback} feedback ratings"
     )

@@ -22,7 +22,8 @@ class Rebuilt:
     outcomes: int
     feedback: int
     posteriors: int
-    tools: int
+    qualities: int
+    """(tool, tenant) quality rows: a tool's quality is kept per tenant whose calls it counts."""
 
 
 async def rebuild(pool: asyncpg.Pool, rules: OutcomeRules, chunk: int = 2000) -> Rebuilt:
@@ -50,5 +51,5 @@ async def rebuild(pool: asyncpg.Pool, rules: OutcomeRules, chunk: int = 2000) ->
             outcomes=outcomes,
             feedback=sum(n for _, n in totals.values()),
             posteriors=await learning.count_posteriors(conn),
-            tools=len(histograms),
+            qualities=len(histograms),
         )
