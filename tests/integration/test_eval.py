@@ -141,6 +141,11 @@ def test_eval_online_tenants_one_tenants_stream_never_moves_the_others_answers(
     endpoints: Endpoints, tmp_path: Path
 ) -> None:
     scenario, _ = run_online(endpoints, tmp_path, "tenants")
+    assert scenario["a_failing_tool"] in {name for name, _ in TOOLS}
+    assert scenario["a_failing_from"] == 4  # a third of the 12 events
+    assert len(scenario["sightings"]) == scenario["a_failing_tool_events"] > 0
     assert scenario["b_held_out_queries"] == 2
     assert scenario["b_changed"] == 0, scenario
+    with_tool = scenario["b_held_out_answers_with_failing_tool"]
+    assert with_tool["before"] == with_tool["after"]
     assert scenario["b_before"]["recall_at_5"] == scenario["b_after"]["recall_at_5"]

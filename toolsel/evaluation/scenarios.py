@@ -1,5 +1,6 @@
 """The online scenarios against a running stack: a plain stream, a tool that fails then recovers, a tool added
-mid-stream, and two tenants sharing one catalog. Each gives the held-out curve and what it measured."""
+mid-stream, and two tenants sharing one catalog (one of A's tools failing for A). Each gives the held-out curve
+and what it measured."""
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -207,22 +208,39 @@ async def _remove(client: ToolselClient, catalog: BenchCatalog) -> None:
 
 
 async def tenants(stage: Stage) -> Outcome:
-    """Two tenants over one shared catalog; only A streams. B's held-out answers before and after must be the same
-    tools in the same order (nothing A taught reaches B); A's curve is the learning."""
+    """Two tenants over one shared catalog; only A streams, and from a third of the way on one of its most used
+    tools fails for A (its calls fail, its reviews say broken) until the end. B's held-out answers before and
+    after must be the same tools in the same order: nothing A taught reaches B, its failures and the quarantine
+    they bring included. A's curve is the learning."""
     a, b = f"eval-{stage.run}-a", f"eval-{stage.run}-b"
+    n = len(stage.queries)
+    start = plan.default_at(n, DRIFT_AT, None)
+    plan.check_window(n, start)
     shared = await stage.catalog(stage.bench.tools, "shared", SHARED_TENANT, select_as=a)
     try:
+        tool, _ = await _choose(stage, shared, stage.queries[:start])
+        events = plan.drift_events(stage.queries, tool, start, n)
+        console.print(f"tenants: calls to [bold]{tool}[/] fail for tenant A from event {start} on")
         seen_by_b = replace(shared, tenant_id=b)
         before = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
-        streamed = await stage.learn(shared, [Event(q) for q in stage.queries])
+        streamed = await stage.learn(shared, events, paced=frozenset(plan.events_of(events, tool, start, n)))
         after = await held_out_rankings(stage.client, seen_by_b, stage.holdout, stage.seed)
     finally:
         await _remove(stage.client, shared)
     changed = plan.ranking_changes([q.id for q in stage.holdout], before, after)
+    failing = plan.track(events, streamed.offered, tool, start, n)
     details = {
         "catalog": "synced once as shared (tenant '*'); both tenants select from it, only tenant A streams",
         "tenant_a": a,
         "tenant_b": b,
+        "a_failing_tool": tool,
+        "a_failing_from": start,
+        "a_failing_tool_events": len(failing),
+        "a_events_until_failing_tool_left_top_k": plan.events_until_gone(failing),
+        "b_held_out_answers_with_failing_tool": {
+            "before": sum(tool in r for r in before),
+            "after": sum(tool in r for r in after),
+        },
         "b_held_out_queries": len(stage.holdout),
         "b_changed": len(changed),
         "b_changed_query_ids": changed[:20],
@@ -231,4 +249,4 @@ async def tenants(stage: Stage) -> Outcome:
         "target": {"b_changed": 0},
         "met": not changed,
     }
-    return Outcome(streamed.curve, details)
+    return Outcome(streamed.curve, details, {"A's tool fails": start}, failing)
