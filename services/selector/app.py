@@ -29,7 +29,14 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
-from services.selector.catalog import Catalog, build_catalog, build_posteriors, build_review_index, build_rules
+from services.selector.catalog import (
+    Catalog,
+    build_catalog,
+    build_posteriors,
+    build_review_index,
+    build_rules,
+    with_standing,
+)
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
@@ -56,6 +63,9 @@ class SelectorState:
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
     """One reload of a source at a time: two that overlapped could finish out of order, and a copy read before
     a change (a tool's quarantine) would replace the copy read after it."""
+    waiting: set[str] = field(default_factory=set)
+    """Sources with a reload waiting for its lock: a burst of broadcasts (every tenant's state changes of a
+    failing shared tool) costs one more reload, not one each."""
     embedding: ThreadPoolExecutor | None = None
     """Where queries are embedded before a selection (open while the app runs)."""
 
@@ -162,7 +172,7 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
 
     @router.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
     async def on_tool_state(event: ToolStateChanged) -> None:
-        await _refresh(state, "registry", _load_registry)
+        await _refresh(state, "standing", _load_standing, lock="registry")
 
     @router.subscriber(subjects.POSTERIORS_UPDATED, title="posteriors")
     async def on_posteriors(event: PosteriorsUpdated) -> None:
@@ -190,18 +200,25 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
     return router
 
 
-async def _refresh(state: SelectorState, source: str, load: Load) -> None:
-    """Reload one piece of state, after any reload of it under way; on failure keep serving the copy in memory
-    and say so in replies."""
+async def _refresh(state: SelectorState, source: str, load: Load, lock: str | None = None) -> None:
+    """Reload one piece of state, after any reload under way that holds its ``lock`` (its own by default); on
+    failure keep serving the copy in memory and say so in replies. A reload asked for while one of the same
+    source is still waiting to start is not queued again: the waiting one reads after the change that asked."""
     degraded = state.selector.degraded_sources
+    if source in state.waiting:
+        return
+    state.waiting.add(source)
     try:
-        async with state.reloading.setdefault(source, asyncio.Lock()):
+        async with state.reloading.setdefault(lock or source, asyncio.Lock()):
+            state.waiting.discard(source)
             await load(state)
     except Exception:
         log.exception("reloading %s failed; serving the copy in memory", source)
         degraded.add(f"{source}.stale")
     else:
         degraded.discard(f"{source}.stale")
+    finally:
+        state.waiting.discard(source)
 
 
 async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
@@ -218,6 +235,14 @@ async def _load_registry(state: SelectorState) -> None:
     selector.catalog = await _read_catalog(state.store, selector.settings)
     selector.rules = build_rules(await store.active_rules(state.store))
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
+
+
+async def _load_standing(state: SelectorState) -> None:
+    """After a tool's health changed: only the quarantine flags and call statistics, on the catalog copy in
+    memory (under the registry's lock, so a registry reload never overtakes it or is overtaken)."""
+    selector = state.selector
+    base, evidence = await store.base_standing(state.store), await store.tenant_evidence(state.store)
+    selector.catalog = await asyncio.to_thread(with_standing, selector.catalog, base, evidence, selector.settings)
 
 
 async def _load_rules(state: SelectorState) -> None:

@@ -3,7 +3,7 @@ from the rows of ``toolsel.store.catalog`` by pure functions (the app does the r
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -179,6 +179,32 @@ def build_catalog(
         catalog.filter_rows,
     )  # indexed here, where the catalog is built, not by its first request
     return catalog
+
+
+def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], settings: Settings) -> Catalog:
+    """The same catalog with the standing read now (``base``: rows with ``key`` and the base standing's columns;
+    ``evidence``: each tenant's own, as ``build_catalog`` takes it). What a tool's health changes is all that is
+    read again: the registry's parts, the lexical index and the indexes built on them are the same objects, so a
+    quarantine costs no rebuild of the catalog. Tools not in this copy are left to the next registry reload."""
+    known = [r for r in base if r["key"] in cat.rows]
+    at = np.array([cat.rows[r["key"]] for r in known], dtype=np.int64)
+    new_quarantined, new_rating, new_calls, new_perf = values_of(known, settings.latency_reference_ms)
+    quarantined, rating = cat.quarantined.copy(), cat.rating.copy()
+    calls, perf = cat.calls.copy(), cat.performance.copy()
+    quarantined[at], rating[at], calls[at], perf[at] = new_quarantined, new_rating, new_calls, new_perf
+    fresh = replace(
+        cat,
+        quarantined=quarantined,
+        rating=rating,
+        calls=calls,
+        performance=perf,
+        evidence=evidence_by_tenant(evidence, cat.rows, settings.latency_reference_ms),
+        _standings={},
+    )
+    for name, value in vars(cat).items():  # the indexes already built stay built
+        if isinstance(getattr(Catalog, name, None), cached_property):
+            vars(fresh)[name] = value
+    return fresh
 
 
 Posterior = tuple[float, float, float]

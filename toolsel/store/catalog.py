@@ -7,20 +7,25 @@ views of them, one named query each.
 
 import asyncpg
 
-LIVE_TOOLS = """
-SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.calls,
-       tq.failures, tq.latency_sum_ms, tq.latency_count
+STANDING_COLUMNS = """(q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.calls, tq.failures,
+       tq.latency_sum_ms, tq.latency_count"""
+LIVE = """
 FROM tools t
 LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.tenant_id = t.tenant_id AND q.released_at IS NULL
 LEFT JOIN tool_quality tq ON tq.tool_id = t.id AND tq.tenant_id = t.tenant_id
 WHERE t.deleted_at IS NULL AND t.status = 'active'
+"""
+"""The live tools with their base standing: their own tenant's evidence (the owner's for a private tool)."""
+LIVE_TOOLS = f"""
+SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
+       t.pin_weight, {STANDING_COLUMNS}
+{LIVE}
 ORDER BY t.pin_weight DESC, t.plugin_id, t.name
 """
-"""Each tool with its base standing: its own tenant's evidence (the owner's for a private tool)."""
-TENANT_EVIDENCE = """
-SELECT t.plugin_id || '/' || t.name AS key, tq.tenant_id, (q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum,
-       tq.rating_count, tq.calls, tq.failures, tq.latency_sum_ms, tq.latency_count
+BASE_STANDING = f"SELECT t.plugin_id || '/' || t.name AS key, {STANDING_COLUMNS} {LIVE}"
+"""The base standing alone, for a reload after a tool's health changed (the registry did not)."""
+TENANT_EVIDENCE = f"""
+SELECT t.plugin_id || '/' || t.name AS key, tq.tenant_id, {STANDING_COLUMNS}
 FROM tool_quality tq JOIN tools t ON t.id = tq.tool_id AND tq.tenant_id <> t.tenant_id
 LEFT JOIN tool_quarantine q ON q.tool_id = tq.tool_id AND q.tenant_id = tq.tenant_id AND q.released_at IS NULL
 WHERE t.deleted_at IS NULL AND t.status = 'active'
@@ -60,6 +65,11 @@ async def _fetch(pool: asyncpg.Pool, sql: str) -> list[asyncpg.Record]:
 async def live_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
     """Active, not deleted tools, with their own tenant's quarantine flag and call statistics; pinned first."""
     return await _fetch(pool, LIVE_TOOLS)
+
+
+async def base_standing(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Each live tool's key with its own tenant's quarantine flag and call statistics."""
+    return await _fetch(pool, BASE_STANDING)
 
 
 async def tenant_evidence(pool: asyncpg.Pool) -> list[asyncpg.Record]:

@@ -22,6 +22,8 @@ from contracts import (
     SelectionEvent,
     SelectReply,
     SelectRequest,
+    ToolState,
+    ToolStateChanged,
     UsageUpdated,
     subjects,
 )
@@ -48,6 +50,10 @@ class ThreadedEmbedder(AxisEmbedder):
 
     def uncached(self, texts: list[str]) -> list[str]:
         return [text for text in dict.fromkeys(texts) if text not in self.threads]
+
+
+STANDING = ("quarantined", "rating_sum", "rating_count", "calls", "failures", "latency_sum_ms", "latency_count")
+"""The columns of a tool's standing (``store.STANDING_COLUMNS``)."""
 
 
 def tool_row(name: str, description: str, axis: int) -> dict[str, Any]:
@@ -81,10 +87,13 @@ class FakeStore:
     rows: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     down: bool = False
     closed: bool = False
+    reads: list[str] = field(default_factory=list)
+    """The queries read, in order."""
 
     async def fetch(self, sql: str, *args: object) -> list[Mapping[str, Any]]:
         if self.down:
             raise ConnectionError("the store is down")
+        self.reads.append(sql)
         return self.rows.get(sql, [])
 
     async def fetchrow(self, sql: str) -> tuple[int, int, int]:
@@ -199,6 +208,25 @@ async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsB
     assert (await select(broker, query="send an email", k=1, dry_run=True)).degraded == []
 
 
+async def test_a_tool_state_broadcast_rereads_the_standing_alone(broker: NatsBroker, fake_store: FakeStore) -> None:
+    """A quarantine reaches the next answer of the tenant it holds for, without rebuilding the catalog."""
+    quarantined = {k: v for k, v in tool_row("send_email", "send an email", 0).items() if k in STANDING}
+    fake_store.rows[store.TENANT_EVIDENCE] = [
+        quarantined | {"key": "p/send_email", "tenant_id": "acme", "quarantined": True}
+    ]
+    fake_store.reads.clear()
+    await broker.publish(
+        ToolStateChanged(plugin_id="p", name="send_email", tenant_id="acme", state=ToolState.QUARANTINED),
+        subjects.TOOL_STATE_CHANGED,
+    )
+    assert (await select(broker, query="send an email", tenant_id="acme", k=1, dry_run=True)).tools == []
+    assert [
+        t.name for t in (await select(broker, query="send an email", tenant_id="globex", k=1, dry_run=True)).tools
+    ] == ["send_email"]
+    assert store.LIVE_TOOLS not in fake_store.reads
+    assert {store.BASE_STANDING, store.TENANT_EVIDENCE} <= set(fake_store.reads)
+
+
 async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
     update = PosteriorUpdate(
         plugin_id="p",
@@ -297,6 +325,25 @@ async def test_reloads_of_one_source_never_overlap_so_the_last_read_wins() -> No
     await selector_app._refresh(state, "registry", load)
     await first
     assert reads == ["before", "after"]
+
+
+async def test_a_burst_of_broadcasts_costs_one_more_reload_not_one_each() -> None:
+    settings = Settings()
+    state = selector_app.SelectorState(Selector(settings, build_catalog([], [], [], settings), embedder=None))
+    started = asyncio.Event()
+    loads: list[int] = []
+
+    async def load(state: selector_app.SelectorState) -> None:
+        loads.append(len(loads))
+        started.set()
+        await asyncio.sleep(0.05)
+
+    running = asyncio.create_task(selector_app._refresh(state, "standing", load, lock="registry"))
+    await started.wait()
+    burst = [asyncio.create_task(selector_app._refresh(state, "standing", load, lock="registry")) for _ in range(5)]
+    await asyncio.gather(running, *burst)
+    assert loads == [0, 1]  # the one running, then one that reads after every change of the burst
+    assert state.waiting == set()
 
 
 async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_answered(

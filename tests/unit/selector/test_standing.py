@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from contracts import SelectRequest
+from services.selector.catalog import with_standing
 from services.selector.selector import Selector
 from services.selector.standing import evidence_by_tenant, performance
 from tests.unit.selector.factory import AxisEmbedder, T, catalog
@@ -63,3 +64,22 @@ def test_a_shared_tool_quarantined_for_one_tenant_is_still_selected_for_another(
 
     assert "send_email" not in names("acme")
     assert names("globex")[0] == "send_email"
+
+
+def test_a_new_standing_keeps_the_catalogs_indexes_and_replaces_only_what_health_changes() -> None:
+    cat = catalog([T("a", "a", 0, category="c"), T("b", "b", 1), T("own", "o", 2, tenant="acme")])
+    indexes = (cat.rows, cat.category_rows, cat.filter_rows, cat.related)
+    before = cat.standing("acme")
+    base = [evidence("p/b", "*", quarantined=True, calls=5), evidence("p/gone", "*", calls=7)]
+    own = [evidence("p/a", "acme", rating_sum=0.5, rating_count=1)]
+
+    fresh = with_standing(cat, base, own, Settings())
+
+    kept = (fresh.rows, fresh.category_rows, fresh.filter_rows, fresh.related)
+    assert all(a is b for a, b in zip(kept, indexes, strict=True))  # built once, not again
+    assert fresh.lexical is cat.lexical
+    assert fresh.vectors is cat.vectors
+    assert (fresh.quarantined.tolist(), fresh.calls.tolist()) == ([False, True, False], [0.0, 5.0, 0.0])
+    assert fresh.standing("acme").rating.tolist() == [0.5, 1.0, 1.0]
+    assert fresh.standing("acme") is not before
+    assert cat.quarantined.tolist() == [False, False, False]  # the copy in use is never changed
