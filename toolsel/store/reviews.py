@@ -11,6 +11,8 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from toolsel.store.pool import vector_array
+
 Vector = npt.NDArray[np.float32]
 Owner = tuple[int, str]
 """Whose index entries: a tool id and the scope (tenant, or '*' when shared) its reviews came from."""
@@ -26,30 +28,30 @@ INDEX_LOCK = 7_433_002
 
 INSERT_LOG = """
 INSERT INTO review_log (event_id, tool_id, scope, query_embedding, verdict, fitness)
-SELECT u.event_id, u.tool_id, u.scope, u.query::vector, u.verdict, u.fitness
-FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::float8[])
+SELECT u.event_id, u.tool_id, u.scope, u.query, u.verdict, u.fitness
+FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::vector[], $5::text[], $6::float8[])
      AS u(event_id, tool_id, scope, query, verdict, fitness)
 ON CONFLICT (event_id, tool_id) DO NOTHING
 """
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
 NEAREST_ENTRIES = """
 SELECT DISTINCT ON (r.id) r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
-FROM unnest($1::bigint[], $2::text[], $3::text[]) AS q(tool_id, scope, query)
+FROM unnest($1::bigint[], $2::text[], $3::vector[]) AS q(tool_id, scope, query)
 CROSS JOIN LATERAL (
     SELECT * FROM review_index i WHERE i.tool_id = q.tool_id AND i.scope = q.scope
-    ORDER BY i.centroid <=> q.query::vector, i.id LIMIT 1
+    ORDER BY i.centroid <=> q.query, i.id LIMIT 1
 ) r
 ORDER BY r.id
 """
 INSERT_INDEX = """
 INSERT INTO review_index (tool_id, scope, centroid, fitness, reviews)
-SELECT u.tool_id, u.scope, u.centroid::vector, u.fitness, u.reviews
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::int[])
+SELECT u.tool_id, u.scope, u.centroid, u.fitness, u.reviews
+FROM unnest($1::bigint[], $2::text[], $3::vector[], $4::float8[], $5::int[])
      AS u(tool_id, scope, centroid, fitness, reviews)
 """
 UPDATE_INDEX = """
-UPDATE review_index r SET centroid = u.centroid::vector, fitness = u.fitness, reviews = u.reviews
-FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::int[]) AS u(id, centroid, fitness, reviews)
+UPDATE review_index r SET centroid = u.centroid, fitness = u.fitness, reviews = u.reviews
+FROM unnest($1::bigint[], $2::vector[], $3::float8[], $4::int[]) AS u(id, centroid, fitness, reviews)
 WHERE r.id = u.id
 """
 LOCK_INDEX = "LOCK TABLE review_index IN SHARE ROW EXCLUSIVE MODE"
@@ -59,30 +61,16 @@ REVIEWED = "SELECT DISTINCT tool_id, scope FROM review_log ORDER BY tool_id, sco
 OWNER_LOG = "SELECT query_embedding, fitness FROM review_log WHERE tool_id = $1 AND scope = $2 ORDER BY id"
 
 
-def vector_text(vector: Vector) -> str:
-    """pgvector's text form: arrays of vectors have no binary codec, so a batch sends them as text."""
-    return "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
-
-
-def _texts(vectors: Sequence[Vector]) -> list[str]:
-    """Each vector's text, computed once per distinct array."""
-    done: dict[int, str] = {}
-    for vector in vectors:
-        if id(vector) not in done:
-            done[id(vector)] = vector_text(vector)
-    return [done[id(vector)] for vector in vectors]
-
-
 async def log_reviews(conn: asyncpg.Connection, rows: Sequence[tuple[Any, int, str, Vector, str, float]]) -> None:
     """Append (event id, tool id, scope, query embedding, verdict, fitness) rows; one already logged is kept.
-    A selection's verdicts share its query's vector: it is turned into text once."""
+    Vectors travel as binary ``vector[]`` (pgvector's codec), as everywhere in this store."""
     if rows:
         await conn.execute(
             INSERT_LOG,
             [e for e, _, _, _, _, _ in rows],
             [t for _, t, _, _, _, _ in rows],
             [o for _, _, o, _, _, _ in rows],
-            _texts([q for _, _, _, q, _, _ in rows]),
+            vector_array(q for _, _, _, q, _, _ in rows),
             [v for _, _, _, _, v, _ in rows],
             [f for _, _, _, _, _, f in rows],
         )
@@ -100,7 +88,7 @@ async def nearest_entries(conn: asyncpg.Connection, reviews: Sequence[tuple[int,
     if not reviews:
         return []
     rows = await conn.fetch(
-        NEAREST_ENTRIES, [t for t, _, _ in reviews], [o for _, o, _ in reviews], _texts([q for _, _, q in reviews])
+        NEAREST_ENTRIES, [t for t, _, _ in reviews], [o for _, o, _ in reviews], vector_array(q for _, _, q in reviews)
     )
     return [(r["id"], r["tool_id"], r["scope"], r["centroid"].to_numpy(), r["fitness"], r["reviews"]) for r in rows]
 
@@ -111,7 +99,7 @@ async def write_index_entries(conn: asyncpg.Connection, changed: Sequence[Change
         await conn.execute(
             UPDATE_INDEX,
             [i for i, _, _, _ in changed],
-            [vector_text(c) for _, c, _, _ in changed],
+            vector_array(c for _, c, _, _ in changed),
             [f for _, _, f, _ in changed],
             [n for _, _, _, n in changed],
         )
@@ -124,7 +112,7 @@ async def _insert_entries(conn: asyncpg.Connection, rows: Sequence[IndexRow]) ->
             INSERT_INDEX,
             [t for t, _, _, _, _ in rows],
             [o for _, o, _, _, _ in rows],
-            [vector_text(c) for _, _, c, _, _ in rows],
+            vector_array(c for _, _, c, _, _ in rows),
             [f for _, _, _, f, _ in rows],
             [n for _, _, _, _, n in rows],
         )

@@ -15,7 +15,7 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from toolsel.store.reviews import vector_text
+from toolsel.store.pool import vector_array
 
 Vector = npt.NDArray[np.float32]
 ExampleRow = tuple[int, str, UUID, int, int, UUID]
@@ -34,9 +34,9 @@ VERSION_LOCK = 7_433_004
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
 INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector, words, selection_id)
-SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::float4[])[u.query * $7 + 1 : (u.query + 1) * $7]::vector,
-       CASE WHEN u.polarity = 1 THEN ($8::text[])[u.query + 1] END, u.selection_id
-FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $9::uuid[])
+SELECT u.tool_id, u.scope, u.event_id, u.polarity, ($6::vector[])[u.query + 1],
+       CASE WHEN u.polarity = 1 THEN ($7::text[])[u.query + 1] END, u.selection_id
+FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::smallint[], $5::int[], $8::uuid[])
      AS u(tool_id, scope, event_id, polarity, query, selection_id)
 WHERE NOT EXISTS (
     SELECT 1 FROM tool_usage_examples x
@@ -72,9 +72,9 @@ ORDER BY x.tool_id, x.scope, x.id DESC
 NEXT_VERSION = "SELECT pg_advisory_xact_lock($1), nextval('tool_usage_version') AS version"
 UPSERT_VECTORS = """
 INSERT INTO tool_usage_vectors AS v (tool_id, scope, centroid, negative_centroid, positives, negatives, words, version)
-SELECT u.tool_id, u.scope, u.centroid::vector, u.negative::vector, u.positives, u.negatives,
+SELECT u.tool_id, u.scope, u.centroid, u.negative, u.positives, u.negatives,
        ARRAY(SELECT jsonb_array_elements_text(u.words)), $8
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::jsonb[])
+FROM unnest($1::bigint[], $2::text[], $3::vector[], $4::vector[], $5::int[], $6::int[], $7::jsonb[])
      AS u(tool_id, scope, centroid, negative, positives, negatives, words)
 ON CONFLICT (tool_id, scope) DO UPDATE SET centroid = excluded.centroid,
     negative_centroid = excluded.negative_centroid, positives = excluded.positives,
@@ -93,7 +93,7 @@ async def add_examples(
     """Add examples, each naming its query's row in ``queries`` and ``texts`` (a positive one keeps the text as
     its words); one already stored, or of the same selection, tool, scope and polarity (an outcome and a review
     of one selection are one query), is not added. Returns the (tool id, scope) pairs that gained one. The vectors
-    travel as one flat binary array (text is far slower)."""
+    travel as one binary ``vector[]``."""
     if not rows:
         return []
     found = await conn.fetch(
@@ -103,8 +103,7 @@ async def add_examples(
         [r[2] for r in rows],
         [r[3] for r in rows],
         [r[4] for r in rows],
-        queries.ravel().tolist(),
-        queries.shape[1],
+        vector_array(queries),
         list(texts),
         [r[5] for r in rows],
     )
@@ -141,8 +140,8 @@ async def write_vectors(conn: asyncpg.Connection, rows: Sequence[VectorRow]) -> 
         UPSERT_VECTORS,
         [r[0] for r in rows],
         [r[1] for r in rows],
-        [vector_text(r[2]) for r in rows],
-        [None if r[3] is None else vector_text(r[3]) for r in rows],
+        vector_array(r[2] for r in rows),
+        vector_array(r[3] for r in rows),
         [r[4] for r in rows],
         [r[5] for r in rows],
         [json.dumps(list(r[6])) for r in rows],
