@@ -55,6 +55,8 @@ def test_kill_nothing_lost_nothing_applied_twice(figures: dict[str, Any]) -> Non
 def test_tenants_nothing_crosses(figures: dict[str, Any]) -> None:
     tenants = figures["tenants"]
     assert tenants["streaming_tenant_answers_changed"] > 0, "the streaming tenant learnt nothing: nothing was tested"
+    assert tenants["streaming_tenant_shared_tools_learnt"] > 0, "no shared tool learnt from: nothing was tested"
+    assert tenants["other_tenant_shared_tools_touched"] == 0
     assert tenants["cross_tenant_changes"] == 0
 
 

@@ -43,10 +43,12 @@ def _restart(f: Mapping[str, Any]) -> list[str]:
 
 def _tenants(f: Mapping[str, Any]) -> list[str]:
     return [
-        f"one tenant sent {f['events_sent']} events (some naming the other's tools); its answers changed on "
-        f"{f['streaming_tenant_answers_changed']} of {f['questions']} questions",
+        f"one tenant sent {f['events_sent']} events (some naming the other's tools, failing and rating down shared "
+        f"ones); its answers changed on {f['streaming_tenant_answers_changed']} of {f['questions']} questions, "
+        f"shared tools it learnt about {f['streaming_tenant_shared_tools_learnt']}",
         f"the other tenant: answers changed on {f['other_tenant_answers_changed']} of {f['questions']}, tools with "
-        f"anything learnt {f['other_tenant_tools_touched']}: {f['cross_tenant_changes']} cross-tenant changes",
+        f"anything learnt {f['other_tenant_tools_touched']}, shared tools with anything learnt for it "
+        f"{f['other_tenant_shared_tools_touched']}: {f['cross_tenant_changes']} cross-tenant changes",
     ]
 
 

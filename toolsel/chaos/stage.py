@@ -75,8 +75,11 @@ class Stage:
         for start in range(0, len(bodies), PUBLISH_CHUNK):
             await asyncio.gather(*(js.publish(subject, body) for body in bodies[start : start + PUBLISH_CHUNK]))
 
-    async def sync_catalog(self, tenant: str, plugin: str, names: tuple[str, ...] = tuple(TOOLS)) -> None:
-        """Sync ``names`` of the catalog as ``plugin`` of ``tenant`` and wait until the selectors show them."""
+    async def sync_catalog(
+        self, tenant: str, plugin: str, names: tuple[str, ...] = tuple(TOOLS), select_as: str | None = None
+    ) -> None:
+        """Sync ``names`` of the catalog as ``plugin`` of ``tenant`` and wait until the selectors show them (to
+        ``select_as``: a shared catalog's tenant ``*`` cannot select)."""
         tools = [
             ToolSpec(name=n, description=TOOLS[n][0], example_queries=[TOOLS[n][1]], category=CATEGORY) for n in names
         ]
@@ -90,7 +93,7 @@ class Stage:
         await self.client.sync(sync)
 
         async def visible() -> bool:
-            reply = await self.dry_run(tenant, "anything", plugins=[plugin])
+            reply = await self.dry_run(select_as or tenant, "anything", plugins=[plugin])
             return {t.name for t in reply.tools} == set(names)
 
         if not await eventually(visible, timeout_s=60):
