@@ -10,7 +10,6 @@ from typing import Any
 
 from rich.progress import track
 
-from cli.plugins import removal
 from contracts import OutcomeEvent, PluginSync, SelectReply, ToolCall
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console, selection_view, sync_table
@@ -48,7 +47,7 @@ async def _wait_for_learning(client: ToolselClient, query: str, page: str, key: 
 
 async def reset_demo(client: ToolselClient) -> None:
     """Remove every demo plugin: tools soft-deleted, categories and page mappings dropped."""
-    reports = [await client.sync(removal(p.plugin_id)) for p in demo_catalog()]
+    reports = [await client.remove_plugin(p.plugin_id) for p in demo_catalog()]
     console.print(sync_table(reports))
     console.print(
         f"removed the demo: {sum(r.deleted for r in reports)} tools of {len(reports)} {DEMO_PREFIX}* plugins "

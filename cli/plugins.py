@@ -4,21 +4,14 @@ tools are soft-deleted (history and versions kept), its categories and page mapp
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
-from cli.running import USAGE, client, fail, run, validated
-from contracts import PluginSync, SyncReport
+from cli.running import USAGE, client, fail, first_problem, run
+from contracts import SyncReport
+from toolsel.client import plugin_removal
 from toolsel.render import console, sync_table
 
 app = typer.Typer(help="Plugins as a whole.", no_args_is_help=True)
-
-REMOVED_VERSION = "0.0.0"
-"""The plugin version recorded with the removal (a declaration needs one)."""
-
-
-def removal(plugin_id: str, tenant: str = "*", credential: str | None = None) -> PluginSync:
-    """The declaration that removes ``plugin_id``: no tools, no categories, no page mappings."""
-    fields = {"plugin_id": plugin_id, "plugin_version": REMOVED_VERSION, "tenant_id": tenant, "tools": []}
-    return validated(PluginSync, fields | {"credential": credential}, "plugin")
 
 
 @app.command("remove")
@@ -32,7 +25,10 @@ def plugins_remove(
     them back). Learnt posteriors and the event history stay."""
     if credential and signing_key:
         fail("give --credential or --signing-key, not both", USAGE)
-    sync = removal(plugin, tenant, credential)
+    try:
+        sync = plugin_removal(plugin, tenant, credential)
+    except ValidationError as error:
+        fail(f"plugin: {first_problem(error)}", USAGE)
 
     async def main() -> SyncReport:
         async with client() as connected:

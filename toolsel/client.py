@@ -13,6 +13,7 @@ from nats.aio.client import Client
 from pydantic import BaseModel
 
 from contracts import (
+    SHARED_TENANT,
     AdminRequest,
     ErrorDetail,
     ErrorReply,
@@ -47,6 +48,18 @@ class ToolselError(Exception):
         where = f" ({detail.field})" if detail.field else ""
         super().__init__(f"{detail.code.value}: {detail.message}{where}")
         self.detail = detail
+
+
+REMOVED_VERSION = "0.0.0"
+"""The plugin version recorded with a plugin's removal (a declaration needs one)."""
+
+
+def plugin_removal(plugin_id: str, tenant_id: str = SHARED_TENANT, credential: str | None = None) -> PluginSync:
+    """The declaration that removes ``plugin_id``: no tools, categories or page mappings. Its tools are
+    soft-deleted (history and versions kept); a later sync of it brings them back."""
+    return PluginSync(
+        plugin_id=plugin_id, plugin_version=REMOVED_VERSION, tenant_id=tenant_id, tools=[], credential=credential
+    )
 
 
 class ToolselClient(AsyncMethods):
@@ -109,6 +122,10 @@ class ToolselClient(AsyncMethods):
         return await self.request(
             subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
         )
+
+    async def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:
+        """Remove a plugin synced for ``tenant_id`` (``plugin_removal``)."""
+        return await self.sync(plugin_removal(plugin_id, tenant_id))
 
     async def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
         """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one."""

@@ -10,7 +10,6 @@ from contracts import (
     SHARED_TENANT,
     FeedbackEvent,
     OutcomeEvent,
-    PluginSync,
     ReviewEvent,
     ToolCall,
     ToolReview,
@@ -93,7 +92,7 @@ async def tenants(stage: Stage, rounds: int) -> dict[str, Any]:
         shared_touched = await _touched(stage, shared, quiet)
         shared_learnt = await _touched(stage, shared, streaming)
     finally:  # shared tools are offered to every tenant: leave none behind for the scenarios that follow
-        await stage.client.sync(PluginSync(plugin_id=shared, plugin_version="1.0.1", tenant_id=SHARED_TENANT, tools=[]))
+        await stage.client.remove_plugin(shared)
     return {
         "events_sent": sent,
         "stuck": stuck,

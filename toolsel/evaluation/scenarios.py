@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from contracts import SHARED_TENANT, PluginSync
+from contracts import SHARED_TENANT
 from toolsel.client import ToolselClient
 from toolsel.evaluation import plan
 from toolsel.evaluation.dataset import BenchSet, Query, Tool
@@ -204,7 +204,7 @@ async def new_tool(stage: Stage, add_at: int | None) -> Outcome:
 async def _remove(client: ToolselClient, catalog: BenchCatalog) -> None:
     """A shared catalog is seen by every tenant of the servers: its plugins are emptied when the run ends."""
     for plugin in catalog.plugins:
-        await client.sync(PluginSync(plugin_id=plugin, plugin_version="1.0.1", tenant_id=SHARED_TENANT, tools=[]))
+        await client.remove_plugin(plugin)
 
 
 async def tenants(stage: Stage) -> Outcome:
