@@ -149,9 +149,8 @@ def build_catalog(
             vectors[i] = r["embedding"].to_numpy()
             has_vector[i] = True
     quarantined, rating, calls, perf = values_of(rows, settings.latency_reference_ms)
-    keys = [f"{r['plugin_id']}/{r['name']}" for r in rows]
     catalog = Catalog(
-        keys=keys,
+        keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
         plugin_ids=[r["plugin_id"] for r in rows],
         names=[r["name"] for r in rows],
         tenants=np.array([r["tenant_id"] for r in rows], dtype=np.str_),
@@ -171,8 +170,9 @@ def build_catalog(
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
-        evidence=evidence_by_tenant(evidence, {key: i for i, key in enumerate(keys)}, settings.latency_reference_ms),
     )
+    # before anyone holds the copy: each tenant's evidence finds its rows through the catalog's own index
+    catalog.evidence.update(evidence_by_tenant(evidence, catalog.rows, settings.latency_reference_ms))
     _ = (
         catalog.rows,
         catalog.category_rows,

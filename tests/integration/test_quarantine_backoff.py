@@ -11,17 +11,20 @@ from toolsel.store.learning import QualityKey
 AFTER_S, MAX_S = 5.0, 12.0
 
 
-async def quarantined_for(conn: asyncpg.Connection, key: QualityKey, seconds: float) -> None:
-    """Pretend the open quarantine began ``seconds`` ago."""
+async def due_after(conn: asyncpg.Connection, key: QualityKey, seconds: float, max_s: float = MAX_S) -> bool:
+    """Whether the open quarantine is due for release had it begun ``seconds`` ago."""
     await conn.execute(
         "UPDATE tool_quarantine SET since = now() - make_interval(secs => $3) WHERE tool_id = $1 AND tenant_id = $2",
         *key,
         seconds,
     )
+    return key in await learning.due_for_release(conn, AFTER_S, max_s)
 
 
-async def due(conn: asyncpg.Connection, key: QualityKey) -> bool:
-    return key in await learning.due_for_release(conn, AFTER_S, MAX_S)
+async def fail_on_probation(conn: asyncpg.Connection, key: QualityKey) -> None:
+    """Released by the timer, then quarantined again straight from probation."""
+    await learning.release(conn, [key], "timer", "probation", 1.0)
+    await learning.quarantine(conn, {key: "failing on probation"}, again=[key])
 
 
 async def strikes(conn: asyncpg.Connection, key: QualityKey) -> int:
@@ -47,26 +50,17 @@ async def test_each_failure_on_probation_doubles_the_wait_up_to_the_cap(
 
 async def check_backoff(conn: asyncpg.Connection, key: QualityKey) -> None:
     await learning.quarantine(conn, {key: "failing"})
-    assert await strikes(conn, key) == 1
-    await quarantined_for(conn, key, 4)
-    assert not await due(conn, key)
-    await quarantined_for(conn, key, 6)
-    assert await due(conn, key)  # 5 s
+    for strike, (early, late) in enumerate(((4, 6), (8, 11)), start=1):  # due after 5 s, then 10 s
+        if strike > 1:
+            await fail_on_probation(conn, key)
+        assert await strikes(conn, key) == strike
+        assert not await due_after(conn, key, early)
+        assert await due_after(conn, key, late)
 
-    await learning.release(conn, [key], "timer", "probation", 1.0)
-    await learning.quarantine(conn, {key: "failing on probation"}, again=[key])
-    assert await strikes(conn, key) == 2
-    await quarantined_for(conn, key, 8)
-    assert not await due(conn, key)
-    await quarantined_for(conn, key, 11)
-    assert await due(conn, key)  # 10 s
-
-    await learning.release(conn, [key], "timer", "probation", 1.0)
-    await learning.quarantine(conn, {key: "failing on probation"}, again=[key])
+    await fail_on_probation(conn, key)
     assert await strikes(conn, key) == 3
-    await quarantined_for(conn, key, 13)
-    assert key not in await learning.due_for_release(conn, AFTER_S, 100.0)  # 20 s
-    assert await due(conn, key)  # capped at 12 s
+    assert not await due_after(conn, key, 13, max_s=100.0)  # 20 s
+    assert await due_after(conn, key, 13)  # capped at 12 s
 
     await learning.release(conn, [key], "ops", "probation", 1.0)
     await learning.quarantine(conn, {key: "failing"})  # not from probation: a fresh quarantine
