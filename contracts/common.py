@@ -69,6 +69,9 @@ Text = Annotated[str, Storable]
 """Text bound for the store; bound its length too where it is declared."""
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 """Ids a stranger can send: tenants, users, sessions, plugins."""
+TenantScope = Annotated[str, StringConstraints(pattern=r"^(\*|[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})$")]
+"""A tenant, or ``*`` (``SHARED_TENANT``) for every tenant: one type, so a bad one is refused naming its field
+alone (a union would add its branches to the error's path)."""
 ToolName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"), Storable]
 ShortText = Annotated[Text, StringConstraints(max_length=256)]
 Timestamp = Annotated[AwareDatetime, AfterValidator(in_range)]

@@ -10,7 +10,16 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, Identifier, JsonObject, Message, ShortText, Text, Timestamp, ToolName
+from contracts.common import (
+    SHARED_TENANT,
+    JsonObject,
+    Message,
+    ShortText,
+    TenantScope,
+    Text,
+    Timestamp,
+    ToolName,
+)
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 Tag = Annotated[Text, StringConstraints(min_length=1, max_length=64)]
@@ -74,7 +83,7 @@ class PluginSync(Message):
     occurred_at: Timestamp = Field(default_factory=_now)
     plugin_id: Slug
     plugin_version: SemVer
-    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    tenant_id: TenantScope = SHARED_TENANT
     credential: Annotated[Text, StringConstraints(max_length=512)] | None = None
     tools: list[ToolSpec] = Field(max_length=5000)
     categories: list[CategorySpec] = Field(default_factory=list, max_length=1000)

@@ -6,7 +6,18 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from contracts.common import Count, Finite, Identifier, Message, ShortText, Storable, Text, Timestamp, ToolRef
+from contracts.common import (
+    Count,
+    Finite,
+    Identifier,
+    Message,
+    ShortText,
+    Storable,
+    TenantScope,
+    Text,
+    Timestamp,
+    ToolRef,
+)
 
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[Text, StringConstraints(max_length=256)]
@@ -123,7 +134,7 @@ class SelectionEvent(Message):
 
     selection_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=lambda: datetime.now(UTC))
-    tenant_id: Identifier | Literal["*"]
+    tenant_id: TenantScope
     user_id: Identifier | None = None
     session_id: Identifier | None = None
     query: Annotated[Text, StringConstraints(max_length=2000)]

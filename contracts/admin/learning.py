@@ -1,11 +1,10 @@
 """The learning area of the admin API (the learner serves it): quality, quarantine and people's feedback."""
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field, model_validator
 
-from contracts.common import AdminRequest, Frozen, Identifier, Message, ToolName, ToolRef
+from contracts.common import AdminRequest, Frozen, Identifier, Message, TenantScope, ToolName, ToolRef
 from contracts.events import ToolStateChanged
 from contracts.registry import Slug
 
@@ -13,7 +12,7 @@ from contracts.registry import Slug
 class QuarantineRelease(ToolRef, AdminRequest):
     """An operator's request to put a quarantined tool back on probation; the reply is QuarantineReleased."""
 
-    tenant_id: Identifier | Literal["*"] | None = None
+    tenant_id: TenantScope | None = None
     """The tenant it is quarantined for; None: every tenant it is quarantined for."""
     released_by: Identifier = "operator"
 

@@ -11,9 +11,9 @@ from contracts.common import (
     SHARED_TENANT,
     AdminRequest,
     Frozen,
-    Identifier,
     JsonObject,
     Message,
+    TenantScope,
     Text,
     ToolName,
 )
@@ -145,7 +145,7 @@ class ToolRegister(AdminRequest):
     """A tool added by an operator (written like a synced one: hash, version 1, embedding, registry-changed)."""
 
     plugin_id: Slug
-    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    tenant_id: TenantScope = SHARED_TENANT
     plugin_version: SemVer | None = None
     """The plugin's version recorded with the tool; the plugin's current one (or 0.0.0) when unset."""
     tool: ToolSpec
@@ -262,7 +262,7 @@ def check_conditions(rule_type: str, conditions: dict[str, ConditionValue]) -> N
 class RuleFields(Frozen):
     """What a rule says; ``target`` is ``plugin/name`` (a tool) or ``plugin/category``."""
 
-    tenant_id: Identifier | Literal["*"] = SHARED_TENANT
+    tenant_id: TenantScope = SHARED_TENANT
     rule_type: RuleType
     effect: Literal["allow", "deny"]
     target_kind: Literal["tool", "category"]
@@ -293,7 +293,7 @@ class RuleKey(AdminRequest):
 
 
 class RuleQuery(AdminRequest):
-    tenant_id: Identifier | Literal["*"] | None = None
+    tenant_id: TenantScope | None = None
     include_inactive: bool = False
 
 

@@ -1,6 +1,7 @@
 """Through NATS with the real services: a broken tool is quarantined, dropped, and released by an operator; a
 shared tool failing for one tenant is quarantined for that tenant alone."""
 
+import json
 from uuid import UUID
 
 import asyncpg
@@ -135,3 +136,10 @@ async def test_a_shared_tool_failing_for_one_tenant_is_quarantined_for_that_tena
         assert await eventually(back_for_noisy), "the released tool did not come back"
     finally:  # shared tools are offered to every tenant: leave none behind for the tests that follow
         await client.sync(plugin_sync(plugin, "*", []))
+
+
+async def test_a_release_for_a_malformed_tenant_is_refused_as_invalid(client: ToolselClient) -> None:
+    body = {"plugin_id": "any", "name": "tool", "tenant_id": "not a tenant!", "admin_token": client.admin_token}
+    with pytest.raises(ToolselError) as refused:
+        await client.request(subjects.ADMIN_QUARANTINE_RELEASE, json.dumps(body).encode(), QuarantineReleased)
+    assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.INVALID_REQUEST, "tenant_id")
