@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pgvector import Vector
 
 from contracts import SelectRequest
 from services.selector.catalog import Catalog, ReviewIndex
@@ -104,6 +105,27 @@ def axis(i: int) -> npt.NDArray[np.float32]:
     vector = np.zeros(DIM, dtype=np.float32)
     vector[i] = 1.0
     return vector
+
+
+def usage_record(
+    key: str,
+    centroid: int,
+    version: int,
+    scope: str = "acme",
+    negative: int | None = None,
+    positives: int = 64,
+    words: list[str] | None = None,
+) -> dict[str, Any]:
+    """A row of ``store.USAGE_VECTORS_SINCE``: the tool learnt queries along axis ``centroid``."""
+    return {
+        "key": key,
+        "scope": scope,
+        "centroid": Vector(axis(centroid).tolist()),
+        "negative_centroid": None if negative is None else Vector(axis(negative).tolist()),
+        "positives": positives,
+        "words": words or [],
+        "version": version,
+    }
 
 
 def reviews(cat: Catalog, entries: list[tuple[str, int, float]]) -> ReviewLookup:

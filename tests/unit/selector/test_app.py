@@ -30,7 +30,7 @@ from contracts import (
 from services.selector import app as selector_app
 from services.selector.catalog import build_catalog
 from services.selector.selector import Selector
-from tests.unit.selector.factory import DIM, AxisEmbedder
+from tests.unit.selector.factory import DIM, AxisEmbedder, usage_record
 from toolsel.messaging import events_stream
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
@@ -246,18 +246,8 @@ async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
 
 
 def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[str, Any]:
-    """A row of ``store.USAGE_VECTORS_SINCE``: the tool learnt queries along ``axis``."""
-    centroid = [0.0] * DIM
-    centroid[axis] = 1.0
-    return {
-        "key": f"p/{name}",
-        "scope": scope,
-        "centroid": Vector(centroid),
-        "negative_centroid": None,
-        "positives": 64,
-        "words": [],
-        "version": version,
-    }
+    """The tool learnt queries along ``axis``."""
+    return usage_record(f"p/{name}", axis, version, scope)
 
 
 async def test_a_usage_broadcast_fetches_what_changed_since_the_watermark(

@@ -6,7 +6,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from pgvector import Vector
 
 from contracts import SelectRequest, ToolRef
 from services.selector.catalog import ReviewIndex
@@ -14,7 +13,7 @@ from services.selector.policy import Rule
 from services.selector.retrieval import decompose
 from services.selector.selector import Selector
 from services.selector.signals.base import ReviewLookup
-from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog
+from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog, usage_record
 from toolsel.settings import Settings
 
 TOOLS = [
@@ -41,16 +40,8 @@ class FixedEmbedder:
 
 
 def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]:
-    """A learnt usage vector as ``store.USAGE_VECTORS_SINCE`` returns it."""
-    return {
-        "key": f"p/{name}",
-        "scope": scope,
-        "centroid": Vector(axis(axis_).tolist()),
-        "negative_centroid": None,
-        "positives": 64,
-        "words": [],
-        "version": version,
-    }
+    """The tool learnt queries along ``axis_`` in ``scope``."""
+    return usage_record(f"p/{name}", axis_, version, scope)
 
 
 def selector(tools: list[T] = TOOLS, **settings: object) -> Selector:

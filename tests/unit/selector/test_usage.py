@@ -1,39 +1,16 @@
 """Usage memory: merged by version, blended with the declared vectors, penalised near negative examples."""
 
-from typing import Any
-
 import numpy as np
 import pytest
-from pgvector import Vector
 
 from services.selector.usage import Blending, UsageMemory, blend, build_view, scope_of, usage_cosine
-from tests.unit.selector.factory import DIM, T, axis, catalog
+from tests.unit.selector.factory import DIM, T, axis, catalog, usage_record
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
 
 
 LEARNT = Blending(0.3, 0.0)
 """The least declared share for every learnt tool, however few its examples."""
-
-
-def row(
-    key: str,
-    centroid: int,
-    version: int,
-    scope: str = "acme",
-    negative: int | None = None,
-    positives: int = 64,
-    words: list[str] | None = None,
-) -> dict[str, Any]:
-    return {
-        "words": words or [],
-        "key": key,
-        "scope": scope,
-        "centroid": Vector(axis(centroid).tolist()),
-        "negative_centroid": None if negative is None else Vector(axis(negative).tolist()),
-        "positives": positives,
-        "version": version,
-    }
 
 
 def test_the_scope_is_the_tenant_unless_learning_is_shared() -> None:
@@ -57,7 +34,8 @@ def test_the_declared_share_shrinks_with_the_examples_down_to_its_floor() -> Non
 
 def test_a_tool_learnt_from_one_query_keeps_mostly_its_declared_vector() -> None:
     memory = UsageMemory()
-    memory.merge([row("p/a", 1, 1, positives=1), row("p/b", 0, 2, positives=64)])  # a is declared along axis 0
+    # a is declared along axis 0
+    memory.merge([usage_record("p/a", 1, 1, positives=1), usage_record("p/b", 0, 2, positives=64)])
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
     few, many = (view.blended[view.rows.tolist().index(r)] for r in (0, 1))
@@ -68,23 +46,24 @@ def test_a_tool_learnt_from_one_query_keeps_mostly_its_declared_vector() -> None
 
 def test_merge_keeps_the_newest_version_of_each_tool_and_raises_the_watermark() -> None:
     memory = UsageMemory()
-    assert memory.merge([row("p/a", 1, 5), row("p/b", 2, 3)]) == 2
-    assert memory.merge([row("p/a", 2, 4), row("p/a", 1, 5)]) == 0  # older and repeated: nothing changes
+    assert memory.merge([usage_record("p/a", 1, 5), usage_record("p/b", 2, 3)]) == 2
+    older_and_repeated = [usage_record("p/a", 2, 4), usage_record("p/a", 1, 5)]
+    assert memory.merge(older_and_repeated) == 0
     assert memory.version == 5
     assert memory.scopes["acme"]["p/a"].centroid.tolist() == axis(1).tolist()
-    assert memory.merge([row("p/a", 2, 6)]) == 1
+    assert memory.merge([usage_record("p/a", 2, 6)]) == 1
     assert memory.scopes["acme"]["p/a"].centroid.tolist() == axis(2).tolist()
 
 
 def test_a_view_covers_the_scope_s_tools_in_this_catalog_and_is_rebuilt_after_a_merge() -> None:
     memory = UsageMemory()
     assert memory.view(CAT, "acme", LEARNT) is None
-    memory.merge([row("p/b", 0, 1), row("p/gone", 0, 2), row("p/a", 0, 3, scope="other")])
+    memory.merge([usage_record("p/b", 0, 1), usage_record("p/gone", 0, 2), usage_record("p/a", 0, 3, scope="other")])
     view = memory.view(CAT, "acme", LEARNT)
     assert view is not None
     assert view.rows.tolist() == [1]
     assert memory.view(CAT, "acme", LEARNT) is view
-    memory.merge([row("p/c", 1, 4)])
+    memory.merge([usage_record("p/c", 1, 4)])
     rebuilt = memory.view(CAT, "acme", LEARNT)
     assert rebuilt is not view
     assert rebuilt is not None
@@ -94,7 +73,7 @@ def test_a_view_covers_the_scope_s_tools_in_this_catalog_and_is_rebuilt_after_a_
 def test_a_query_closer_to_the_negatives_than_to_the_blend_loses_the_difference() -> None:
     assert build_view(CAT, {}, LEARNT).rows.size == 0
     memory = UsageMemory()
-    memory.merge([row("p/a", 0, 1, negative=1)])
+    memory.merge([usage_record("p/a", 0, 1, negative=1)])
     view = memory.view(CAT, "acme", Blending(0.0, 0.0))  # the blend is the centroid alone: axis 0
     assert view is not None
     near_negative = (axis(1) * 0.95 + axis(0) * 0.312).astype(np.float32)

@@ -7,8 +7,7 @@ import pytest
 
 from services.selector.signals.bm25 import BM25
 from services.selector.usage import Blending, UsageMemory
-from tests.unit.selector.factory import T, catalog, query_context
-from tests.unit.selector.test_usage import row
+from tests.unit.selector.factory import T, catalog, query_context, usage_record
 
 CAT = catalog([T("a", "lookup tool", 0), T("b", "another tool", 1), T("c", "third tool", 2)])
 
@@ -26,7 +25,7 @@ def test_nothing_learnt_leaves_the_tools_own_text() -> None:
 
 
 def test_a_tool_is_found_by_the_words_it_was_asked_for_with_in_the_scope() -> None:
-    memory = learnt(row("p/a", 0, 1, words=["where is my parcel", "track my parcel"]))
+    memory = learnt(usage_record("p/a", 0, 1, words=["where is my parcel", "track my parcel"]))
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     ctx = dataclasses.replace(query_context(CAT, "track a parcel"), usage=view)
     scores = BM25.scores(ctx)
@@ -37,14 +36,14 @@ def test_a_tool_is_found_by_the_words_it_was_asked_for_with_in_the_scope() -> No
 
 def test_the_words_of_more_queries_count_more() -> None:
     blending = Blending(0.3, 8.0)
-    one = learnt(row("p/a", 0, 1, words=["track my parcel"]))
-    four = learnt(row("p/a", 0, 1, words=["track my parcel"] * 4))
+    one = learnt(usage_record("p/a", 0, 1, words=["track my parcel"]))
+    four = learnt(usage_record("p/a", 0, 1, words=["track my parcel"] * 4))
     weights = [m.view(CAT, "acme", blending).words.weights for m in (one, four)]  # type: ignore[union-attr]
     assert [w.tolist() for w in weights] == [pytest.approx([1 / 9]), pytest.approx([4 / 12])]
 
 
 def test_a_learnt_tool_without_words_has_no_index() -> None:
-    view = learnt(row("p/a", 0, 1)).view(CAT, "acme", Blending(0.3, 8.0))
+    view = learnt(usage_record("p/a", 0, 1)).view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
     assert view.words is None
 
@@ -52,13 +51,13 @@ def test_a_learnt_tool_without_words_has_no_index() -> None:
 def test_words_are_searched_once_indexed_and_the_old_index_serves_until_then() -> None:
     blending = Blending(0.3, 8.0)
     memory = UsageMemory()
-    memory.merge([row("p/a", 0, 1, words=["track my parcel"])])
+    memory.merge([usage_record("p/a", 0, 1, words=["track my parcel"])])
     assert memory.view(CAT, "acme", blending).words is None  # type: ignore[union-attr]
     memory.index_words(k1=1.2, b=0.75)
     first = memory.view(CAT, "acme", blending)
     assert first is not None
     assert first.words is not None
-    memory.merge([row("p/b", 1, 2, words=["convert a pdf"])])
+    memory.merge([usage_record("p/b", 1, 2, words=["convert a pdf"])])
     before = memory.view(CAT, "acme", blending)
     assert before is not None
     assert before.words is not None
@@ -73,7 +72,9 @@ def test_words_are_searched_once_indexed_and_the_old_index_serves_until_then() -
 
 
 def test_a_tool_no_longer_in_the_catalog_is_left_out() -> None:
-    memory = learnt(row("p/a", 0, 1, words=["track my parcel"]), row("p/gone", 1, 2, words=["track a parcel"]))
+    memory = learnt(
+        usage_record("p/a", 0, 1, words=["track my parcel"]), usage_record("p/gone", 1, 2, words=["track a parcel"])
+    )
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
     assert view.words is not None
@@ -84,7 +85,7 @@ def test_a_tool_no_longer_in_the_catalog_is_left_out() -> None:
 
 
 def test_the_better_of_its_own_text_and_its_learnt_words_counts_not_their_sum() -> None:
-    memory = learnt(row("p/a", 0, 1, words=["lookup the parcel"] * 50))
+    memory = learnt(usage_record("p/a", 0, 1, words=["lookup the parcel"] * 50))
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
     assert view.words is not None
