@@ -106,6 +106,9 @@ def run_online(endpoints: Endpoints, tmp_path: Path, scenario: str, *args: str) 
     assert [p["events"] for p in result["curve"]] == [0, 6, 12]
     assert all(0.0 <= p[m] <= 1.0 for p in result["curve"] for m in ("recall_at_5", "ndcg_at_10"))
     assert result["scenario"]["name"] == scenario
+    taught = result["discovery"]
+    assert 0.0 <= taught["taught_share"] <= 1.0 and 0.0 <= taught["taught_share_last_quarter"] <= 1.0
+    assert all(t["events"] >= 5 and 0.0 <= t["offered_share"] <= 1.0 for t in taught["least_offered"])
     stem = "tiny" if scenario == "stream" else f"tiny-{scenario}"
     assert (curves / f"{stem}-curve.csv").read_text().startswith("events,R@5,NDCG@10")
     assert (curves / f"{stem}-curve.png").stat().st_size > 0

@@ -5,12 +5,14 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import nats.errors
 
 from contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
 from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import MAX_QUERY, Query
+from toolsel.evaluation.discovery import discovery
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.plan import Event
 from toolsel.evaluation.ranking import CONCURRENCY, BenchCatalog, rank
@@ -28,10 +30,12 @@ class Point:
 
 @dataclass(frozen=True)
 class Streamed:
-    """What a stream produced: the held-out curve and, per event, the set's names of the tools offered."""
+    """What a stream produced: the held-out curve, per event the set's names of the tools offered, and what the
+    stream could teach (``toolsel.evaluation.discovery``)."""
 
     curve: list[Point]
     offered: list[list[str]] = field(default_factory=list)
+    discovery: dict[str, Any] = field(default_factory=dict)
 
 
 def holdout_split(queries: Sequence[Query], holdout: int, seed: int) -> tuple[list[Query], list[Query]]:
@@ -174,4 +178,4 @@ async def learn(
         if done % every == 0 or done == len(events):
             await wait_for_learner(client, before + 2 * done, settle_s)  # an outcome and a review per event
             curve.append(await measure(client, catalog, holdout, done, seed))
-    return Streamed(curve, offered)
+    return Streamed(curve, offered, discovery(events, offered))

@@ -161,6 +161,18 @@ def scenario_lines(scenario: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def discovery_lines(found: Mapping[str, Any]) -> list[str]:
+    """What the stream could teach, for the terminal: its taught share and its least offered relevant tools."""
+    if found.get("taught_share") is None:
+        return []
+    least = ", ".join(f"{t['tool']} ({t['offered_share']:.0%} of {t['events']})" for t in found["least_offered"][:5])
+    return [
+        f"taught: a relevant tool was offered in {found['taught_share']:.1%} of the events "
+        f"({found['taught_share_last_quarter']:.1%} in the last quarter)",
+        *([f"least offered for their own queries: {least}"] if least else []),
+    ]
+
+
 def write_online(out: Path, result: Mapping[str, Any]) -> Path:
     """The curve's CSV and PNG (and the tracked tool's CSV) of an online result; returns the CSV's path."""
     scenario = result["scenario"]

@@ -193,6 +193,7 @@ async def run_online(options: Options) -> dict[str, Any]:
         "holdout": len(holdout),
         "events": len(queries),
         "curve": [asdict(p) for p in outcome.curve],
+        "discovery": outcome.discovery,
         "scenario": {
             "name": options.scenario,
             **outcome.details,

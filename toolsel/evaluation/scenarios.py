@@ -85,13 +85,15 @@ class Outcome:
     details: dict[str, Any]
     marks: dict[str, int] = field(default_factory=dict)
     sightings: list[Sighting] = field(default_factory=list)
+    discovery: dict[str, Any] = field(default_factory=dict)
+    """What the stream could teach (``toolsel.evaluation.discovery``)."""
 
 
 async def stream(stage: Stage) -> Outcome:
     """Today's stream: every event's relevant tools work."""
     catalog = await stage.catalog(stage.bench.tools, "online", f"eval-{stage.run}")
     streamed = await stage.learn(catalog, [Event(q) for q in stage.queries])
-    return Outcome(streamed.curve, {})
+    return Outcome(streamed.curve, {}, discovery=streamed.discovery)
 
 
 async def _choose(stage: Stage, catalog: BenchCatalog, before: Sequence[Query]) -> tuple[str, dict[str, float]]:
@@ -159,7 +161,8 @@ async def drift(stage: Stage, drift_at: int | None, recover_at: int | None, stac
             "own settings apply",
         },
     }
-    return Outcome(streamed.curve, details, {"drift": start, "recovery": end}, [*before, *failing, *after])
+    marks = {"drift": start, "recovery": end}
+    return Outcome(streamed.curve, details, marks, [*before, *failing, *after], streamed.discovery)
 
 
 async def new_tool(stage: Stage, add_at: int | None) -> Outcome:
@@ -198,7 +201,7 @@ async def new_tool(stage: Stage, add_at: int | None) -> Outcome:
         "target": {f"top_{plan.NEW_TOOL_TOP}_within": NEW_TOOL_WITHIN},
         "met": top is not None and top <= NEW_TOOL_WITHIN,
     }
-    return Outcome(streamed.curve, details, {"new tool": start}, sightings)
+    return Outcome(streamed.curve, details, {"new tool": start}, sightings, streamed.discovery)
 
 
 async def _remove(client: ToolselClient, catalog: BenchCatalog) -> None:
@@ -249,4 +252,4 @@ async def tenants(stage: Stage) -> Outcome:
         "target": {"b_changed": 0},
         "met": not changed,
     }
-    return Outcome(streamed.curve, details, {"A's tool fails": start}, failing)
+    return Outcome(streamed.curve, details, {"A's tool fails": start}, failing, streamed.discovery)
