@@ -210,7 +210,7 @@ class Selector:
             if s.rerank_sampling == "all":
                 chosen, explored = stages.choose(candidates, scored.explore, scored.explore, k, 0)
             else:
-                chosen, explored = self._choose(candidates, exploit_score, scored, k, request, rng)
+                chosen, explored = self._choose(candidates, exploit_score, scored, k, request, rng, usage)
             chosen, explored = rows[chosen], rows[explored]
             final = stages.inject_pins(chosen, pinned, cat.pin_weight)
             if chosen.size:
@@ -326,10 +326,12 @@ class Selector:
         k: int,
         request: SelectRequest,
         rng: np.random.Generator | None,
+        usage: UsageView | None,
     ) -> tuple[stages.Rows, stages.Rows]:
         """The top by the expected score and the exploration slots by the draw; with a chance that falls as this
         context's top tools gather evidence, a slot reaches past the candidates to ``exploration_depth`` (rows
-        are positions in ``scored``, which holds that depth of the ranking)."""
+        are positions in ``scored``, which holds that depth of the ranking), to the tools nothing was learnt of
+        in the scope when there are any there: one that already learnt has its learnt vector to be found by."""
         s = self.settings
         if rng is None or not self._explores_deep(rng):
             return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
@@ -338,6 +340,8 @@ class Selector:
         beyond = stages.beyond_candidates(scored.relevance, scored.pool, candidates, s.exploration_depth)
         if request.filters.min_score is not None:
             beyond = beyond[scored.confidence[beyond] >= request.filters.min_score]
+        if usage is not None and (untaught := beyond[~np.isin(scored.rows[beyond], usage.rows)]).size:
+            beyond = untaught
         if beyond.size == 0 or rng.random() >= stages.deep_exploration_chance(observed):
             return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
         deep = stages.deep_score(scored.breakdown["thompson"], scored.relevance, scored.relevance_top)

@@ -107,7 +107,8 @@ def run_online(endpoints: Endpoints, tmp_path: Path, scenario: str, *args: str) 
     assert all(0.0 <= p[m] <= 1.0 for p in result["curve"] for m in ("recall_at_5", "ndcg_at_10"))
     assert result["scenario"]["name"] == scenario
     taught = result["discovery"]
-    assert 0.0 <= taught["taught_share"] <= 1.0 and 0.0 <= taught["taught_share_last_quarter"] <= 1.0
+    assert 0.0 <= taught["taught_share"] <= 1.0
+    assert 0.0 <= taught["taught_share_last_quarter"] <= 1.0
     assert all(t["events"] >= 5 and 0.0 <= t["offered_share"] <= 1.0 for t in taught["least_offered"])
     stem = "tiny" if scenario == "stream" else f"tiny-{scenario}"
     assert (curves / f"{stem}-curve.csv").read_text().startswith("events,R@5,NDCG@10")

@@ -239,6 +239,29 @@ def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_
     assert max(ranks) < 3  # this context has its evidence: the slot stays among the candidates
 
 
+def test_a_slot_past_the_candidates_tries_a_tool_nothing_was_learnt_of_in_the_scope() -> None:
+    # 40 tools by falling relevance, 3 candidates; every tool past them learnt something in acme but tool_39
+    tools = [T(f"tool_{i:02}", f"tool number {i}", i) for i in range(40)]
+    query = np.array([1.0 - i / 50 for i in range(40)] + [0.0] * (DIM - 40), dtype=np.float32)
+    sel = selector(
+        tools,
+        exploration_slots=1,
+        thompson_sampling=True,
+        retrieval_candidates=3,
+        exploration_depth=40,
+        fusion_weights={"bm25": 0.0},
+    )
+    sel.embedder = FixedEmbedder(query / np.linalg.norm(query))
+    sel.usage.merge([usage_row(f"tool_{i:02}", "acme", i, version=i) for i in range(3, 39)])
+
+    def past_the_candidates(tenant: str) -> set[str]:
+        picks = {names(sel, query="q", k=2, seed=seed, tenant_id=tenant)[1] for seed in range(30)}
+        return picks - {"tool_00", "tool_01", "tool_02"}
+
+    assert past_the_candidates("acme") == {"tool_39"}
+    assert len(past_the_candidates("other")) > 1  # nothing learnt in its scope: any tool past them may be tried
+
+
 def test_learnt_usage_replaces_the_declared_vector_for_its_scope_only() -> None:
     tools = [T("send_email", "send an email", 0), T("get_weather", "weather forecast", 2)]
     sel = selector(tools, fusion_weights={"bm25": 0.0})
