@@ -180,7 +180,8 @@ class Settings(BaseSettings):
     exploration_depth: int = Field(default=90, ge=1)
     """How deep in the relevance ranking the exploration slot may reach beyond the candidates (default three
     times ``retrieval_candidates``): a relevant tool retrieval never ranks high enough still gets tried, with a
-    chance ``1 / (1 + n / 10)`` that falls as the context's top tools gather n observations."""
+    chance ``1 / (1 + n / 10)`` that falls as the context's top tools gather n observations; those nothing was
+    learnt of in the request's scope first."""
 
     # learning (seeds 000, 002, 004)
     prior_alpha: float = 1.0
