@@ -4,9 +4,8 @@ tools are soft-deleted (history and versions kept), its categories and page mapp
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
-from cli.running import USAGE, client, fail, first_problem, run
+from cli.running import USAGE, built, client, fail, run
 from contracts import SyncReport
 from toolsel.client import plugin_removal
 from toolsel.render import console, sync_table
@@ -25,10 +24,7 @@ def plugins_remove(
     them back). Learnt posteriors and the event history stay."""
     if credential and signing_key:
         fail("give --credential or --signing-key, not both", USAGE)
-    try:
-        sync = plugin_removal(plugin, tenant, credential)
-    except ValidationError as error:
-        fail(f"plugin: {first_problem(error)}", USAGE)
+    sync = built(lambda: plugin_removal(plugin, tenant, credential), "plugin")
 
     async def main() -> SyncReport:
         async with client() as connected:

@@ -161,8 +161,14 @@ def read_json(path: Path) -> Any:
 
 def validated(model: type[R], data: Any, where: str) -> R:
     """``data`` as ``model``; exit 2 naming ``where`` and the offending field when it is not one."""
+    return built(lambda: model.model_validate(data), where)
+
+
+def built(make: Callable[[], R], where: str) -> R:
+    """What ``make`` builds (a contract from the user's input); exit 2 naming ``where`` and the offending field
+    when the input is not valid."""
     try:
-        return model.model_validate(data)
+        return make()
     except ValidationError as error:
         fail(f"{where}: {first_problem(error)}", USAGE)
 

@@ -218,8 +218,8 @@ def test_rerank_sampling_draws_for_the_slot_or_for_every_rank(sampling: str) -> 
     assert explored == ([False, False, True] if sampling == "slot" else [False, False, False])
 
 
-def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_evidence() -> None:
-    # 40 tools by falling relevance; 3 candidates; the slot may reach rank 40 when nothing is known
+def deep_exploring() -> Selector:
+    """40 tools by falling relevance to its one query, 3 candidates, and a slot that may reach rank 40."""
     tools = [T(f"tool_{i:02}", f"tool number {i}", i) for i in range(40)]
     query = np.array([1.0 - i / 50 for i in range(40)] + [0.0] * (DIM - 40), dtype=np.float32)
     sel = selector(
@@ -231,6 +231,11 @@ def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_
         fusion_weights={"bm25": 0.0},
     )
     sel.embedder = FixedEmbedder(query / np.linalg.norm(query))
+    return sel
+
+
+def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_evidence() -> None:
+    sel = deep_exploring()  # nothing is known yet
     ranks = {int(names(sel, query="q", k=2, seed=seed)[1][5:]) for seed in range(30)}
     assert max(ranks) >= 3  # some slot went past the 3 candidates
     for name in ("tool_00", "tool_01", "tool_02"):
@@ -240,18 +245,7 @@ def test_the_exploration_slot_reaches_past_the_candidates_until_the_context_has_
 
 
 def test_a_slot_past_the_candidates_tries_a_tool_nothing_was_learnt_of_in_the_scope() -> None:
-    # 40 tools by falling relevance, 3 candidates; every tool past them learnt something in acme but tool_39
-    tools = [T(f"tool_{i:02}", f"tool number {i}", i) for i in range(40)]
-    query = np.array([1.0 - i / 50 for i in range(40)] + [0.0] * (DIM - 40), dtype=np.float32)
-    sel = selector(
-        tools,
-        exploration_slots=1,
-        thompson_sampling=True,
-        retrieval_candidates=3,
-        exploration_depth=40,
-        fusion_weights={"bm25": 0.0},
-    )
-    sel.embedder = FixedEmbedder(query / np.linalg.norm(query))
+    sel = deep_exploring()  # every tool past the 3 candidates learnt something in acme but tool_39
     sel.usage.merge([usage_row(f"tool_{i:02}", "acme", i, version=i) for i in range(3, 39)])
 
     def past_the_candidates(tenant: str) -> set[str]:
