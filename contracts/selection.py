@@ -127,6 +127,9 @@ class SelectedTool(ToolRef):
     score: Finite
     pinned: bool = False
     exploration: bool = False
+    sub_query: Query | None = None
+    """The part of a compound query this tool was offered for (the part whose ranking held it highest); None
+    when the query was not split or only the whole query retrieved it. What the tool then teaches is that part."""
 
 
 class SelectionEvent(Message):

@@ -149,6 +149,13 @@ def teachable(selection: Mapping[str, Any], tools: Mapping[str, Registered]) -> 
     return [k for k in selection["keys"] if k in tools and tools[k].tenant_id in (tenant, SHARED_TENANT)]
 
 
+def taught_with(selection: Mapping[str, Any], key: str) -> str:
+    """The query an offered tool learns from in this selection: the part of a compound query it was offered for
+    (its own need, not the other tools' needs beside it), else the whole query."""
+    need = next((n for k, n in zip(selection["keys"], selection["needs"], strict=True) if k == key), None)
+    return need or str(selection["query"])
+
+
 def offered_only(
     batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], tools: Mapping[str, Registered]
 ) -> list[OutcomeEvent]:
@@ -182,7 +189,7 @@ def observations(
                     reward,
                     event.event_id,
                     event.occurred_at,
-                    row["query"],
+                    taught_with(row, reward.tool_key),
                     event.selection_id,
                 )
             )
@@ -400,7 +407,7 @@ async def apply_outcomes(
 
     An outcome whose selection is not stored yet is left out (the caller redelivers it later: events may
     arrive out of order); one already stored is a duplicate and changes nothing. The queries that may teach
-    (a success on an offered tool) are embedded first, in one batch, outside the transaction.
+    (``taught_with`` a success on an offered tool) are embedded first, in one batch, outside the transaction.
     """
     result = OutcomeResult()
     known, selections, result.unknown_selection = await with_selections(pool, batch)
@@ -409,9 +416,10 @@ async def apply_outcomes(
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
     queries = sorted(
         {
-            selections[e.selection_id]["query"]
+            taught_with(selections[e.selection_id], c.key)
             for e in offered_only(known, selections, tools)
-            if any(c.success for c in e.calls)
+            for c in e.calls
+            if c.success
         }
     )
     vectors = dict(zip(queries, await embed(queries), strict=True)) if queries else {}

@@ -12,7 +12,7 @@ import asyncpg
 from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import teachable, with_selections
+from services.learner.outcomes import taught_with, teachable, with_selections
 from services.learner.review_index import Entry, add_review
 from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
@@ -42,15 +42,16 @@ async def apply_reviews(
     merge_similarity: float,
     usage: UsageRules,
 ) -> ReviewResult:
-    """Log each offered tool's verdict with the selection's query embedding, fold it into the index and the
-    usage memory, in one transaction; a review already stored changes nothing, one of an unknown selection is
-    left out."""
+    """Log each offered tool's verdict with the selection's query embedding, fold it into the index and (with
+    the part of the query the tool was offered for: ``taught_with``) the usage memory, in one transaction; a
+    review already stored changes nothing, one of an unknown selection is left out."""
     result = ReviewResult()
     known, selections, result.unknown_selection = await with_selections(pool, batch)
     if not known:
         return result
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
-    queries = sorted({selections[e.selection_id]["query"] for e in known})
+    asked = [selections[e.selection_id] for e in known]
+    queries = sorted({q for row in asked for q in (row["query"], *filter(None, row["needs"]))})
     vectors = dict(zip(queries, await embed(queries), strict=True))
     async with pool.acquire() as conn, conn.transaction():
         inserted = await events.insert_reviews(conn, known)
@@ -65,8 +66,9 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
+                    taught = taught_with(row, key)
                     examples.append(
-                        Example(tool_id, scope, event.event_id, POLARITY[verdict], query, event.selection_id)
+                        Example(tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id)
                     )
         if not logged:
             return result

@@ -1,6 +1,7 @@
 """Usage memory (online Tool2Vec): the queries a tool served well become its learnt examples, and its usage
-vector is their recency-weighted centroid (the selectors blend it with the declared vector). The texts of the
-queries whose selections it alone served are its learnt words (the selectors index them with BM25).
+vector is their recency-weighted centroid (the selectors blend it with the declared vector). A tool offered for
+one part of a compound query learns that part (``outcomes.taught_with``). The texts it alone learnt from a
+selection are its learnt words (the selectors index them with BM25).
 
 What is kept and how it is weighed is computed here (pure); ``remember`` is the one step that stores a batch's
 examples and the vectors of the tools they touched, in the caller's transaction.

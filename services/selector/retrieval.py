@@ -8,7 +8,7 @@ import bm25s
 import numpy as np
 from stopwords import get_stopwords
 
-from services.selector.stages import Mask, Rows, Scores
+from services.selector.stages import Mask, Rows, Scores, locate
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SEPARATORS = re.compile(r"[_\-./]+")
@@ -317,3 +317,19 @@ def round_robin(rankings: Sequence[Rows], limit: int) -> Rows:
     _, first = np.unique(rows, return_index=True)
     merged: Rows = rows[np.sort(first)][:limit]
     return merged
+
+
+def needs(rows: Rows, part_rankings: Sequence[Rows]) -> list[int | None]:
+    """For each row, the part (index into ``part_rankings``) whose ranking holds it highest, the first part on a
+    tie; None for a row that no part's ranking holds (only the whole query retrieved it). What a tool is then
+    credited with is the need it was offered for, not the whole compound request."""
+    if not part_rankings or rows.size == 0:
+        return [None] * int(rows.size)
+    absent = np.iinfo(np.int64).max
+    depth = np.full((len(part_rankings), rows.size), absent, dtype=np.int64)
+    for i, ranking in enumerate(part_rankings):
+        order = np.argsort(ranking, kind="stable")
+        at = locate(ranking[order], rows)
+        depth[i, at >= 0] = order[at[at >= 0]]
+    best, held = depth.argmin(axis=0), depth.min(axis=0) < absent
+    return [int(b) if h else None for b, h in zip(best.tolist(), held.tolist(), strict=True)]

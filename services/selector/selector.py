@@ -7,7 +7,7 @@ nothing passes the candidates on unchanged.
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import reduce
@@ -177,6 +177,7 @@ class Selector:
             queries, pool, request.retrieval, scope, reviews, usage, degraded
         )
         rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
+        part_rankings = rankings[1:] if len(queries) > 1 else []
         candidates = retrieval.round_robin(rankings, s.retrieval_candidates)
         counts["retrieved"] = int(candidates.size)
         if len(queries) > 1:
@@ -216,8 +217,20 @@ class Selector:
             if chosen.size:
                 final, related = self._with_related(final, int(chosen[0]), allowed, k)
         counts["returned"] = int(final.size)
+        offered_for = [None if i is None else parts[i] for i in retrieval.needs(final, part_rankings)]
         reply, event = self._reply(
-            request, ctx, method, degraded, counts, final, explored, scored, visible_tokens, started, related
+            request,
+            ctx,
+            method,
+            degraded,
+            counts,
+            final,
+            explored,
+            scored,
+            visible_tokens,
+            started,
+            related,
+            offered_for,
         )
         no_match = not any(t.confidence >= s.no_match_confidence for t in reply.tools if t.related_to is None)
         sub_queries = parts if len(parts) > 1 else []
@@ -557,9 +570,10 @@ class Selector:
         visible_tokens: int,
         started: float,
         related: Mapping[int, int],
+        offered_for: Sequence[str | None],
     ) -> tuple[SelectReply, SelectionEvent]:
         """The reply and its event, each validated once as a whole (nested models built in one pass, not one
-        Python constructor per tool)."""
+        Python constructor per tool); ``offered_for`` is each final row's part of a compound query, if any."""
         cat = self.catalog
         exploring = set(explored.tolist())
         tools = [
@@ -610,8 +624,9 @@ class Selector:
                         "score": t["score"],
                         "pinned": t["pinned"],
                         "exploration": t["exploration"],
+                        "sub_query": need,
                     }
-                    for i, t in enumerate(tools)
+                    for i, (t, need) in enumerate(zip(tools, offered_for, strict=True))
                 ],
                 "candidate_count": counts["retrieved"],
                 "latency_ms": latency,

@@ -76,6 +76,22 @@ async def test_a_success_teaches_the_tool_in_its_tenants_scope_and_is_broadcast_
     ), "another scope (another tenant or the shared one) learnt from tenant a"
 
 
+async def learnt_words(pool: asyncpg.Pool, plugin: str, name: str, expected: list[str]) -> list[str] | None:
+    """The tool's learnt words once they are ``expected`` (None if they never become so)."""
+
+    async def current() -> tuple[list[str]] | None:
+        found: list[str] | None = await pool.fetchval(
+            "SELECT v.words FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id"
+            " WHERE t.plugin_id = $1 AND t.name = $2",
+            plugin,
+            name,
+        )
+        return (found,) if found == expected else None
+
+    settled = await eventually(current, timeout_s=30)
+    return None if settled is None else settled[0]
+
+
 async def test_a_query_that_taught_two_tools_is_the_learnt_words_of_neither(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:
@@ -84,29 +100,37 @@ async def test_a_query_that_taught_two_tools_is_the_learnt_words_of_neither(
     is recomputed though the review did not name it)."""
     tenant, plugin = unique("t"), unique("mine")
     await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
-    query = "find a flight to Rome and email the booking to my boss"
+    query = "email my boss the booking of the flight to Rome"
     reply = await client.select(query=query, tenant_id=tenant, k=10, filters={"plugins": [plugin]})
+    assert reply.sub_queries == []  # one need, not split
     assert {"search_flights", "send_email"} <= {t.name for t in reply.tools}
-
-    async def words(name: str, expected: list[str]) -> list[str] | None:
-        """The tool's learnt words once they are ``expected`` (None if they never become so)."""
-
-        async def current() -> tuple[list[str]] | None:
-            found: list[str] | None = await pool.fetchval(
-                "SELECT v.words FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id"
-                " WHERE t.plugin_id = $1 AND t.name = $2",
-                plugin,
-                name,
-            )
-            return (found,) if found == expected else None
-
-        settled = await eventually(current, timeout_s=30)
-        return None if settled is None else settled[0]
-
     call = ToolCall(plugin_id=plugin, name="search_flights", success=True)
     await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
-    assert await words("search_flights", [query]) == [query]
+    assert await learnt_words(pool, plugin, "search_flights", [query]) == [query]
     perfect = ToolReview(plugin_id=plugin, name="send_email", verdict=Verdict.PERFECT)
     await client.report([ReviewEvent(selection_id=reply.selection_id, reviews=[perfect])])
-    assert await words("search_flights", []) == []
-    assert await words("send_email", []) == []
+    assert await learnt_words(pool, plugin, "search_flights", []) == []
+    assert await learnt_words(pool, plugin, "send_email", []) == []
+
+
+async def test_each_tool_of_a_compound_query_learns_the_part_it_was_offered_for(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """The flight tool was offered for the first need and the email tool for the second: each learns its own
+    part (vector and words), not the other need beside it."""
+    tenant, plugin = unique("t"), unique("mine")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
+    query = "find a flight to Rome and email the booking to my boss"
+    reply = await client.select(query=query, tenant_id=tenant, k=10, filters={"plugins": [plugin]})
+    assert reply.sub_queries == ["find a flight to Rome", "email the booking to my boss"]
+    call = ToolCall(plugin_id=plugin, name="search_flights", success=True)
+    perfect = ToolReview(plugin_id=plugin, name="send_email", verdict=Verdict.PERFECT)
+    await client.report(
+        [
+            OutcomeEvent(selection_id=reply.selection_id, calls=[call]),
+            ReviewEvent(selection_id=reply.selection_id, reviews=[perfect]),
+        ]
+    )
+    assert await learnt_words(pool, plugin, "search_flights", ["find a flight to Rome"]) == ["find a flight to Rome"]
+    email = ["email the booking to my boss"]
+    assert await learnt_words(pool, plugin, "send_email", email) == email

@@ -29,7 +29,14 @@ SCHEMAS: dict[str, pl.Schema] = {
             "method": pl.String,
             "tools": pl.List(
                 pl.Struct(
-                    {**TOOL, "rank": pl.Int64, "score": pl.Float64, "pinned": pl.Boolean, "exploration": pl.Boolean}
+                    {
+                        **TOOL,
+                        "rank": pl.Int64,
+                        "score": pl.Float64,
+                        "pinned": pl.Boolean,
+                        "exploration": pl.Boolean,
+                        "sub_query": pl.String,
+                    }
                 )
             ),
             "candidate_count": pl.Int64,

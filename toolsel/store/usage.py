@@ -64,6 +64,7 @@ SELECT x.tool_id, x.scope, x.polarity, x.query_vector,
        CASE WHEN NOT EXISTS (
            SELECT 1 FROM tool_usage_examples o
            WHERE o.selection_id = x.selection_id AND o.scope = x.scope AND o.polarity = 1 AND o.tool_id <> x.tool_id
+             AND o.words = x.words
        ) THEN x.words END AS words
 FROM tool_usage_examples x JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
      ON x.tool_id = u.tool_id AND x.scope = u.scope

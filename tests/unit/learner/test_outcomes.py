@@ -18,6 +18,7 @@ from services.learner.outcomes import (
     observations,
     offered_only,
     step,
+    taught_with,
     teachable,
 )
 from services.learner.reward import discounted
@@ -30,7 +31,13 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 Selection = dict[str, Any]
 
 
-def _selection(keys: list[str], tenant: str = "acme", session: str | None = "s1", user: str | None = None) -> Selection:
+def _selection(
+    keys: list[str],
+    tenant: str = "acme",
+    session: str | None = "s1",
+    user: str | None = None,
+    needs: list[str | None] | None = None,
+) -> Selection:
     return {
         "selection_id": uuid4(),
         "tenant_id": tenant,
@@ -39,6 +46,7 @@ def _selection(keys: list[str], tenant: str = "acme", session: str | None = "s1"
         "query": "weather in Oslo",
         "context_key": "free::general",
         "keys": keys,
+        "needs": needs or [None] * len(keys),
     }
 
 
@@ -158,3 +166,19 @@ def test_shared_usage_is_kept_in_the_shared_scope() -> None:
     stepped = step(seen, {seen[0].key: _prior()}, {}, rules)
     assert [e.scope for e in stepped.examples] == ["*"]
     assert list(stepped.posteriors) == [(1, "acme", "free::general")]  # posteriors stay the tenant's
+
+
+def test_a_tool_offered_for_a_part_of_a_compound_query_learns_that_part() -> None:
+    selection = _selection(["a/mine", "s/shared"], needs=["book a table", None])
+    selection["query"] = "book a table, then check the weather in Oslo"
+    stepped = _learn(selection, _outcome(selection, _call("a/mine", True), _call("s/shared", True)))
+    assert {e.tool_id: e.query for e in stepped.examples} == {
+        1: "book a table",
+        2: "book a table, then check the weather in Oslo",  # only the whole query retrieved it
+    }
+
+
+def test_a_tool_not_offered_for_a_part_is_taught_the_whole_query() -> None:
+    selection = _selection(["a/mine"])
+    assert taught_with(selection, "a/mine") == "weather in Oslo"
+    assert taught_with(selection, "x/not-offered") == "weather in Oslo"

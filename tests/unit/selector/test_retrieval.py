@@ -10,6 +10,7 @@ from services.selector.retrieval import (
     bm25_confidence,
     decompose,
     lexical_text,
+    needs,
     ranks,
     reciprocal_rank_fusion,
     round_robin,
@@ -116,6 +117,13 @@ def test_round_robin_matches_the_turn_by_turn_merge(seed: int) -> None:
     limit = int(rng.integers(1, 25))
     assert round_robin(rankings, limit).tolist() == _turn_by_turn(rankings, limit)
     assert round_robin([], 5).size == 0
+
+
+def test_each_row_is_offered_for_the_part_whose_ranking_holds_it_highest() -> None:
+    parts = [np.array([3, 1, 9]), np.array([9, 5, 2])]
+    assert needs(np.array([5, 3, 9, 7, 1]), parts) == [1, 0, 1, None, 0]  # 7: only the whole query had it
+    assert needs(np.array([2, 4]), []) == [None, None]
+    assert needs(np.array([9]), [np.array([4, 9]), np.array([8, 9])]) == [0]  # a tie goes to the first part
 
 
 def test_score_fusion_is_the_weighted_mean_of_max_scaled_signals() -> None:

@@ -152,6 +152,18 @@ def test_compound_query_gets_a_tool_for_each_need() -> None:
     assert "decomposed(2)" in reply.method
 
 
+def test_the_event_records_the_need_each_tool_was_offered_for() -> None:
+    query = "search a flight to Rome and then book a hotel"
+    reply, event = selector().select(SelectRequest(query=query, k=2))
+    offered_for = {t.name: t.sub_query for t in event.tools}
+    assert offered_for["search_flights"] == "search a flight to Rome"
+    assert offered_for["book_hotel"] == "book a hotel"
+    assert reply.sub_queries == ["search a flight to Rome", "book a hotel"]
+    _, plain = selector().select(SelectRequest(query="book a hotel", k=2))
+    assert plain.tools
+    assert all(t.sub_query is None for t in plain.tools)
+
+
 def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -> None:
     by_rank_alone = {"intercept": 0.0, "cosine": 0.0, "bm25_match": 0.0, "log_rank": -10.0}  # first: 0.5
     sel = selector(confidence_coefficients=by_rank_alone)
