@@ -175,6 +175,11 @@ def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
 _SEQUENCE = re.compile(r"\s*(?:;|,?\s*\b(?:and then|after that|afterwards|and finally|then)\b,?)\s*", re.IGNORECASE)
 _LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+_ADDED_REQUEST = re.compile(
+    r"^(?:(?:[\w']+\s+){0,2}also|additionally|furthermore|moreover|besides|plus|in addition)\b", re.IGNORECASE
+)
+"""A sentence that adds a request to the one before: "Also, ...", "I'm also curious ...", "Additionally, ..."."""
 ACTION_VERBS = frozenset(
     [
         "add",
@@ -277,11 +282,14 @@ waterproof tracker" one."""
 
 
 def decompose(query: str, min_words: int = 2, max_words: int = 6, max_parts: int = 4) -> list[str]:
-    """Split a compound request into its atomic needs (seed 002): always at sequence markers ("then", "and
-    then", "after that", ";"); at commas and "and" in a list of three or more short clauses of
+    """Split a compound request into its atomic needs (seed 002). A request of several sentences that asks in
+    two or more of them is split into those (``asking_sentences``). Otherwise: always at sequence markers
+    ("then", "and then", "after that", ";"); at commas and "and" in a list of three or more short clauses of
     ``min_words``..``max_words`` words ("download X, transcode it, and email it"); and at one "and" between
     two short clauses that each start with an action verb ("deploy to AWS and notify Slack"). "Salt and
     pepper", "a durable and waterproof tracker" or a long sentence stays whole."""
+    if len(asked := asking_sentences(query)) >= 2:
+        return asked[:max_parts]
     parts: list[str] = []
     for step in (p.strip(" ,") for p in _SEQUENCE.split(query.strip())):
         if not step:
@@ -297,6 +305,16 @@ def decompose(query: str, min_words: int = 2, max_words: int = 6, max_parts: int
     if len(parts) < 2 or any(len(p.split()) < min_words for p in parts):
         return [query]
     return parts[:max_parts]
+
+
+def asking_sentences(query: str) -> list[str]:
+    """The sentences of a request that ask for something: a question, one that adds a request ("Additionally,
+    ...", "I'm also curious ..."), and the one such an addition follows. A sentence that sets the scene ("I'm
+    planning a trip to Rome.") or details the request before it is no need of its own: the whole query, which
+    is retrieved too, keeps it."""
+    sentences = [s.strip() for s in _SENTENCE.split(query.strip()) if s.strip()]
+    adds = [_ADDED_REQUEST.match(s) is not None for s in sentences]
+    return [s for i, s in enumerate(sentences) if s.endswith("?") or adds[i] or (i + 1 < len(adds) and adds[i + 1])]
 
 
 def _chained_actions(step: str, min_words: int, max_words: int) -> bool:

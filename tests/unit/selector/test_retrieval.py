@@ -88,6 +88,22 @@ def test_bm25_confidence_gate() -> None:
             "search for news and weather reports in a city I am visiting next month",
             ["search for news and weather reports in a city I am visiting next month"],
         ),
+        (  # asks in two sentences: those are the needs; the scene it sets stays with the whole query
+            "I'm planning a golf trip. Can you list the top players of 2022? I'm also curious about their scorecards.",
+            ["Can you list the top players of 2022?", "I'm also curious about their scorecards."],
+        ),
+        (  # a sentence that adds a request makes the one before it a request too
+            "Fetch the statistics on media sources. Additionally, show the top startup news. Thank you!",
+            ["Fetch the statistics on media sources.", "Additionally, show the top startup news."],
+        ),
+        (  # one request and its details: one need
+            "Create a leadership program in Tokyo. The program should have a limit of 15 participants.",
+            ["Create a leadership program in Tokyo. The program should have a limit of 15 participants."],
+        ),
+        (  # one question among sentences: the other rules decide
+            "I love cooking. Can you find a recipe, convert its units, and email it?",
+            ["I love cooking. Can you find a recipe, convert its units, and email it?"],
+        ),
     ],
 )
 def test_decompose(query: str, parts: list[str]) -> None:
