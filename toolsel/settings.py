@@ -20,10 +20,18 @@ RERANK_WEIGHTS = {
     "fitness": 0.3,
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
-CONFIDENCE_COEFFICIENTS = {"intercept": -1.7621, "cosine": 4.2589, "bm25_match": 1.3986, "log_rank": -1.5777}
+CONFIDENCE_COEFFICIENTS = {
+    "intercept": -2.136,
+    "cosine": 4.7135,
+    "bm25_match": 1.2601,
+    "log_rank": -1.4552,
+    "compound": -0.137,
+    "compound_log_rank": -0.8592,
+}
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
-the query and its parts (a compound request has one first tool per need)."""
+the query and its parts (a compound request has one first tool per need), with an intercept and rank slope of their
+own for a compound request."""
 
 
 def default_home() -> Path:
@@ -138,7 +146,8 @@ class Settings(BaseSettings):
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
     relevant: intercept, cosine, bm25_match and log_rank, the log of the tool's best rank over the query and its
-    parts (fitted on the four shared sets; docs/results.md, Quality)."""
+    parts, and for a compound request (split into parts) compound, added to the intercept, and compound_log_rank,
+    added to the rank's slope (fitted on the four shared sets; docs/results.md, Quality)."""
     no_match_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
     """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits."""
     review_neighbours: int = 10

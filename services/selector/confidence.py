@@ -8,7 +8,7 @@ import numpy as np
 from services.selector.retrieval import ranks_of
 from services.selector.stages import Mask, Rows, Scores
 
-FEATURES = ("cosine", "bm25_match", "log_rank")
+FEATURES = ("cosine", "bm25_match", "log_rank", "compound", "compound_log_rank")
 
 
 def bm25_match(scores: Scores, ceiling: float) -> Scores:
@@ -29,15 +29,20 @@ def best_rank(relevances: Sequence[Scores], pool: Mask, rows: Rows) -> Scores:
     return result
 
 
-def confidence(cosine: Scores, match: Scores, rank: Scores, coefficients: Mapping[str, float]) -> Scores:
+def confidence(
+    cosine: Scores, match: Scores, rank: Scores, compound: bool, coefficients: Mapping[str, float]
+) -> Scores:
     """The logistic model over raw cosine, BM25 match and log retrieval rank (``best_rank``: 1 = first for the
-    query or one of its parts; infinity: not ranked, confidence 0)."""
+    query or one of its parts; infinity: not ranked, confidence 0). A compound request (split into parts) has its
+    own intercept and rank slope: a part's first tool is a weaker sign than a whole query's, since a part is
+    shorter and several of them each have a first tool."""
     missing = [name for name in ("intercept", *FEATURES) if name not in coefficients]
     if missing:
         raise ValueError(f"confidence coefficients lack {', '.join(missing)}")
     c = coefficients
     ranked = np.isfinite(rank)
-    z = c["intercept"] + c["cosine"] * cosine + c["bm25_match"] * match
-    z = z + c["log_rank"] * np.log(np.where(ranked, rank, 1.0))
+    slope = c["log_rank"] + (c["compound_log_rank"] if compound else 0.0)
+    z = c["intercept"] + (c["compound"] if compound else 0.0) + c["cosine"] * cosine + c["bm25_match"] * match
+    z = z + slope * np.log(np.where(ranked, rank, 1.0))
     result: Scores = np.where(ranked, 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), 0.0)
     return result

@@ -320,6 +320,7 @@ class Selector:
             breakdown[VECTOR.field],
             _best(q.bm25_match[rows] for q in per_query),
             confidence.best_rank([q.relevance for q in per_query], pool, rows),
+            len(per_query) > 1,
             self.settings.confidence_coefficients,
         )
         explore = self._composite({**rerank, QUALITY.name: drawn})

@@ -5,30 +5,43 @@ import pytest
 
 from services.selector.confidence import best_rank, bm25_match, confidence
 
-COEF = {"intercept": -1.0, "cosine": 4.0, "bm25_match": 2.0, "log_rank": -1.0}
+COEF = {
+    "intercept": -1.0,
+    "cosine": 4.0,
+    "bm25_match": 2.0,
+    "log_rank": -1.0,
+    "compound": -0.5,
+    "compound_log_rank": -1.0,
+}
 
 
 def test_confidence_is_the_logistic_of_the_raw_signals() -> None:
-    got = confidence(np.array([0.5]), np.array([0.25]), np.array([2.0]), COEF)
+    got = confidence(np.array([0.5]), np.array([0.25]), np.array([2.0]), False, COEF)
     z = -1.0 + 4.0 * 0.5 + 2.0 * 0.25 - math.log(2.0)
     assert got[0] == pytest.approx(1 / (1 + math.exp(-z)))
 
 
 def test_confidence_rises_with_cosine_and_match_and_falls_with_rank() -> None:
-    base = confidence(np.array([0.4]), np.array([0.2]), np.array([3.0]), COEF)[0]
-    assert confidence(np.array([0.6]), np.array([0.2]), np.array([3.0]), COEF)[0] > base
-    assert confidence(np.array([0.4]), np.array([0.5]), np.array([3.0]), COEF)[0] > base
-    assert confidence(np.array([0.4]), np.array([0.2]), np.array([9.0]), COEF)[0] < base
+    base = confidence(np.array([0.4]), np.array([0.2]), np.array([3.0]), False, COEF)[0]
+    assert confidence(np.array([0.6]), np.array([0.2]), np.array([3.0]), False, COEF)[0] > base
+    assert confidence(np.array([0.4]), np.array([0.5]), np.array([3.0]), False, COEF)[0] > base
+    assert confidence(np.array([0.4]), np.array([0.2]), np.array([9.0]), False, COEF)[0] < base
+
+
+def test_a_compound_request_has_its_own_intercept_and_rank_slope() -> None:
+    got = confidence(np.array([0.5]), np.array([0.25]), np.array([2.0]), True, COEF)
+    z = -1.0 - 0.5 + 4.0 * 0.5 + 2.0 * 0.25 - 2.0 * math.log(2.0)
+    assert got[0] == pytest.approx(1 / (1 + math.exp(-z)))
 
 
 def test_an_unranked_row_has_no_confidence_and_extremes_stay_in_bounds() -> None:
-    got = confidence(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), COEF)
+    got = confidence(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), False, COEF)
     assert got.tolist() == [pytest.approx(1.0), 0.0]
 
 
 def test_missing_coefficients_are_refused() -> None:
     with pytest.raises(ValueError, match="log_rank"):
-        confidence(np.zeros(1), np.zeros(1), np.ones(1), {"intercept": 0, "cosine": 1, "bm25_match": 1})
+        confidence(np.zeros(1), np.zeros(1), np.ones(1), False, {"intercept": 0, "cosine": 1, "bm25_match": 1})
 
 
 def test_bm25_match_is_zero_without_a_ceiling() -> None:

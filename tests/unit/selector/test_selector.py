@@ -165,7 +165,14 @@ def test_the_event_records_the_need_each_tool_was_offered_for() -> None:
 
 
 def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -> None:
-    by_rank_alone = {"intercept": 0.0, "cosine": 0.0, "bm25_match": 0.0, "log_rank": -10.0}  # first: 0.5
+    by_rank_alone = {  # first: 0.5
+        "intercept": 0.0,
+        "cosine": 0.0,
+        "bm25_match": 0.0,
+        "log_rank": -10.0,
+        "compound": 0.0,
+        "compound_log_rank": 0.0,
+    }
     sel = selector(confidence_coefficients=by_rank_alone)
     reply, _ = sel.select(SelectRequest(query="search a flight to Rome and then book a hotel", k=2))
     sure = {t.name: t.confidence for t in reply.tools}
