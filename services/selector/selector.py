@@ -201,8 +201,9 @@ class Selector:
                 keep = scored.confidence >= request.filters.min_score
                 rankings = [r[keep[r]] for r in rankings]
                 candidates = candidates[keep[candidates]]
-            if len(rankings) > 1:  # each need keeps its quota of the slots (seed 002)
-                ordered = [r[np.argsort(-score[r], kind="stable")] for r in rankings]
+            if len(rankings) > 1:  # each need keeps its quota of the slots (seed 002), in its own relevance's order
+                own = [stages.rescored(score, scored.relevance, q.relevance[rows]) for q in per_query]
+                ordered = [r[np.argsort(-o[r], kind="stable")] for r, o in zip(rankings, own, strict=True)]
                 candidates = retrieval.round_robin(ordered, s.retrieval_candidates)
                 exploit_score = -np.arange(rows.size, dtype=np.float64)
                 exploit_score[candidates] = -np.arange(candidates.size)

@@ -141,6 +141,16 @@ def composite(
     return total
 
 
+def rescored(score: Scores, relevance: Scores, own: Scores) -> Scores:
+    """The composite as if ``own`` were the relevance: ``composite`` bounds every learnt part by the relevance, so
+    the score is the relevance times a learnt factor, and scales with it. A compound request's part ranks its own
+    candidates so, not by the best relevance over the parts (a tool another part wants would jump this part's
+    queue)."""
+    nonzero = relevance != 0
+    result: Scores = np.where(nonzero, score * own / np.where(nonzero, relevance, 1.0), 0.0)
+    return result
+
+
 def choose(
     candidates: Rows,
     exploit: Scores,

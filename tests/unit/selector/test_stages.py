@@ -22,6 +22,7 @@ from services.selector.stages import (
     page_matches,
     posterior_mean,
     recency,
+    rescored,
     rows_mask,
     tenant_mask,
     thompson,
@@ -241,6 +242,15 @@ def test_composite_bound_by_relevance_scales_every_other_part_by_it() -> None:
     weights = {"relevance": 0.5, "quality": 0.35, "fitness": 0.3}
     result = composite(signals, weights, {"fitness": 1.0}, bound="relevance")
     assert result == pytest.approx([0.5 + 0.35 * 0.5, 0.02 * (0.5 + 0.35 + 0.3 * 0.4)])
+
+
+def test_rescored_is_the_composite_computed_with_another_relevance() -> None:
+    weights = {"relevance": 0.5, "quality": 0.35, "fitness": 0.3}
+    learnt = {"quality": _floats(0.5, 1.0, 0.7), "fitness": _floats(1.0, 1.4, 0.9)}
+    best, own = _floats(0.9, 0.6, 0.0), _floats(0.3, 0.6, 0.0)
+    score = composite({"relevance": best, **learnt}, weights, {"fitness": 1.0}, bound="relevance")
+    expected = composite({"relevance": own, **learnt}, weights, {"fitness": 1.0}, bound="relevance")
+    assert rescored(score, best, own) == pytest.approx(expected)
 
 
 # --- choosing -------------------------------------------------------------------------------------------------
