@@ -21,12 +21,12 @@ RERANK_WEIGHTS = {
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {
-    "intercept": -2.136,
-    "cosine": 4.7135,
-    "bm25_match": 1.2601,
-    "log_rank": -1.4552,
-    "compound": -0.137,
-    "compound_log_rank": -0.8592,
+    "intercept": -2.5625,
+    "cosine": 5.1668,
+    "bm25_match": 2.0754,
+    "log_rank": -1.3939,
+    "compound": -0.3389,
+    "compound_log_rank": -1.3637,
 }
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over

@@ -175,11 +175,15 @@ def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
 _SEQUENCE = re.compile(r"\s*(?:;|,?\s*\b(?:and then|after that|afterwards|and finally|then)\b,?)\s*", re.IGNORECASE)
 _LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9])")
+_LIST_ITEM = re.compile(r"\s*\d+[.)]\s")
 _ADDED_REQUEST = re.compile(
-    r"^(?:(?:[\w']+\s+){0,2}also|additionally|furthermore|moreover|besides|plus|in addition)\b", re.IGNORECASE
+    r"^(?:(?:(?:[\w']+\s+){0,2}also|additionally|furthermore|moreover|besides|plus|in addition"
+    r"|first(?:ly)?|second(?:ly)?|third(?:ly)?|next|then|finally|lastly|after that|afterwards)\b|\d+[.)]\s)",
+    re.IGNORECASE,
 )
-"""A sentence that adds a request to the one before: "Also, ...", "I'm also curious ...", "Additionally, ..."."""
+"""A sentence that adds a request or a step to the ones before: "Also, ...", "I'm also curious ...",
+"Additionally, ...", "Next, ...", "Finally, ...", "2. ..."."""
 ACTION_VERBS = frozenset(
     [
         "add",
@@ -308,13 +312,21 @@ def decompose(query: str, min_words: int = 2, max_words: int = 6, max_parts: int
 
 
 def asking_sentences(query: str) -> list[str]:
-    """The sentences of a request that ask for something: a question, one that adds a request ("Additionally,
-    ...", "I'm also curious ..."), and the one such an addition follows. A sentence that sets the scene ("I'm
-    planning a trip to Rome.") or details the request before it is no need of its own: the whole query, which
-    is retrieved too, keeps it."""
-    sentences = [s.strip() for s in _SENTENCE.split(query.strip()) if s.strip()]
+    """The sentences (or lines) of a request that ask for something: a question, one that adds a request or a
+    step ("Additionally, ...", "I'm also curious ...", "Next, ...", "2. ..."), and the one such an addition
+    follows. A sentence that sets the scene ("I'm planning a trip to Rome.") or details the request before it is
+    no need of its own: the whole query, which is retrieved too, keeps it."""
+    sentences = [s for line in query.splitlines() for s in _line_sentences(line)]
     adds = [_ADDED_REQUEST.match(s) is not None for s in sentences]
     return [s for i, s in enumerate(sentences) if s.endswith("?") or adds[i] or (i + 1 < len(adds) and adds[i + 1])]
+
+
+def _line_sentences(line: str) -> list[str]:
+    """A line's sentences; a list item's number ("2. ") stays with its first sentence."""
+    number = _LIST_ITEM.match(line)
+    head = number.group(0).strip() + " " if number else ""
+    pieces = [p.strip() for p in _SENTENCE.split(line[number.end() if number else 0 :]) if p.strip()]
+    return [head + pieces[0], *pieces[1:]] if pieces else []
 
 
 def _chained_actions(step: str, min_words: int, max_words: int) -> bool:

@@ -82,8 +82,10 @@ def agent_events(
     return outcome, review
 
 
-HANDLED = ("applied", "reviews", "duplicates", "dead_letters")
-"""The learner's health counters that together count every outcome and review event it has dealt with."""
+HANDLED = ("applied", "reviews", "dead_letters")
+"""The learner's health counters that together count every outcome and review event it has dealt with, each once.
+Not ``duplicates``: the stream sends every event once, so a duplicate is a redelivery of one already counted (a
+learner behind the stream sees many), and counting it would measure before the learning had happened."""
 
 
 async def learner_handled(client: ToolselClient) -> int | None:

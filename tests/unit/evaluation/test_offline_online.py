@@ -2,12 +2,14 @@
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import cast
 from uuid import uuid4
 
-from contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
+from contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
+from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
-from toolsel.evaluation.online import Point, agent_events, holdout_split, stream
+from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream
 from toolsel.evaluation.plan import Sighting
 from toolsel.evaluation.ranking import BenchCatalog
 from toolsel.evaluation.report import write_online
@@ -118,3 +120,12 @@ def test_an_online_result_writes_its_curve_and_the_tracked_tool(tmp_path: Path) 
     assert plain == tmp_path / "tiny-curve.csv"
     assert (tmp_path / "tiny-curve.png").exists()
     assert not (tmp_path / "tiny-tool.csv").exists()
+
+
+async def test_the_learner_has_handled_each_event_once_however_often_it_was_redelivered() -> None:
+    class Learner:
+        async def health(self, service: str) -> HealthReply:
+            counters = {"applied": 40, "reviews": 38, "dead_letters": 2, "duplicates": 500, "feedback": 7}
+            return HealthReply(service=service, version="test", details=counters)
+
+    assert await learner_handled(cast(ToolselClient, Learner())) == 80  # not the 500 redeliveries

@@ -96,6 +96,23 @@ def test_bm25_confidence_gate() -> None:
             "Fetch the statistics on media sources. Additionally, show the top startup news. Thank you!",
             ["Fetch the statistics on media sources.", "Additionally, show the top startup news."],
         ),
+        (  # steps: each is a need (and so, as before an added request, the sentence before the first)
+            "I need help with our databases. First, retrieve order PO123. Next, delete survey S7. Finally, list users.",
+            [
+                "I need help with our databases.",
+                "First, retrieve order PO123.",
+                "Next, delete survey S7.",
+                "Finally, list users.",
+            ],
+        ),
+        (  # a numbered list, one item per line
+            "Please do the following:\n1. Fetch the device info.\n2. Check its warranty.",
+            ["Please do the following:", "1. Fetch the device info.", "2. Check its warranty."],
+        ),
+        (  # a number that starts a sentence is no list item
+            "Book a table for tonight. 3.5 stars at least, please.",
+            ["Book a table for tonight. 3.5 stars at least, please."],
+        ),
         (  # one request and its details: one need
             "Create a leadership program in Tokyo. The program should have a limit of 15 participants.",
             ["Create a leadership program in Tokyo. The program should have a limit of 15 participants."],
