@@ -177,7 +177,7 @@ class Selector:
             queries, pool, request.retrieval, scope, reviews, usage, degraded
         )
         rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
-        part_rankings = rankings[1:] if len(queries) > 1 else []
+        part_rankings = rankings[1:]  # empty unless the query was split
         candidates = retrieval.round_robin(rankings, s.retrieval_candidates)
         counts["retrieved"] = int(candidates.size)
         if len(queries) > 1:

@@ -147,6 +147,15 @@ def _selection(**changes: Any) -> dict[str, Any]:
         (SelectionEvent, _selection(occurred_at="2024-05-01T12:00:00")),
         (SelectionEvent, _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": "NaN"}])),
         (
+            SelectionEvent,
+            _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "sub_query": "a\x00"}]),
+        ),
+        (SelectionEvent, _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "sub_query": " "}])),
+        (
+            SelectionEvent,
+            _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "sub_query": "x" * 2001}]),
+        ),
+        (
             OutcomeEvent,
             {
                 "selection_id": str(uuid4()),
