@@ -1,12 +1,15 @@
-"""Learner throughput: outcome events applied per second by ``apply_outcomes`` against PostgreSQL.
+"""Learner throughput: outcome (or review) events applied per second by ``apply_outcomes`` (``apply_reviews``)
+against PostgreSQL.
 
-    python scripts/bench_learner.py [--events 100000] [--batch 1000]
+    python scripts/bench_learner.py [--events 100000] [--batch 1000] [--concurrency 2] [--reviews]
 
 Uses TOOLSEL_DATABASE_URL, or starts an embedded PostgreSQL in a temporary directory. Registers 200 tools and
 2,000 stored selections of 7 tools in 9 page contexts, then applies outcomes (one or two calls each, with
 latency, some with a rating and a failure) in batches, each batch one transaction as the learner runs it:
 deduplication, posteriors, quality counters, the degradation state machine, the usage memory (the selection
-queries are embedded by the packaged model, once each: a learner caches them).
+queries are embedded by the packaged model, once each: a learner caches them). With ``--reviews`` the events
+are reviews of all 7 offered tools instead, one 'perfect' and six 'unrelated' (the review log, the review index and
+the usage memory's positive and negative examples, as in the online evaluation).
 """
 
 import argparse
@@ -17,14 +20,17 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import numpy as np
 import numpy.typing as npt
 
-from contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
+from contracts import OutcomeEvent, ReviewEvent, SelectedTool, SelectionEvent, ToolCall, ToolReview, Verdict
 from services.learner.degradation import DegradationPolicy
+from services.learner.fitness import Multipliers
 from services.learner.outcomes import OutcomeRules, apply_outcomes
+from services.learner.reviews import apply_reviews
 from toolsel.embedded import EmbeddedPostgres
 from toolsel.runtime import load_model
 from toolsel.settings import get_settings
@@ -32,6 +38,40 @@ from toolsel.store import create_pool
 from toolsel.store.events import insert_selections
 
 PLUGIN = "bench"
+WORDS = (
+    "send",
+    "read",
+    "create",
+    "delete",
+    "list",
+    "search",
+    "weather",
+    "flight",
+    "hotel",
+    "invoice",
+    "email",
+    "calendar",
+    "file",
+    "image",
+    "translate",
+    "stock",
+    "price",
+    "news",
+    "music",
+    "video",
+    "map",
+    "route",
+    "order",
+    "payment",
+    "ticket",
+    "user",
+    "account",
+    "report",
+    "chart",
+    "database",
+    "backup",
+    "deploy",
+)
 
 
 def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEvent]:
@@ -39,7 +79,7 @@ def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEve
         SelectionEvent(
             selection_id=uuid4(),
             tenant_id="bench",
-            query=f"query {i}",
+            query=" ".join(rng.choices(WORDS, k=8)) + f" {i}",
             tier="free",
             context_key=f"free:/page{i % 9}:general",
             method="vector",
@@ -56,6 +96,19 @@ def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEve
     ]
 
 
+def _reviews(rng: random.Random, selections: list[SelectionEvent], count: int) -> list[ReviewEvent]:
+    return [
+        ReviewEvent(
+            selection_id=selection.selection_id,
+            reviews=[
+                ToolReview(plugin_id=PLUGIN, name=t.name, verdict=Verdict.PERFECT if t.rank == 0 else Verdict.UNRELATED)
+                for t in selection.tools
+            ],
+        )
+        for selection in (rng.choice(selections) for _ in range(count))
+    ]
+
+
 def _outcomes(rng: random.Random, selections: list[SelectionEvent], count: int) -> list[OutcomeEvent]:
     events = []
     for _ in range(count):
@@ -68,7 +121,7 @@ def _outcomes(rng: random.Random, selections: list[SelectionEvent], count: int) 
     return events
 
 
-async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
+async def _measure(dsn: str, events: int, batch: int, concurrency: int, reviewed: bool) -> None:
     settings = get_settings()
     pool = await create_pool(dsn)
     try:
@@ -80,8 +133,8 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
         rng = random.Random(7)
         selections = _selections(rng, 2000, 200)
         await insert_selections(pool, selections)
-        outcomes = _outcomes(rng, selections, events)
-        batches = [outcomes[i : i + batch] for i in range(0, len(outcomes), batch)]
+        made = _reviews(rng, selections, events) if reviewed else _outcomes(rng, selections, events)
+        batches = [made[i : i + batch] for i in range(0, len(made), batch)]
         gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
 
         policy, rules = DegradationPolicy.from_settings(settings), OutcomeRules.from_settings(settings)
@@ -91,15 +144,20 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int) -> None:
         async def embed(queries: Sequence[str]) -> npt.NDArray[np.float32]:
             return np.vstack([vectors[q] for q in queries])
 
-        async def worker(mine: list[list[OutcomeEvent]]) -> None:
+        multipliers = Multipliers.from_settings(settings)
+
+        async def worker(mine: list[list[Any]]) -> None:
             for events in mine:
-                await apply_outcomes(pool, events, rules, policy, embed)
+                if reviewed:
+                    await apply_reviews(pool, events, embed, multipliers, settings.review_merge_similarity, rules.usage)
+                else:
+                    await apply_outcomes(pool, events, rules, policy, embed)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(batches[w::concurrency]) for w in range(concurrency)))
         elapsed = time.perf_counter() - started
-        calls = sum(len(e.calls) for e in outcomes)
-        print(f"{events} outcome events ({calls} calls), batches of {batch}, {concurrency} at a time: {elapsed:.2f} s")
+        what = "review" if reviewed else "outcome"
+        print(f"{events} {what} events, batches of {batch}, {concurrency} at a time: {elapsed:.2f} s")
         print(f"throughput: {events / elapsed:,.0f} events/s")
     finally:
         await pool.close()
@@ -110,15 +168,16 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=1, help="batches in flight at once, as a learner runs them")
+    parser.add_argument("--reviews", action="store_true", help="review events instead of outcomes")
     args = parser.parse_args()
     dsn = get_settings().database_url
     if dsn:
-        asyncio.run(_measure(dsn, args.events, args.batch, args.concurrency))
+        asyncio.run(_measure(dsn, args.events, args.batch, args.concurrency, args.reviews))
         return
     with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
         postgres = EmbeddedPostgres(Path(home) / "pg")
         try:
-            asyncio.run(_measure(postgres.start(), args.events, args.batch, args.concurrency))
+            asyncio.run(_measure(postgres.start(), args.events, args.batch, args.concurrency, args.reviews))
         finally:
             postgres.stop()
 

@@ -242,6 +242,10 @@ class Settings(BaseSettings):
     """Events applied per learner transaction."""
     learner_batch_timeout_s: float = 0.02
     """How long a learner waits after the first event of a batch for more to join it."""
+    learner_batches_in_flight: int = Field(default=2, ge=1)
+    """Batches of one event kind a learner applies at once; what arrives while they run forms the next batch, so
+    a learner behind its stream catches up in a few large transactions instead of many small ones that queue
+    for the same tools' locks."""
     learner_ack_wait_s: float = 10.0
     """Redelivery time of an unacknowledged event (applying twice is harmless)."""
     max_deliver: int = 20

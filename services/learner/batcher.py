@@ -4,6 +4,10 @@ Each handler submits its event and awaits the outcome of the batch it landed in,
 message only after the batch committed (or negatively acknowledges it when the batch failed). A batch that
 fails for what may be one item's fault is split in halves, each applied on its own, until the failing items
 stand alone: the others commit and only the culprits see the error.
+
+At most ``max_in_flight`` batches are applied at once. Items that arrive while every slot is busy wait and
+form the next batch when one frees, so a consumer behind its stream catches up in a few large transactions
+rather than many small ones queueing for the same rows.
 """
 
 import asyncio
@@ -25,7 +29,8 @@ def _never(error: Exception) -> bool:
 
 
 class Batcher(Generic[T, R]):
-    """Apply up to ``max_size`` items at once, waiting at most ``max_wait_s`` after the first one arrives.
+    """Apply up to ``max_size`` items at once, waiting at most ``max_wait_s`` after the first one arrives (or,
+    with every one of the ``max_in_flight`` slots busy, until one frees).
 
     ``isolate`` says whether a failure may be an item's fault (then the batch is split to find it) rather than
     the whole batch's (a server away: every item gets the error, as is).
@@ -37,14 +42,16 @@ class Batcher(Generic[T, R]):
         *,
         max_size: int,
         max_wait_s: float,
+        max_in_flight: int = 1,
         isolate: Callable[[Exception], bool] = _never,
     ) -> None:
-        if max_size < 1 or max_wait_s < 0:
-            raise ValueError("max_size must be >= 1 and max_wait_s >= 0")
+        if max_size < 1 or max_wait_s < 0 or max_in_flight < 1:
+            raise ValueError("max_size and max_in_flight must be >= 1 and max_wait_s >= 0")
         self._apply = apply
         self._isolate = isolate
         self._max_size = max_size
         self._max_wait_s = max_wait_s
+        self._max_in_flight = max_in_flight
         self._items: list[T] = []
         self._futures: list[asyncio.Future[R]] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -67,16 +74,22 @@ class Batcher(Generic[T, R]):
         return future
 
     def _flush(self) -> None:
+        """Start a batch of the waiting items if a slot is free (else the next slot to free starts it)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._items:
+        if not self._items or len(self._flushing) >= self._max_in_flight:
             return
-        items, futures = self._items, self._futures
-        self._items, self._futures = [], []
+        size = self._max_size
+        items, futures = self._items[:size], self._futures[:size]
+        self._items, self._futures = self._items[size:], self._futures[size:]
         task = asyncio.get_running_loop().create_task(self._run(items, futures))
         self._flushing.add(task)
-        task.add_done_callback(self._flushing.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: "asyncio.Task[None]") -> None:
+        self._flushing.discard(task)
+        self._flush()  # what waited for the slot has waited long enough
 
     async def _run(self, items: list[T], futures: list[asyncio.Future[R]]) -> None:
         for future, result in zip(futures, await self._settle(items), strict=True):

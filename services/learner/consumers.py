@@ -56,9 +56,15 @@ class EventKind(Generic[E]):
 
 def batchers(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> dict[str, Batcher[Any, Applied]]:
     """One batcher per kind, applying with the state's store."""
-    size, wait = state.settings.learner_batch_size, state.settings.learner_batch_timeout_s
+    s = state.settings
     return {
-        kind.name: Batcher(functools.partial(kind.apply, state), max_size=size, max_wait_s=wait, isolate=_suspect)
+        kind.name: Batcher(
+            functools.partial(kind.apply, state),
+            max_size=s.learner_batch_size,
+            max_wait_s=s.learner_batch_timeout_s,
+            max_in_flight=s.learner_batches_in_flight,
+            isolate=_suspect,
+        )
         for kind in kinds
     }
 

@@ -59,6 +59,36 @@ async def test_a_wrong_number_of_results_fails_the_batch_instead_of_leaving_it_w
     assert [type(r) for r in results] == [RuntimeError] * 2
 
 
-def test_bad_sizes_are_refused() -> None:
+@pytest.mark.parametrize(("size", "in_flight"), [(0, 1), (1, 0)])
+def test_bad_sizes_are_refused(size: int, in_flight: int) -> None:
     with pytest.raises(ValueError, match="max_size"):
-        Batcher(_apply_unless(set(), []), max_size=0, max_wait_s=0)
+        Batcher(_apply_unless(set(), []), max_size=size, max_wait_s=0, max_in_flight=in_flight)
+
+
+async def test_items_arriving_while_every_slot_is_busy_form_one_next_batch() -> None:
+    calls: list[list[int]] = []
+    release = asyncio.Event()
+
+    async def slow(batch: Sequence[int]) -> list[int]:
+        calls.append(list(batch))
+        await release.wait()
+        return list(batch)
+
+    batcher = Batcher(slow, max_size=100, max_wait_s=0, max_in_flight=1)
+    first = batcher.enqueue(0)
+    await asyncio.sleep(0.01)  # the first batch is being applied
+    later = [batcher.enqueue(i) for i in range(1, 6)]
+    for _ in range(3):
+        await asyncio.sleep(0.01)
+    assert calls == [[0]]  # they wait for the slot instead of starting batches of their own
+    release.set()
+    assert await asyncio.gather(first, *later) == [0, 1, 2, 3, 4, 5]
+    assert calls == [[0], [1, 2, 3, 4, 5]]
+
+
+async def test_a_full_backlog_is_cut_into_batches_of_at_most_max_size() -> None:
+    calls: list[list[int]] = []
+    batcher = Batcher(_apply_unless(set(), calls), max_size=4, max_wait_s=0, max_in_flight=2)
+    assert await _submit_all(batcher, range(10)) == [i * 10 for i in range(10)]
+    assert sorted(i for call in calls for i in call) == list(range(10))
+    assert max(len(call) for call in calls) <= 4
