@@ -89,7 +89,8 @@ class Batcher(Generic[T, R]):
 
     def _done(self, task: "asyncio.Task[None]") -> None:
         self._flushing.discard(task)
-        self._flush()  # what waited for the slot has waited long enough
+        if not task.cancelled():  # cancelled: shutting down, and what waits is redelivered
+            self._flush()  # what waited for the slot has waited long enough
 
     async def _run(self, items: list[T], futures: list[asyncio.Future[R]]) -> None:
         for future, result in zip(futures, await self._settle(items), strict=True):
