@@ -74,18 +74,17 @@ class Batcher(Generic[T, R]):
         return future
 
     def _flush(self) -> None:
-        """Start a batch of the waiting items if a slot is free (else the next slot to free starts it)."""
+        """Start batches of the waiting items in the free slots (what is left, the next slot to free starts)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._items or len(self._flushing) >= self._max_in_flight:
-            return
         size = self._max_size
-        items, futures = self._items[:size], self._futures[:size]
-        self._items, self._futures = self._items[size:], self._futures[size:]
-        task = asyncio.get_running_loop().create_task(self._run(items, futures))
-        self._flushing.add(task)
-        task.add_done_callback(self._done)
+        while self._items and len(self._flushing) < self._max_in_flight:
+            items, futures = self._items[:size], self._futures[:size]
+            self._items, self._futures = self._items[size:], self._futures[size:]
+            task = asyncio.get_running_loop().create_task(self._run(items, futures))
+            self._flushing.add(task)
+            task.add_done_callback(self._done)
 
     def _done(self, task: "asyncio.Task[None]") -> None:
         self._flushing.discard(task)

@@ -92,3 +92,21 @@ async def test_a_full_backlog_is_cut_into_batches_of_at_most_max_size() -> None:
     assert await _submit_all(batcher, range(10)) == [i * 10 for i in range(10)]
     assert sorted(i for call in calls for i in call) == list(range(10))
     assert max(len(call) for call in calls) <= 4
+
+
+async def test_a_backlog_fills_every_free_slot_at_once() -> None:
+    started: list[list[int]] = []
+    release = asyncio.Event()
+
+    async def slow(batch: Sequence[int]) -> list[int]:
+        started.append(list(batch))
+        await release.wait()
+        return list(batch)
+
+    batcher = Batcher(slow, max_size=2, max_wait_s=0, max_in_flight=2)
+    futures = [batcher.enqueue(i) for i in range(5)]
+    await asyncio.sleep(0.01)
+    assert started == [[0, 1], [2, 3]]  # both slots busy; item 4 waits for one
+    release.set()
+    assert await asyncio.gather(*futures) == [0, 1, 2, 3, 4]
+    assert started == [[0, 1], [2, 3], [4]]
