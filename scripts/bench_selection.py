@@ -7,7 +7,7 @@ as ``toolsel bench --data`` reads them. Builds a catalog of ``--tools`` tools fr
 does (random unit vectors: the vectors' values do not change the work), embeds the bench's first 20 mixed queries
 once, then times each select of them repeated (the hot-query cache answers retrieval, so what is timed is the rest
 of the selection: policy, rerank, confidence, the reply). Prints the p50 CPU time per select of each round and the
-best round.
+best round. BLAS runs in ``TOOLSEL_BLAS_THREADS`` threads, as in the services (more would count their spinning).
 
 ``--reviews N`` gives the selector a review index of N past queries (random unit centroids over the catalog's
 tools) spread over ``--scopes`` tenants; the requests come from each tenant in turn (the tools are shared with
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from pgvector import Vector
+from threadpoolctl import threadpool_limits
 
 from contracts import SelectRequest
 from services.selector.catalog import ReviewIndex, build_catalog
@@ -44,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scopes", type=int, default=10)
     args = parser.parse_args(argv)
     settings = get_settings()
+    threadpool_limits(settings.blas_threads, user_api="blas")  # as the services run: no BLAS threads spinning
     sets = pooled_sets(args.data)
     rng = np.random.default_rng(0)
     rows = []
