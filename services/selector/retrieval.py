@@ -176,10 +176,12 @@ _SEQUENCE = re.compile(r"\s*(?:;|,?\s*\b(?:and then|after that|afterwards|and fi
 _LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9])")
-_LIST_ITEM = re.compile(r"\s*\d+[.)]\s")
+_NUMBERED = r"\d+[.)]\s"
+"""A list item's number: "2. ", "3) "."""
+_LIST_ITEM = re.compile(r"\s*" + _NUMBERED)
 _ADDED_REQUEST = re.compile(
     r"^(?:(?:(?:[\w']+\s+){0,2}also|additionally|furthermore|moreover|besides|plus|in addition"
-    r"|first(?:ly)?|second(?:ly)?|third(?:ly)?|next|then|finally|lastly|after that|afterwards)\b|\d+[.)]\s)",
+    r"|first(?:ly)?|second(?:ly)?|third(?:ly)?|next|then|finally|lastly|after that|afterwards)\b|" + _NUMBERED + ")",
     re.IGNORECASE,
 )
 """A sentence that adds a request or a step to the ones before: "Also, ...", "I'm also curious ...",

@@ -4,7 +4,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import nats.errors
@@ -26,6 +26,8 @@ class Point:
     events: int
     recall_at_5: float
     ndcg_at_10: float
+    learner_wait_s: float = 0.0
+    """How long the measurement waited, after the stream, for the learner to deal with every event sent: its lag."""
 
 
 @dataclass(frozen=True)
@@ -97,16 +99,20 @@ async def learner_handled(client: ToolselClient) -> int | None:
     return sum(int(details.get(name, 0)) for name in HANDLED)
 
 
-async def wait_for_learner(client: ToolselClient, target: int, settle_s: float, timeout_s: float = 300.0) -> None:
+async def wait_for_learner(client: ToolselClient, target: int, settle_s: float, timeout_s: float = 300.0) -> float:
     """Until the learner has dealt with ``target`` events (or ``timeout_s`` passed), then ``settle_s`` more for
-    the selectors to take in what it broadcast: a measurement never runs ahead of the learning it measures."""
-    deadline = time.monotonic() + timeout_s
+    the selectors to take in what it broadcast: a measurement never runs ahead of the learning it measures.
+    Returns the seconds the learner took (the settling left out)."""
+    started = time.monotonic()
+    deadline = started + timeout_s
     while time.monotonic() < deadline:
         handled = await learner_handled(client)
         if handled is not None and handled >= target:
             break
         await asyncio.sleep(0.5)
+    waited = time.monotonic() - started
     await asyncio.sleep(settle_s)
+    return waited
 
 
 async def measure(
@@ -178,6 +184,6 @@ async def learn(
         done += step
         advance(step)
         if done % every == 0 or done == len(events):
-            await wait_for_learner(client, before + 2 * done, settle_s)  # an outcome and a review per event
-            curve.append(await measure(client, catalog, holdout, done, seed))
+            waited = await wait_for_learner(client, before + 2 * done, settle_s)  # an outcome and a review per event
+            curve.append(replace(await measure(client, catalog, holdout, done, seed), learner_wait_s=waited))
     return Streamed(curve, offered, discovery(events, offered))

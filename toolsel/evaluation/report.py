@@ -61,10 +61,10 @@ def offline_tables(result: Mapping[str, Any]) -> list[Table]:
 
 def curve_table(curve: Sequence[Point]) -> Table:
     table = Table(title="learning curve (held-out slice, full pipeline)", title_justify="left")
-    for column in ("events", "R@5", "NDCG@10"):
+    for column in ("events", "R@5", "NDCG@10", "learner lag (s)"):
         table.add_column(column, justify="right")
     for p in curve:
-        table.add_row(str(p.events), f"{p.recall_at_5:.3f}", f"{p.ndcg_at_10:.3f}")
+        table.add_row(str(p.events), f"{p.recall_at_5:.3f}", f"{p.ndcg_at_10:.3f}", f"{p.learner_wait_s:.1f}")
     return table
 
 
@@ -77,8 +77,10 @@ def write_curve_csv(path: Path, curve: Sequence[Point]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
-        writer.writerow(["events", "R@5", "NDCG@10"])
-        writer.writerows([p.events, f"{p.recall_at_5:.4f}", f"{p.ndcg_at_10:.4f}"] for p in curve)
+        writer.writerow(["events", "R@5", "NDCG@10", "learner_wait_s"])
+        writer.writerows(
+            [p.events, f"{p.recall_at_5:.4f}", f"{p.ndcg_at_10:.4f}", f"{p.learner_wait_s:.1f}"] for p in curve
+        )
 
 
 def write_sightings_csv(path: Path, sightings: Sequence[Sighting]) -> None:

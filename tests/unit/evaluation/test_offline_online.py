@@ -9,7 +9,7 @@ from contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, Toke
 from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
-from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream
+from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream, wait_for_learner
 from toolsel.evaluation.plan import Sighting
 from toolsel.evaluation.ranking import BenchCatalog
 from toolsel.evaluation.report import write_online
@@ -108,12 +108,16 @@ def test_the_holdout_leaves_half_of_a_small_set_to_stream() -> None:
 def test_an_online_result_writes_its_curve_and_the_tracked_tool(tmp_path: Path) -> None:
     result = {
         "set": "tiny",
-        "curve": [asdict(Point(0, 0.5, 0.4)), asdict(Point(10, 0.6, 0.5))],
+        "curve": [asdict(Point(0, 0.5, 0.4)), asdict(Point(10, 0.6, 0.5, learner_wait_s=4.0))],
         "scenario": {"name": "drift", "marks": {"drift": 3, "recovery": 6}, "sightings": [asdict(Sighting(4, 2))]},
     }
     written = write_online(tmp_path, result)
     assert written == tmp_path / "tiny-drift-curve.csv"
-    assert written.read_text().splitlines() == ["events,R@5,NDCG@10", "0,0.5000,0.4000", "10,0.6000,0.5000"]
+    assert written.read_text().splitlines() == [
+        "events,R@5,NDCG@10,learner_wait_s",
+        "0,0.5000,0.4000,0.0",
+        "10,0.6000,0.5000,4.0",
+    ]
     assert (tmp_path / "tiny-drift-tool.csv").read_text().splitlines() == ["event,rank", "4,2"]
     assert (tmp_path / "tiny-drift-curve.png").read_bytes().startswith(b"\x89PNG")
     plain = write_online(tmp_path, {**result, "scenario": {"name": "stream", "marks": {}, "sightings": []}})
@@ -129,3 +133,17 @@ async def test_the_learner_has_handled_each_event_once_however_often_it_was_rede
             return HealthReply(service=service, version="test", details=counters)
 
     assert await learner_handled(cast(ToolselClient, Learner())) == 80  # not the 500 redeliveries
+
+
+async def test_waiting_for_the_learner_returns_how_long_it_took_to_catch_up() -> None:
+    class Learner:
+        polls = 0
+
+        async def health(self, service: str) -> HealthReply:
+            self.polls += 1
+            return HealthReply(service=service, version="test", details={"applied": 10 * self.polls})
+
+    learner = Learner()
+    waited = await wait_for_learner(cast(ToolselClient, learner), target=20, settle_s=0.0)
+    assert learner.polls == 2  # behind at the first look, caught up at the second, half a second later
+    assert 0.5 <= waited < 5.0

@@ -65,16 +65,21 @@ def test_bad_sizes_are_refused(size: int, in_flight: int) -> None:
         Batcher(_apply_unless(set(), []), max_size=size, max_wait_s=0, max_in_flight=in_flight)
 
 
-async def test_items_arriving_while_every_slot_is_busy_form_one_next_batch() -> None:
-    calls: list[list[int]] = []
-    release = asyncio.Event()
+def _held(calls: list[list[int]], release: asyncio.Event) -> Callable[[Sequence[int]], Awaitable[list[int]]]:
+    """An apply that records each batch and finishes only once ``release`` is set: its slot stays busy."""
 
-    async def slow(batch: Sequence[int]) -> list[int]:
+    async def apply(batch: Sequence[int]) -> list[int]:
         calls.append(list(batch))
         await release.wait()
         return list(batch)
 
-    batcher = Batcher(slow, max_size=100, max_wait_s=0, max_in_flight=1)
+    return apply
+
+
+async def test_items_arriving_while_every_slot_is_busy_form_one_next_batch() -> None:
+    calls: list[list[int]] = []
+    release = asyncio.Event()
+    batcher = Batcher(_held(calls, release), max_size=100, max_wait_s=0, max_in_flight=1)
     first = batcher.enqueue(0)
     await asyncio.sleep(0.01)  # the first batch is being applied
     later = [batcher.enqueue(i) for i in range(1, 6)]
@@ -97,13 +102,7 @@ async def test_a_full_backlog_is_cut_into_batches_of_at_most_max_size() -> None:
 async def test_a_backlog_fills_every_free_slot_at_once() -> None:
     started: list[list[int]] = []
     release = asyncio.Event()
-
-    async def slow(batch: Sequence[int]) -> list[int]:
-        started.append(list(batch))
-        await release.wait()
-        return list(batch)
-
-    batcher = Batcher(slow, max_size=2, max_wait_s=0, max_in_flight=2)
+    batcher = Batcher(_held(started, release), max_size=2, max_wait_s=0, max_in_flight=2)
     futures = [batcher.enqueue(i) for i in range(5)]
     await asyncio.sleep(0.01)
     assert started == [[0, 1], [2, 3]]  # both slots busy; item 4 waits for one

@@ -15,6 +15,7 @@ from toolsel.settings import Settings
         ("fusion", "harmonic"),
         ("embedding_workers", 0),
         ("select_concurrency", 0),
+        ("learner_batches_in_flight", 0),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_setting(field: str, value: object) -> None:
