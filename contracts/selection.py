@@ -130,6 +130,9 @@ class SelectedTool(ToolRef):
     sub_query: Query | None = None
     """The part of a compound query this tool was offered for (the part whose ranking held it highest); None
     when the query was not split or only the whole query retrieved it. What the tool then teaches is that part."""
+    similarity: Finite | None = None
+    """The tool's cosine with the query as the selector ranked it (``ScoreBreakdown.similarity``, what it learnt
+    included): where the learner's listwise step starts from. None: not recorded."""
 
 
 class SelectionEvent(Message):

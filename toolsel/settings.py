@@ -215,6 +215,19 @@ class Settings(BaseSettings):
     """Recency of learnt examples: one with this many newer examples of its tool weighs half as much."""
     usage_sharing: Literal["tenant", "global"] = "tenant"
     """Whose ranking a tenant's usage teaches: only its own ("tenant"), or every tenant's ("global")."""
+    usage_residual_rate: float = Field(default=0.1, ge=0.0)
+    """How far one review moves the residuals of the tools its selection offered for a query (a listwise step:
+    the relevant ones towards the query, the others away, by how far the selector's ranking was from the
+    verdicts); the selectors add a tool's residual's product with the query to its cosine. 0 turns it off. In the
+    offline simulation over metatool's stream (the vector signal alone, 1,000 held-out queries, 10,000 events)
+    the centroid blend reached R@5 0.918 / NDCG@10 0.854 and with residuals 0.944 / 0.891; 0.05 gave 0.941 /
+    0.887, 0.2 0.940 / 0.891."""
+    usage_residual_sharpness: float = Field(default=10.0, gt=0.0)
+    """The listwise step's softmax reads the offered tools' cosines times this (10 measured better than 20 in the
+    same simulation: 0.944 / 0.891 against 0.941 / 0.887)."""
+    usage_residual_max_norm: float = Field(default=1.0, gt=0.0)
+    """The longest a residual may grow, so a flood of reviews moves a tool's cosine by at most this much for any
+    query (unbounded measured the same in the simulation; 0.5 cost 0.006 of NDCG@10)."""
     degrade_threshold: float = 0.3
     """Rolling quality below which a tool is degraded (seed 004)."""
     quarantine_after: int = 5

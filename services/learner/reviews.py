@@ -12,7 +12,7 @@ import asyncpg
 from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import taught_with, teachable, with_selections
+from services.learner.outcomes import recorded_similarity, taught_with, teachable, with_selections
 from services.learner.review_index import Entry, add_review
 from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
@@ -66,9 +66,11 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
-                    taught = taught_with(row, key)
+                    taught, similarity = taught_with(row, key), recorded_similarity(row, key)
                     examples.append(
-                        Example(tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id)
+                        Example(
+                            tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id, similarity
+                        )
                     )
         if not logged:
             return result

@@ -1,7 +1,8 @@
 """Usage memory (online Tool2Vec): the queries a tool served well become its learnt examples, and its usage
 vector is their recency-weighted centroid (the selectors blend it with the declared vector). A tool offered for
 one part of a compound query learns that part (``outcomes.taught_with``). The texts it alone learnt from a
-selection are its learnt words (the selectors index them with BM25).
+selection are its learnt words (the selectors index them with BM25). A review also moves each reviewed tool's
+residual (``Listwise``): what tells apart the tools offered together, which a centroid of each alone cannot.
 
 What is kept and how it is weighed is computed here (pure); ``remember`` is the one step that stores a batch's
 examples and the vectors of the tools they touched, in the caller's transaction.
@@ -23,22 +24,58 @@ from toolsel.store import usage
 Vector = npt.NDArray[np.float32]
 Embed = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 """Unit query embeddings, one row per query (the learner embeds a selection's query itself)."""
+Coefficients = npt.NDArray[np.float64]
+Key = tuple[int, str]
+"""A tool's usage memory: (tool id, scope)."""
 POSITIVE, NEGATIVE = 1, -1
 POLARITY = {Verdict.PERFECT: POSITIVE, Verdict.UNRELATED: NEGATIVE, Verdict.BROKEN: NEGATIVE}
 """What a review teaches the usage memory; a 'related' one teaches nothing."""
 
 
 @dataclass(frozen=True)
+class Listwise:
+    """One review's step on the residuals of the tools its selection offered for one query: a softmax over their
+    recorded cosines x ``sharpness`` is moved towards the verdicts (the relevant tools share 1), each residual by
+    ``rate x (verdict share - probability) x query``, then held within ``max_norm``. Ranking the selector's own
+    candidates against each other learns what a centroid per tool cannot: the queries where two near tools part."""
+
+    rate: float
+    sharpness: float
+    max_norm: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Listwise":
+        return cls(settings.usage_residual_rate, settings.usage_residual_sharpness, settings.usage_residual_max_norm)
+
+    def coefficients(self, similarities: npt.NDArray[np.float64], relevant: npt.NDArray[np.bool_]) -> Coefficients:
+        """``verdict share - softmax probability`` per tool; zeros unless some are relevant and some are not."""
+        if relevant.all() or not relevant.any():
+            return np.zeros(similarities.shape, dtype=np.float64)
+        logits = self.sharpness * similarities
+        p = np.exp(logits - logits.max())
+        result: Coefficients = relevant / relevant.sum() - p / p.sum()
+        return result
+
+    def held(self, residual: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The residual scaled down to ``max_norm`` when it is longer."""
+        norm = float(np.linalg.norm(residual))
+        return residual * (self.max_norm / norm) if norm > self.max_norm else residual
+
+
+@dataclass(frozen=True)
 class UsageRules:
-    """Whose ranking a tenant's usage teaches, how many examples a tool keeps, how fast they age."""
+    """Whose ranking a tenant's usage teaches, how many examples a tool keeps, how fast they age, and how a review
+    moves the residuals (None: not at all)."""
 
     sharing: Literal["tenant", "global"]
     examples_per_tool: int
     half_life: float
+    listwise: Listwise | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "UsageRules":
-        return cls(settings.usage_sharing, settings.usage_examples_per_tool, settings.usage_half_life)
+        listwise = Listwise.from_settings(settings) if settings.usage_residual_rate > 0 else None
+        return cls(settings.usage_sharing, settings.usage_examples_per_tool, settings.usage_half_life, listwise)
 
     def scope(self, tenant_id: str) -> str:
         """Where a tenant's usage is kept: its own scope, or the shared one ('*') when usage is shared."""
@@ -55,6 +92,8 @@ class Example:
     polarity: int
     query: str
     selection_id: UUID
+    similarity: float | None = None
+    """The tool's cosine with the query as the selection ranked it (None: not recorded, counted as 0)."""
 
 
 def recency_weights(n: int, half_life: float) -> npt.NDArray[np.float64]:
@@ -86,8 +125,33 @@ def usage_vectors(
         if positive is not None:
             negative = centroid(negatives, rules.examples_per_tool, rules.half_life)
             words = [w for _, w in kept if w is not None]
-            rows.append((tool_id, scope, positive, negative, len(kept), len(negatives), words))
+            rows.append((tool_id, scope, positive, negative, len(kept), len(negatives), words, None))
     return rows
+
+
+def stepped(
+    examples: Sequence[Example], vectors: Mapping[str, Vector], residuals: Mapping[Key, Vector], listwise: Listwise
+) -> dict[Key, Vector]:
+    """The residuals of the tools these examples' listwise steps move, from ``residuals`` (zero where absent):
+    the examples of one selection, scope and query are one ranking, stepped in the order given."""
+    rankings: dict[tuple[UUID, str, str], list[Example]] = {}
+    for e in examples:
+        rankings.setdefault((e.selection_id, e.scope, e.query), []).append(e)
+    moved: dict[Key, npt.NDArray[np.float64]] = {}
+    for (_, _, query), ranked in rankings.items():
+        similarities = np.array([e.similarity or 0.0 for e in ranked], dtype=np.float64)
+        relevant = np.array([e.polarity == POSITIVE for e in ranked])
+        coefficients = listwise.coefficients(similarities, relevant)
+        if not coefficients.any():
+            continue
+        q = vectors[query].astype(np.float64)
+        for e, c in zip(ranked, coefficients, strict=True):
+            key = (e.tool_id, e.scope)
+            start = moved.get(key)
+            if start is None:
+                start = residuals[key].astype(np.float64) if key in residuals else np.zeros(q.shape, dtype=np.float64)
+            moved[key] = listwise.held(start + listwise.rate * c * q)
+    return {key: r.astype(np.float32) for key, r in moved.items()}
 
 
 async def remember(
@@ -95,8 +159,9 @@ async def remember(
 ) -> UsageUpdated | None:
     """Add these examples (their queries embedded in ``vectors``) and recompute the vectors of the tools they
     touched, and of the tools their selections taught before (which may lose those queries' words: see
-    ``toolsel.store.usage.EXAMPLES_OF``); what to broadcast after commit, or None when nothing changed (e.g. every
-    example was known)."""
+    ``toolsel.store.usage.EXAMPLES_OF``), with the residuals the examples' listwise steps moved (the caller passes
+    only the examples of events applied for the first time); what to broadcast after commit, or None when nothing
+    changed (e.g. every example was known and none was a step)."""
     examples = list({(e.tool_id, e.scope, e.selection_id, e.polarity): e for e in reversed(examples)}.values())
     if not examples:
         return None
@@ -105,12 +170,16 @@ async def remember(
     await usage.lock_tools(conn, {e.tool_id for e in examples} | {tool_id for tool_id, _ in taught_before})
     queries = {q: i for i, q in enumerate(dict.fromkeys(e.query for e in examples))}
     new = [(e.tool_id, e.scope, e.event_id, e.polarity, queries[e.query], e.selection_id) for e in examples]
-    touched = await usage.add_examples(conn, new, np.vstack([vectors[q] for q in queries]), list(queries))
-    if not touched:
+    added = await usage.add_examples(conn, new, np.vstack([vectors[q] for q in queries]), list(queries))
+    residuals: dict[Key, Vector] = {}
+    if rules.listwise is not None:
+        reviewed = sorted({(e.tool_id, e.scope) for e in examples})
+        residuals = stepped(examples, vectors, await usage.residuals_of(conn, reviewed), rules.listwise)
+    touched = sorted(set(added) | set(taught_before) | set(residuals))
+    if not added and not residuals:
         return None
-    touched = sorted(set(touched) | set(taught_before))
     await usage.trim_examples(conn, touched, rules.examples_per_tool)
-    rows = usage_vectors(await usage.examples_of(conn, touched), rules)
+    rows = [(*r[:7], residuals.get((r[0], r[1]))) for r in usage_vectors(await usage.examples_of(conn, touched), rules)]
     if not rows:
         return None
     return UsageUpdated(version=await usage.write_vectors(conn, rows), tools=len(rows))

@@ -627,6 +627,7 @@ class Selector:
                         "pinned": t["pinned"],
                         "exploration": t["exploration"],
                         "sub_query": need,
+                        "similarity": t["breakdown"][VECTOR.field],
                     }
                     for i, (t, need) in enumerate(zip(tools, offered_for, strict=True))
                 ],

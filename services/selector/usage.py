@@ -32,6 +32,9 @@ class Learnt:
     """How many examples the centroid is the mean of."""
     words: tuple[str, ...] = ()
     """The queries it served alone, newest first."""
+    residual: Vector | None = None
+    """What reviews taught it against the tools offered beside it (``services.learner.usage.Listwise``): its
+    product with a query is added to the tool's cosine."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +98,15 @@ def words_over(catalog: Catalog, words: ScopeWords, blending: Blending) -> Learn
 
 @dataclass(frozen=True)
 class UsageView:
-    """One scope's learnt tools over one catalog copy: their rows, blended vectors and negative centroids
-    (zero where a tool has none, ``has_negative`` False), and their learnt words (None: none yet)."""
+    """One scope's learnt tools over one catalog copy: their rows, blended vectors, negative centroids (zero where
+    a tool has none, ``has_negative`` False) and residuals (zero where none), and their learnt words (None: none
+    yet)."""
 
     rows: Rows
     blended: Matrix
     negative: Matrix
     has_negative: npt.NDArray[np.bool_]
+    residual: Matrix
     words: LearntWords | None = None
 
 
@@ -130,21 +135,24 @@ def build_view(
     centroids = np.zeros((rows.size, dim), dtype=np.float32)
     negative = np.zeros((rows.size, dim), dtype=np.float32)
     has_negative = np.zeros(rows.size, dtype=bool)
+    residual = np.zeros((rows.size, dim), dtype=np.float32)
     for i, (_, entry) in enumerate(present):
         centroids[i] = entry.centroid
         if entry.negative is not None:
             negative[i] = entry.negative
             has_negative[i] = True
+        if entry.residual is not None:
+            residual[i] = entry.residual
     declared = np.where(catalog.has_vector[rows, None], catalog.vectors[rows], 0.0).astype(np.float32)
     weights = blending.declared_weights(np.array([entry.positives for _, entry in present], dtype=np.int64))
     placed = None if words is None else words_over(catalog, words, blending)
-    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative, placed)
+    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative, residual, placed)
 
 
 def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> npt.NDArray[np.float64]:
-    """The learnt tools' cosine with the query, lowered by how much closer the query is to a tool's negative
-    examples than to its blend when that closeness reaches ``negative_similarity``."""
-    learnt = (view.blended @ query).astype(np.float64)
+    """The learnt tools' cosine with the query plus their residual's product with it, lowered by how much closer
+    the query is to a tool's negative examples than to that when that closeness reaches ``negative_similarity``."""
+    learnt = (view.blended @ query + view.residual @ query).astype(np.float64)
     against = (view.negative @ query).astype(np.float64)
     penalised = view.has_negative & (against >= negative_similarity) & (against > learnt)
     result: npt.NDArray[np.float64] = np.where(penalised, 2 * learnt - against, learnt)
@@ -180,13 +188,14 @@ class UsageMemory:
             self.version = max(self.version, version)
             if current is not None and current.version >= version:
                 continue
-            negative = r["negative_centroid"]
+            negative, residual = r["negative_centroid"], r["residual"]
             scope[r["key"]] = Learnt(
                 r["centroid"].to_numpy().astype(np.float32),
                 None if negative is None else negative.to_numpy().astype(np.float32),
                 version,
                 int(r["positives"]),
                 tuple(r["words"] or ()),
+                None if residual is None else residual.to_numpy().astype(np.float32),
             )
             self._views.pop(r["scope"], None)
             if r["words"] or (current is not None and current.words):

@@ -3,6 +3,7 @@ that tenant's scope only (no other tenant's, not the shared one), and the select
 once it is committed."""
 
 import asyncio
+import json
 
 import asyncpg
 import nats.aio.msg
@@ -134,3 +135,41 @@ async def test_each_tool_of_a_compound_query_learns_the_part_it_was_offered_for(
     assert await learnt_words(pool, plugin, "search_flights", ["find a flight to Rome"]) == ["find a flight to Rome"]
     email = ["email the booking to my boss"]
     assert await learnt_words(pool, plugin, "send_email", email) == email
+
+
+async def test_a_review_moves_the_relevant_tool_s_residual_towards_its_query(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """The selection records each offered tool's cosine; a review that calls one tool perfect and another
+    unrelated steps the perfect one's residual towards the query (its only example, so its centroid)."""
+    tenant, plugin = unique("t"), unique("mine")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool(n) for n in TOOLS]))
+    reply = await client.select(
+        query="is it going to snow in Oslo", tenant_id=tenant, k=5, filters={"plugins": [plugin]}
+    )
+    offered = {t.name: t for t in reply.tools}
+    other = next(name for name in offered if name != "get_weather")
+    recorded = await eventually(
+        lambda: pool.fetchval("SELECT tools FROM selection_events WHERE selection_id = $1", reply.selection_id), 30
+    )
+    similarities = {t["name"]: t["similarity"] for t in json.loads(recorded)}
+    assert similarities == {name: t.breakdown.similarity for name, t in offered.items()}
+    reviews = [
+        ToolReview(plugin_id=plugin, name="get_weather", verdict=Verdict.PERFECT),
+        ToolReview(plugin_id=plugin, name=other, verdict=Verdict.UNRELATED),
+    ]
+    await client.report([ReviewEvent(selection_id=reply.selection_id, reviews=reviews)])
+
+    async def residual() -> asyncpg.Record | None:
+        row: asyncpg.Record | None = await pool.fetchrow(
+            "SELECT v.centroid, v.residual FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id"
+            " WHERE t.plugin_id = $1 AND t.name = 'get_weather' AND v.residual IS NOT NULL",
+            plugin,
+        )
+        return row
+
+    row = await eventually(residual, timeout_s=30)
+    assert row is not None, "no residual learnt"
+    moved = row["residual"].to_numpy()
+    assert float(moved @ row["centroid"].to_numpy()) > 0
+    assert 0 < float(np.linalg.norm(moved)) <= 1.0

@@ -36,6 +36,7 @@ SCHEMAS: dict[str, pl.Schema] = {
                         "pinned": pl.Boolean,
                         "exploration": pl.Boolean,
                         "sub_query": pl.String,
+                        "similarity": pl.Float64,
                     }
                 )
             ),

@@ -39,7 +39,7 @@ FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id
 """
 USAGE_VECTORS_SINCE = """
 SELECT t.plugin_id || '/' || t.name AS key, u.scope, u.centroid, u.negative_centroid, u.positives, u.words,
-       u.version
+       u.residual, u.version
 FROM tool_usage_vectors u JOIN tools t ON t.id = u.tool_id
 WHERE u.version > $1 OR u.updated_at > now() - make_interval(secs => $2)
 ORDER BY u.version

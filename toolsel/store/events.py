@@ -27,11 +27,12 @@ ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
 SELECTION_KEYS = """
 SELECT selection_id, tenant_id, user_id, session_id, query, context_key,
        ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys,
-       ARRAY(SELECT t ->> 'sub_query' FROM jsonb_array_elements(tools) t) AS needs
+       ARRAY(SELECT t ->> 'sub_query' FROM jsonb_array_elements(tools) t) AS needs,
+       ARRAY(SELECT (t ->> 'similarity')::float8 FROM jsonb_array_elements(tools) t) AS similarities
 FROM selection_events"""
 """A stored selection: who asked (tenant, user, session), its query and context, its tools' ``plugin/name``
-keys in rank order and beside them the part of the query each was offered for (NULL: the whole query), unpacked
-by the database."""
+keys in rank order and beside them the part of the query each was offered for (NULL: the whole query) and its
+recorded cosine (NULL: not recorded), unpacked by the database."""
 
 SELECTIONS_OF = SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])"
 

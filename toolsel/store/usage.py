@@ -20,9 +20,9 @@ from toolsel.store.pool import vector_array
 Vector = npt.NDArray[np.float32]
 ExampleRow = tuple[int, str, UUID, int, int, UUID]
 """tool id, scope, event id, polarity (+1, -1), row of its query (see ``add_examples``), selection id."""
-VectorRow = tuple[int, str, Vector, Vector | None, int, int, Sequence[str]]
+VectorRow = tuple[int, str, Vector, Vector | None, int, int, Sequence[str], Vector | None]
 """tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives, learnt
-words (the newest positives' texts that have them)."""
+words (the newest positives' texts that have them), residual (None: left as stored)."""
 Found = tuple[int, Vector, str | None]
 """An example read back: polarity, query vector, words."""
 
@@ -72,14 +72,22 @@ ORDER BY x.tool_id, x.scope, x.id DESC
 """
 NEXT_VERSION = "SELECT pg_advisory_xact_lock($1), nextval('tool_usage_version') AS version"
 UPSERT_VECTORS = """
-INSERT INTO tool_usage_vectors AS v (tool_id, scope, centroid, negative_centroid, positives, negatives, words, version)
+INSERT INTO tool_usage_vectors AS v
+    (tool_id, scope, centroid, negative_centroid, positives, negatives, words, residual, version)
 SELECT u.tool_id, u.scope, u.centroid, u.negative, u.positives, u.negatives,
-       ARRAY(SELECT jsonb_array_elements_text(u.words)), $8
-FROM unnest($1::bigint[], $2::text[], $3::vector[], $4::vector[], $5::int[], $6::int[], $7::jsonb[])
-     AS u(tool_id, scope, centroid, negative, positives, negatives, words)
+       ARRAY(SELECT jsonb_array_elements_text(u.words)), u.residual, $9
+FROM unnest($1::bigint[], $2::text[], $3::vector[], $4::vector[], $5::int[], $6::int[], $7::jsonb[], $8::vector[])
+     AS u(tool_id, scope, centroid, negative, positives, negatives, words, residual)
 ON CONFLICT (tool_id, scope) DO UPDATE SET centroid = excluded.centroid,
     negative_centroid = excluded.negative_centroid, positives = excluded.positives,
-    negatives = excluded.negatives, words = excluded.words, version = excluded.version, updated_at = now()
+    negatives = excluded.negatives, words = excluded.words, residual = COALESCE(excluded.residual, v.residual),
+    version = excluded.version, updated_at = now()
+"""
+RESIDUALS_OF = """
+SELECT v.tool_id, v.scope, v.residual
+FROM tool_usage_vectors v JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, scope)
+     ON v.tool_id = u.tool_id AND v.scope = u.scope
+WHERE v.residual IS NOT NULL
 """
 
 
@@ -146,6 +154,13 @@ async def write_vectors(conn: asyncpg.Connection, rows: Sequence[VectorRow]) -> 
         [r[4] for r in rows],
         [r[5] for r in rows],
         [json.dumps(list(r[6])) for r in rows],
+        vector_array(r[7] for r in rows),
         version,
     )
     return version
+
+
+async def residuals_of(conn: asyncpg.Connection, pairs: Sequence[tuple[int, str]]) -> dict[tuple[int, str], Vector]:
+    """The stored residuals of these (tool, scope) pairs (a pair without one is left out)."""
+    rows = await conn.fetch(RESIDUALS_OF, [t for t, _ in pairs], [s for _, s in pairs])
+    return {(r["tool_id"], r["scope"]): np.asarray(r["residual"].to_numpy(), dtype=np.float32) for r in rows}

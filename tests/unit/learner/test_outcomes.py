@@ -37,6 +37,7 @@ def _selection(
     session: str | None = "s1",
     user: str | None = None,
     needs: list[str | None] | None = None,
+    similarities: list[float | None] | None = None,
 ) -> Selection:
     return {
         "selection_id": uuid4(),
@@ -47,6 +48,7 @@ def _selection(
         "context_key": "free::general",
         "keys": keys,
         "needs": needs or [None] * len(keys),
+        "similarities": similarities or [None] * len(keys),
     }
 
 

@@ -1,4 +1,7 @@
-"""The usage memory's arithmetic: recency weights, the bounded recency-weighted centroid, vectors per scope."""
+"""The usage memory's arithmetic: recency weights, the bounded recency-weighted centroid, vectors per scope, the
+listwise steps of reviews on the residuals."""
+
+from uuid import uuid4
 
 import numpy as np
 import pytest
@@ -6,9 +9,12 @@ import pytest
 from services.learner.usage import (
     NEGATIVE,
     POSITIVE,
+    Example,
+    Listwise,
     UsageRules,
     centroid,
     recency_weights,
+    stepped,
     usage_vectors,
 )
 
@@ -55,7 +61,7 @@ def test_vectors_are_per_tool_and_scope_with_their_negatives() -> None:
         (1, "b"): [(POSITIVE, _unit(0, 1), None)],
     }
     rows = usage_vectors(examples, RULES)
-    assert [(t, s, p, n) for t, s, _, _, p, n, _ in rows] == [(1, "a", 2, 1), (1, "b", 1, 0)]
+    assert [(t, s, p, n, r) for t, s, _, _, p, n, _, r in rows] == [(1, "a", 2, 1, None), (1, "b", 1, 0, None)]
     assert rows[0][2].tolist() == pytest.approx([1.0, 0.0])
     negative = rows[0][3]
     assert negative is not None
@@ -85,3 +91,68 @@ def test_learnt_words_are_the_newest_kept_positives_that_have_words() -> None:
     ]
     (row,) = usage_vectors({(1, "a"): found}, RULES)
     assert list(row[6]) == ["newest", "older", "kept"]
+
+
+STEP = Listwise(rate=0.1, sharpness=10.0, max_norm=1.0)
+
+
+def test_a_step_moves_the_verdicts_share_against_the_softmax() -> None:
+    similarities = np.array([0.5, 0.3, 0.3])
+    c = STEP.coefficients(similarities, np.array([False, True, False]))
+    p = np.exp(10 * similarities) / np.exp(10 * similarities).sum()
+    assert c.tolist() == pytest.approx([-p[0], 1 - p[1], -p[2]])
+    assert c.sum() == pytest.approx(0.0)  # what one gains, the others lose
+
+
+def test_no_step_without_both_a_relevant_and_an_irrelevant_tool() -> None:
+    similarities = np.array([0.5, 0.3])
+    assert not STEP.coefficients(similarities, np.array([True, True])).any()
+    assert not STEP.coefficients(similarities, np.array([False, False])).any()
+
+
+def test_a_residual_is_held_within_its_bound() -> None:
+    assert np.linalg.norm(STEP.held(np.array([3.0, 4.0]))) == pytest.approx(1.0)
+    assert STEP.held(np.array([0.3, 0.4])).tolist() == [0.3, 0.4]
+
+
+def _reviewed(selection: object, tool: int, polarity: int, similarity: float | None, query: str = "q") -> Example:
+    return Example(tool, "acme", uuid4(), polarity, query, selection, similarity)  # type: ignore[arg-type]
+
+
+def test_a_review_moves_the_relevant_tool_towards_its_query_and_the_others_away() -> None:
+    selection, q = uuid4(), _unit(1, 1)
+    examples = [_reviewed(selection, 1, NEGATIVE, 0.6), _reviewed(selection, 2, POSITIVE, 0.4)]
+    moved = stepped(examples, {"q": q}, {}, STEP)
+    assert set(moved) == {(1, "acme"), (2, "acme")}
+    assert float(moved[(2, "acme")] @ q) > 0 > float(moved[(1, "acme")] @ q)
+    again = stepped(examples, {"q": q}, moved, STEP)  # a second review starts from where the first left them
+    assert float(again[(2, "acme")] @ q) > float(moved[(2, "acme")] @ q)
+
+
+def test_a_ranking_already_right_moves_less_than_a_wrong_one() -> None:
+    q = _unit(1, 0)
+    right = stepped([_reviewed(1, 1, POSITIVE, 0.9), _reviewed(1, 2, NEGATIVE, 0.1)], {"q": q}, {}, STEP)
+    wrong = stepped([_reviewed(2, 1, POSITIVE, 0.1), _reviewed(2, 2, NEGATIVE, 0.9)], {"q": q}, {}, STEP)
+    assert 0 < float(right[(1, "acme")] @ q) < float(wrong[(1, "acme")] @ q)
+
+
+def test_each_part_of_a_compound_query_is_its_own_ranking() -> None:
+    selection = uuid4()
+    examples = [
+        _reviewed(selection, 1, POSITIVE, 0.5, "book a table"),
+        _reviewed(selection, 2, POSITIVE, 0.5, "check the weather"),  # alone in its part: nothing to tell apart
+        _reviewed(selection, 3, NEGATIVE, 0.5, "book a table"),
+    ]
+    moved = stepped(examples, {"book a table": _unit(1, 0), "check the weather": _unit(0, 1)}, {}, STEP)
+    assert set(moved) == {(1, "acme"), (3, "acme")}
+
+
+def test_a_flood_of_reviews_moves_a_tool_at_most_its_bound() -> None:
+    q, residual = _unit(1, 0), {}
+    for _ in range(500):
+        selection = uuid4()
+        residual = stepped(
+            [_reviewed(selection, 1, POSITIVE, 0.0), _reviewed(selection, 2, NEGATIVE, 0.0)], {"q": q}, residual, STEP
+        )
+    assert float(np.linalg.norm(residual[(1, "acme")])) == pytest.approx(1.0)
+    assert float(np.linalg.norm(residual[(2, "acme")])) == pytest.approx(1.0)

@@ -115,6 +115,7 @@ def usage_record(
     negative: int | None = None,
     positives: int = 64,
     words: list[str] | None = None,
+    residual: npt.NDArray[np.float32] | None = None,
 ) -> dict[str, Any]:
     """A row of ``store.USAGE_VECTORS_SINCE``: the tool learnt queries along axis ``centroid``."""
     return {
@@ -124,6 +125,7 @@ def usage_record(
         "negative_centroid": None if negative is None else Vector(axis(negative).tolist()),
         "positives": positives,
         "words": words or [],
+        "residual": None if residual is None else Vector(residual.tolist()),
         "version": version,
     }
 

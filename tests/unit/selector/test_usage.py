@@ -82,3 +82,14 @@ def test_a_query_closer_to_the_negatives_than_to_the_blend_loses_the_difference(
     assert usage_cosine(view, near_negative, 0.9).tolist() == pytest.approx([2 * learnt - against])
     assert usage_cosine(view, near_negative, 1.01).tolist() == pytest.approx([learnt])  # penalty off
     assert usage_cosine(view, axis(0), 0.9).tolist() == pytest.approx([1.0])  # far from the negatives
+
+
+def test_a_residual_adds_its_product_with_the_query_to_the_cosine() -> None:
+    memory = UsageMemory()
+    residual = (0.5 * axis(1)).astype(np.float32)
+    memory.merge([usage_record("p/a", 0, 1, residual=residual), usage_record("p/b", 0, 2)])
+    view = memory.view(CAT, "acme", Blending(0.0, 0.0))  # both blends are axis 0
+    assert view is not None
+    query = ((axis(0) + axis(1)) / np.sqrt(2)).astype(np.float32)
+    by_row = dict(zip(view.rows.tolist(), usage_cosine(view, query, 1.01).tolist(), strict=True))
+    assert by_row[0] == pytest.approx(by_row[1] + 0.5 / np.sqrt(2))
