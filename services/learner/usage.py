@@ -48,10 +48,12 @@ class Listwise:
         return cls(settings.usage_residual_rate, settings.usage_residual_sharpness, settings.usage_residual_max_norm)
 
     def coefficients(self, similarities: npt.NDArray[np.float64], relevant: npt.NDArray[np.bool_]) -> Coefficients:
-        """``verdict share - softmax probability`` per tool; zeros unless some are relevant and some are not."""
+        """``verdict share - softmax probability`` per tool; zeros unless some are relevant and some are not. A
+        recorded cosine is read within what a selector can record (a cosine plus a residual at its bound)."""
         if relevant.all() or not relevant.any():
             return np.zeros(similarities.shape, dtype=np.float64)
-        logits = self.sharpness * similarities
+        reach = 1.0 + self.max_norm
+        logits = self.sharpness * np.clip(similarities, -reach, reach)
         p = np.exp(logits - logits.max())
         result: Coefficients = relevant / relevant.sum() - p / p.sum()
         return result

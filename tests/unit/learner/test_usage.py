@@ -110,6 +110,12 @@ def test_no_step_without_both_a_relevant_and_an_irrelevant_tool() -> None:
     assert not STEP.coefficients(similarities, np.array([False, False])).any()
 
 
+def test_a_hostile_recorded_cosine_cannot_overflow_the_step() -> None:
+    c = STEP.coefficients(np.array([1.7e308, -1.7e308, 0.0]), np.array([False, True, False]))
+    assert np.isfinite(c).all()
+    assert c.tolist() == pytest.approx(STEP.coefficients(np.array([2.0, -2.0, 0.0]), np.array([False, True, False])))
+
+
 def test_a_residual_is_held_within_its_bound() -> None:
     assert np.linalg.norm(STEP.held(np.array([3.0, 4.0]))) == pytest.approx(1.0)
     assert STEP.held(np.array([0.3, 0.4])).tolist() == [0.3, 0.4]
