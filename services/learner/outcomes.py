@@ -32,13 +32,13 @@ POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
 
 @dataclass(frozen=True)
 class OutcomeRules:
-    """How outcomes move what is learnt: the Beta prior, the reward model, forgetting, the bound per actor."""
+    """How outcomes move what is learnt: the Beta prior, the reward model, forgetting, and the usage memory's rules
+    (with the bound per actor, which reviews share)."""
 
     prior_alpha: float
     prior_beta: float
     not_called_penalty: float
     discount: float
-    credits_per_actor: int
     usage: UsageRules
 
     @classmethod
@@ -48,7 +48,6 @@ class OutcomeRules:
             settings.prior_beta,
             settings.not_called_penalty,
             settings.posterior_discount,
-            settings.learning_credits_per_actor,
             UsageRules.from_settings(settings),
         )
 
@@ -203,6 +202,15 @@ def observations(
     return result
 
 
+def spend(credits: dict[CreditKey, int], key: CreditKey, wanted: int, limit: int) -> int:
+    """Take up to ``wanted`` of the ``limit`` credits an actor has on a tool, less those ``credits`` holds as used
+    (updated); returns how many it took: how many of its lessons count. Outcomes and reviews share the bound."""
+    taken = min(wanted, max(0, limit - credits.get(key, 0)))
+    if taken:
+        credits[key] = credits.get(key, 0) + taken
+    return taken
+
+
 def step(
     seen: Sequence[Observation],
     standing: Mapping[PosteriorKey, Posterior],
@@ -216,9 +224,8 @@ def step(
     examples: list[Example] = []
     for o in seen:
         p = posteriors[o.key]
-        counted = min(o.reward.success, max(0, rules.credits_per_actor - credits.get(o.credit, 0)))
+        counted = spend(credits, o.credit, o.reward.success, rules.usage.credits_per_actor)
         if counted:
-            credits[o.credit] = credits.get(o.credit, 0) + counted
             if p.last_success_at is None or o.occurred_at > p.last_success_at:
                 p.last_success_at = o.occurred_at
             tool_id, tenant, _ = o.key
@@ -278,11 +285,11 @@ async def _posteriors(
     conn: asyncpg.Connection, seen: Sequence[Observation], rules: OutcomeRules
 ) -> tuple[list[asyncpg.Record], list[Example]]:
     """Lock the credits and posteriors these observations touch, step them, write them back."""
-    used = await learning.lock_credits(conn, [o.credit for o in seen if o.reward.success])
+    used = await learning.lock_credits(conn, learning.OUTCOME_CREDITS, [o.credit for o in seen if o.reward.success])
     locked = await learning.lock_posteriors(conn, [o.key for o in seen], rules.prior_alpha, rules.prior_beta)
     standing = {k: Posterior(r["alpha"], r["beta"], r["last_success_at"]) for k, r in locked.items()}
     stepped = step(seen, standing, used, rules)
-    await learning.write_credits(conn, {k: n for k, n in stepped.credits.items() if n != used.get(k)})
+    await learning.write_credits(conn, learning.OUTCOME_CREDITS, stepped.credits, used)
     rows = [
         (*key, p.alpha, p.beta, p.last_success_at, p.selections, p.successes, p.failures)
         for key, p in stepped.posteriors.items()

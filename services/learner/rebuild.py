@@ -5,7 +5,7 @@ event history in the order it was applied (each batch in event-id order, as onli
 learning ended, discounting included; with other reward settings it re-learns under them. The degradation
 state (rolling score, state, quarantine) is left as it is: operators' releases are not events, so it cannot be
 derived from the history. The usage memory is left too: its examples are keyed by event, so a replay would
-write the same ones again.
+write the same ones again; and so are the review credits that bound it (``review_credits``).
 """
 
 from dataclasses import dataclass

@@ -1,10 +1,14 @@
 """Reviews (seed 002) into the append-only review log and, online, the review index and the usage memory (a
 'perfect' verdict is a positive example, 'unrelated' and 'broken' negative ones); and the index's compaction.
 
-Only verdicts on tools the selection offered, and that its tenant may see, count."""
+Only verdicts on tools the selection offered, and that its tenant may see, count. One actor's reviews teach a
+tool's usage memory at most ``learning_credits_per_actor`` times per tenant, as its outcomes do (``credited``):
+a flood of verdicts from one session moves a tool a bounded amount. Every verdict is still logged and indexed:
+that history is append-only, and the fitness multipliers bound what it weighs."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -12,10 +16,11 @@ import asyncpg
 from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import recorded_similarity, taught_with, teachable, with_selections
+from services.learner.outcomes import actor, recorded_similarity, spend, taught_with, teachable, with_selections
 from services.learner.review_index import Entry, add_review
 from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
+from toolsel.store.learning import CreditKey
 
 
 @dataclass
@@ -34,6 +39,29 @@ class Compaction:
     tools: int
 
 
+class Lesson(NamedTuple):
+    """What one review teaches one tool's usage memory, and whose credit on the tool it takes."""
+
+    credit: CreditKey
+    """(tenant, actor, tool id): the selection's tenant and actor (``outcomes.actor``)."""
+    example: Example
+
+
+def credited(
+    lessons: Sequence[Lesson], used: Mapping[CreditKey, int], limit: int
+) -> tuple[list[Example], dict[CreditKey, int]]:
+    """The examples that count, in the order given (event order), and the credits used as they now stand: each
+    lesson takes one of its actor's ``limit`` credits on its tool (``used`` before), and teaches nothing once they
+    are spent, whatever its polarity.
+
+    A lesson dropped here also leaves its review's listwise ranking (``usage.stepped``): the tools left in it are
+    ranked among themselves and still step, and one left alone, or with only relevant or only irrelevant tools
+    beside it, steps nothing. So a tool moves only by lessons that were credited to it, however many others
+    reviewed it beside."""
+    credits = dict(used)
+    return [lesson.example for lesson in lessons if spend(credits, lesson.credit, 1, limit)], credits
+
+
 async def apply_reviews(
     pool: asyncpg.Pool,
     batch: Sequence[ReviewEvent],
@@ -43,8 +71,9 @@ async def apply_reviews(
     usage: UsageRules,
 ) -> ReviewResult:
     """Log each offered tool's verdict with the selection's query embedding, fold it into the index and (with
-    the part of the query the tool was offered for: ``taught_with``) the usage memory, in one transaction; a
-    review already stored changes nothing, one of an unknown selection is left out."""
+    the part of the query the tool was offered for: ``taught_with``) the usage memory while the reviewer has
+    credits on the tool (``credited``), in one transaction; a review already stored changes nothing (its
+    credits included), one of an unknown selection is left out."""
     result = ReviewResult()
     known, selections, result.unknown_selection = await with_selections(pool, batch)
     if not known:
@@ -59,7 +88,7 @@ async def apply_reviews(
         result.applied = [e.event_id for e in fresh]
         result.duplicates = [e.event_id for e in known if e.event_id not in inserted]
         logged = []  # (event id, tool id, scope, query vector, verdict, fitness)
-        examples = []
+        lessons = []
         for event in fresh:
             row = selections[event.selection_id]
             for key, verdict in verdicts(teachable(row, tools), event.reviews, event.none_of_these).items():
@@ -67,11 +96,10 @@ async def apply_reviews(
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
                     taught, similarity = taught_with(row, key), recorded_similarity(row, key)
-                    examples.append(
-                        Example(
-                            tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id, similarity
-                        )
+                    example = Example(
+                        tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id, similarity
                     )
+                    lessons.append(Lesson((row["tenant_id"], actor(row), tool_id), example))
         if not logged:
             return result
         await reviews.log_reviews(conn, logged)
@@ -91,6 +119,9 @@ async def apply_reviews(
         changed = [(e.id, e.centroid, e.fitness, e.reviews) for es in written.values() for e in es if e.id is not None]
         new = _index_rows({o: [e for e in es if e.id is None] for o, es in written.items()})
         await reviews.write_index_entries(conn, changed, new)
+        used = await learning.lock_credits(conn, learning.REVIEW_CREDITS, [lesson.credit for lesson in lessons])
+        examples, credits = credited(lessons, used, usage.credits_per_actor)
+        await learning.write_credits(conn, learning.REVIEW_CREDITS, credits, used)
         result.usage = await remember(conn, examples, vectors, usage)
     return result
 

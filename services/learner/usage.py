@@ -66,18 +66,26 @@ class Listwise:
 
 @dataclass(frozen=True)
 class UsageRules:
-    """Whose ranking a tenant's usage teaches, how many examples a tool keeps, how fast they age, and how a review
-    moves the residuals (None: not at all)."""
+    """Whose ranking a tenant's usage teaches, how many examples a tool keeps, how fast they age, how many times
+    one actor may teach a tool (by its outcomes' successes, which also move the posterior, and again by its
+    reviews), and how a review moves the residuals (None: not at all)."""
 
     sharing: Literal["tenant", "global"]
     examples_per_tool: int
     half_life: float
+    credits_per_actor: int
     listwise: Listwise | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "UsageRules":
         listwise = Listwise.from_settings(settings) if settings.usage_residual_rate > 0 else None
-        return cls(settings.usage_sharing, settings.usage_examples_per_tool, settings.usage_half_life, listwise)
+        return cls(
+            settings.usage_sharing,
+            settings.usage_examples_per_tool,
+            settings.usage_half_life,
+            settings.learning_credits_per_actor,
+            listwise,
+        )
 
     def scope(self, tenant_id: str) -> str:
         """Where a tenant's usage is kept: its own scope, or the shared one ('*') when usage is shared."""

@@ -1,14 +1,16 @@
 """Learning stays where it was learnt, on the real stack: calls and reviews count only for tools the selection
-offered within its tenant, feedback only for a tool its tenant may see, and one session's flood of successes
-moves a tool a bounded amount."""
+offered within its tenant, feedback only for a tool its tenant may see, and one session's flood of successes or
+reviews moves a tool a bounded amount."""
 
 from uuid import UUID
 
 import asyncpg
 import nats.errors
+import numpy as np
 from nats.js.api import DeliverPolicy
 
-from contracts import FeedbackEvent, OutcomeEvent, SelectedTool, SelectionEvent, ToolCall, subjects
+from contracts import SelectedTool, SelectionEvent, subjects
+from contracts.events import FeedbackEvent, OutcomeEvent, ReviewEvent, ToolCall, ToolReview, Verdict
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
 from toolsel.settings import Settings
@@ -128,3 +130,35 @@ async def test_a_flood_of_successes_from_one_session_moves_a_tool_a_bounded_amou
     # One example per credited selection: the credited outcomes may share a selection, never exceed the credits.
     examples = "SELECT count(*) FROM tool_usage_examples WHERE tool_id = $1 AND polarity = 1"
     assert 1 <= await pool.fetchval(examples, tool_id) <= settings.learning_credits_per_actor
+
+
+async def test_a_flood_of_perfect_reviews_from_one_session_moves_a_tool_a_bounded_amount(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    tenant, plugin, session = unique("tenant"), unique("flood"), unique("session")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather"), tool("send_email")]))
+    offered = [(plugin, "get_weather"), (plugin, "send_email")]  # a relevant and an irrelevant one: a listwise step
+    flooded = [await recorded(client, pool, selection(tenant, offered, session)) for _ in range(6)]
+    verdicts = [
+        ToolReview(plugin_id=plugin, name="get_weather", verdict=Verdict.PERFECT),
+        ToolReview(plugin_id=plugin, name="send_email", verdict=Verdict.UNRELATED),
+    ]
+    flood = [ReviewEvent(selection_id=flooded[i % len(flooded)], reviews=verdicts) for i in range(30)]
+    await client.report(flood)
+
+    counted = "SELECT count(*) FROM reviews WHERE selection_id = ANY($1::uuid[])"
+    assert await stored(pool, counted, flooded, expected=len(flood))
+    settings = Settings()
+    credits = settings.learning_credits_per_actor
+    weather, email = [await pool.fetchval(TOOL_OF, plugin, name) for name in ("get_weather", "send_email")]
+    # every verdict is logged; only the credited ones teach (one example per selection, so at most the credits)
+    assert await pool.fetchval("SELECT count(*) FROM review_log WHERE tool_id = $1", weather) == len(flood)
+    examples = "SELECT count(*) FROM tool_usage_examples WHERE tool_id = $1 AND polarity = $2"
+    assert 1 <= await pool.fetchval(examples, weather, 1) <= credits
+    assert 1 <= await pool.fetchval(examples, email, -1) <= credits
+    residual = await pool.fetchval(
+        "SELECT residual FROM tool_usage_vectors WHERE tool_id = $1 AND scope = $2", weather, tenant
+    )
+    # A credited review steps the residual by rate x coefficient x query: |coefficient| <= 1 (a verdict share
+    # minus a softmax probability, both in [0, 1]), the query a unit vector, and holding it only shortens it.
+    assert 0 < float(np.linalg.norm(residual.to_numpy())) <= credits * settings.usage_residual_rate

@@ -1,6 +1,6 @@
 """What the learner learnt: posteriors (tool_bandit_stats), quality and health (tool_quality), quarantine, and
-the credits that bound one actor's influence (session_credits). Quality, health and quarantine are kept per
-(tool, tenant): the tenant whose selections' calls they count.
+the credits that bound one actor's influence (session_credits by its outcomes, review_credits by its reviews).
+Quality, health and quarantine are kept per (tool, tenant): the tenant whose selections' calls they count.
 
 The only module that writes these tables. Batches are written with one statement per table over arrays, rows
 in key order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides what
@@ -39,18 +39,35 @@ WHERE s.tool_id = u.tool_id AND s.tenant_id = u.tenant AND s.context_key = u.ctx
 RETURNING s.tool_id, s.tenant_id, s.context_key, s.alpha, s.beta, s.last_success_at
 """
 
-LOCK_CREDITS = """
-INSERT INTO session_credits AS c (tenant_id, actor, tool_id)
+
+class CreditTable(NamedTuple):
+    """The named queries of one credits table: lock its rows (a new one at 0), write them back."""
+
+    lock: str
+    write: str
+
+
+def _credit_table(table: str) -> CreditTable:
+    """The queries of one of the fixed credits tables below (the name is never a caller's string)."""
+    return CreditTable(
+        f"""
+INSERT INTO {table} AS c (tenant_id, actor, tool_id)
 SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
 ON CONFLICT (tenant_id, actor, tool_id) DO UPDATE SET credits = c.credits
 RETURNING tenant_id, actor, tool_id, credits
-"""
-
-WRITE_CREDITS = """
-UPDATE session_credits c SET credits = u.credits
+""",
+        f"""
+UPDATE {table} c SET credits = u.credits
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS u(tenant, actor, tool_id, credits)
 WHERE c.tenant_id = u.tenant AND c.actor = u.actor AND c.tool_id = u.tool_id
-"""
+""",
+    )
+
+
+OUTCOME_CREDITS = _credit_table("session_credits")
+"""The successes of each actor's outcomes that counted per tool (a replay recomputes them from the outcomes)."""
+REVIEW_CREDITS = _credit_table("review_credits")
+"""The reviews of each actor that taught a tool's usage memory (a replay keeps them: it keeps that memory too)."""
 
 ADD_CALLS = """
 INSERT INTO tool_quality AS q (tool_id, tenant_id, calls, successes, failures, rating_sum, rating_count,
@@ -207,18 +224,23 @@ async def write_posteriors(conn: asyncpg.Connection, rows: Sequence[Row]) -> lis
     return result
 
 
-async def lock_credits(conn: asyncpg.Connection, keys: Sequence[CreditKey]) -> dict[CreditKey, int]:
-    """Credits already used per (tenant, actor, tool id), locked until commit (0 for a new actor)."""
+async def lock_credits(conn: asyncpg.Connection, table: CreditTable, keys: Sequence[CreditKey]) -> dict[CreditKey, int]:
+    """Credits already used per (tenant, actor, tool id) in ``table`` (``OUTCOME_CREDITS`` or ``REVIEW_CREDITS``),
+    locked until commit, taken in key order so that concurrent learners lock alike (0 for a new actor)."""
     if not keys:
         return {}
-    rows = await conn.fetch(LOCK_CREDITS, *_columns(sorted(set(keys))))
+    rows = await conn.fetch(table.lock, *_columns(sorted(set(keys))))
     return {(r["tenant_id"], r["actor"], r["tool_id"]): r["credits"] for r in rows}
 
 
-async def write_credits(conn: asyncpg.Connection, used: Mapping[CreditKey, int]) -> None:
-    """Store the credits used per (tenant, actor, tool id) (rows locked by ``lock_credits``)."""
-    if used:
-        await conn.execute(WRITE_CREDITS, *_columns([(*key, n) for key, n in sorted(used.items())]))
+async def write_credits(
+    conn: asyncpg.Connection, table: CreditTable, used: Mapping[CreditKey, int], before: Mapping[CreditKey, int]
+) -> None:
+    """Store the credits used per (tenant, actor, tool id) that differ from ``before`` (what ``lock_credits``
+    returned, rows locked since): a row whose credits were spent before this batch is not written again."""
+    changed = sorted((*key, n) for key, n in used.items() if n != before.get(key))
+    if changed:
+        await conn.execute(table.write, *_columns(changed))
 
 
 async def add_calls(conn: asyncpg.Connection, rows: Sequence[Row]) -> list[asyncpg.Record]:

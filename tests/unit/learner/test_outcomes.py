@@ -26,7 +26,7 @@ from services.learner.usage import POSITIVE, UsageRules
 from toolsel.store.learning import CreditKey, Registered
 
 TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}
-RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, 3, UsageRules("tenant", 64, 64.0))
+RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("tenant", 64, 64.0, 3))
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 Selection = dict[str, Any]
 
@@ -116,7 +116,7 @@ def test_evidence_above_the_prior_is_discounted_on_each_update() -> None:
 
 
 def test_a_tool_that_starts_failing_falls_and_one_that_recovers_comes_back() -> None:
-    rules = OutcomeRules(1.0, 1.0, 0.9, 0.9, 10_000, UsageRules("tenant", 64, 64.0))
+    rules = OutcomeRules(1.0, 1.0, 0.9, 0.9, UsageRules("tenant", 64, 64.0, 10_000))
     selection = _selection(["a/mine"], session=None)
     selections = {selection["selection_id"]: selection}
 
@@ -136,17 +136,17 @@ def test_one_actor_counts_at_most_its_credits_per_tool() -> None:
     selection = _selection(["a/mine"])
     stepped = _learn(selection, *(_outcome(selection, _call("a/mine", True), at=i) for i in range(100)))
     (p,) = stepped.posteriors.values()
-    assert p.successes == RULES.credits_per_actor
+    assert p.successes == RULES.usage.credits_per_actor
     assert p.selections == 100
-    assert p.alpha - RULES.prior_alpha <= RULES.credits_per_actor
-    assert stepped.credits == {("acme", "session:s1", 1): RULES.credits_per_actor}
-    assert len(stepped.examples) == RULES.credits_per_actor
+    assert p.alpha - RULES.prior_alpha <= RULES.usage.credits_per_actor
+    assert stepped.credits == {("acme", "session:s1", 1): RULES.usage.credits_per_actor}
+    assert len(stepped.examples) == RULES.usage.credits_per_actor
     assert {(e.tool_id, e.scope, e.polarity) for e in stepped.examples} == {(1, "acme", POSITIVE)}
 
 
 def test_credits_used_before_are_remembered_and_failures_still_count() -> None:
     selection = _selection(["a/mine"])
-    used = {("acme", "session:s1", 1): RULES.credits_per_actor}
+    used = {("acme", "session:s1", 1): RULES.usage.credits_per_actor}
     stepped = _learn(selection, _outcome(selection, _call("a/mine", True), _call("a/mine", False)), used=used)
     (p,) = stepped.posteriors.values()
     assert (p.alpha, p.beta, p.successes, p.failures) == (1.0, 2.0, 0, 1)
@@ -161,7 +161,7 @@ def test_the_actor_is_the_session_else_the_user_else_the_selection() -> None:
 
 
 def test_shared_usage_is_kept_in_the_shared_scope() -> None:
-    rules = OutcomeRules(1.0, 1.0, 0.0, 0.9, 3, UsageRules("global", 64, 64.0))
+    rules = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("global", 64, 64.0, 3))
     selection = _selection(["a/mine"])
     selections = {selection["selection_id"]: selection}
     seen = observations([_outcome(selection, _call("a/mine", True))], selections, TOOLS, 0.0)

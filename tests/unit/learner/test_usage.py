@@ -24,7 +24,7 @@ def _unit(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-RULES = UsageRules("tenant", examples_per_tool=4, half_life=2.0)
+RULES = UsageRules("tenant", examples_per_tool=4, half_life=2.0, credits_per_actor=3)
 
 
 def test_an_example_half_life_newer_examples_old_weighs_half() -> None:
@@ -77,7 +77,7 @@ def test_each_polarity_keeps_at_most_the_bound() -> None:
 
 @pytest.mark.parametrize(("sharing", "scope"), [("tenant", "acme"), ("global", "*")])
 def test_a_tenants_usage_is_kept_in_its_own_scope_unless_shared(sharing: str, scope: str) -> None:
-    assert UsageRules(sharing, 64, 64.0).scope("acme") == scope  # type: ignore[arg-type]
+    assert UsageRules(sharing, 64, 64.0, 3).scope("acme") == scope  # type: ignore[arg-type]
 
 
 def test_learnt_words_are_the_newest_kept_positives_that_have_words() -> None:
