@@ -243,13 +243,16 @@ def nearest_reviews(
     return NearReviews(entry_rows[near], similarity[near], entry_fitness[near])
 
 
-def historical_fitness(near: NearReviews, rows: int) -> Scores:
-    """Each tool's fitness for the near past queries, weighted by their similarity; 1.0 (neutral) without."""
+def historical_fitness(near: NearReviews, rows: int, sharpness: float = 0.0) -> Scores:
+    """Each tool's fitness for the near past queries, weighted by their similarity ``s`` times ``exp(sharpness x
+    (s - 1))`` (the nearest verdicts on a tool decide, not the mean of every verdict within reach); 1.0 (neutral)
+    without."""
     out = np.ones(rows, dtype=np.float64)
     weights = np.zeros(rows, dtype=np.float64)
     sums = np.zeros(rows, dtype=np.float64)
-    np.add.at(weights, near.rows, near.similarity)
-    np.add.at(sums, near.rows, near.similarity * near.fitness)
+    kernel = near.similarity * np.exp(sharpness * (near.similarity - 1.0))
+    np.add.at(weights, near.rows, kernel)
+    np.add.at(sums, near.rows, kernel * near.fitness)
     seen = weights > 0
     out[seen] = sums[seen] / weights[seen]
     return out

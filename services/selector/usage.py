@@ -98,15 +98,14 @@ def words_over(catalog: Catalog, words: ScopeWords, blending: Blending) -> Learn
 
 @dataclass(frozen=True)
 class UsageView:
-    """One scope's learnt tools over one catalog copy: their rows, blended vectors, negative centroids (zero where
-    a tool has none, ``has_negative`` False) and residuals (zero where none), and their learnt words (None: none
-    yet)."""
+    """One scope's learnt tools over one catalog copy: their rows, what a query's product with scores them (the
+    blended vector plus the residual, summed once here rather than per request), negative centroids (zero where a
+    tool has none, ``has_negative`` False), and their learnt words (None: none yet)."""
 
     rows: Rows
-    blended: Matrix
+    scored: Matrix
     negative: Matrix
     has_negative: npt.NDArray[np.bool_]
-    residual: Matrix
     words: LearntWords | None = None
 
 
@@ -146,13 +145,13 @@ def build_view(
     declared = np.where(catalog.has_vector[rows, None], catalog.vectors[rows], 0.0).astype(np.float32)
     weights = blending.declared_weights(np.array([entry.positives for _, entry in present], dtype=np.int64))
     placed = None if words is None else words_over(catalog, words, blending)
-    return UsageView(rows, blend(declared, centroids, weights), negative, has_negative, residual, placed)
+    return UsageView(rows, blend(declared, centroids, weights) + residual, negative, has_negative, placed)
 
 
 def usage_cosine(view: UsageView, query: Vector, negative_similarity: float) -> npt.NDArray[np.float64]:
     """The learnt tools' cosine with the query plus their residual's product with it, lowered by how much closer
     the query is to a tool's negative examples than to that when that closeness reaches ``negative_similarity``."""
-    learnt = (view.blended @ query + view.residual @ query).astype(np.float64)
+    learnt = (view.scored @ query).astype(np.float64)
     against = (view.negative @ query).astype(np.float64)
     penalised = view.has_negative & (against >= negative_similarity) & (against > learnt)
     result: npt.NDArray[np.float64] = np.where(penalised, 2 * learnt - against, learnt)

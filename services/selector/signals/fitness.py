@@ -16,7 +16,8 @@ class FitnessSignal:
         """Neutral everywhere without the whole query's embedding or an index."""
         if ctx.vector is None or ctx.reviews is None:
             return np.ones(ctx.rows.size, dtype=np.float64)
-        return historical_fitness(ctx.reviews.near(ctx.vector).within(ctx.rows), ctx.rows.size)
+        near = ctx.reviews.near(ctx.vector).within(ctx.rows)
+        return historical_fitness(near, ctx.rows.size, ctx.settings.review_similarity_sharpness)
 
 
 FITNESS = FitnessSignal()

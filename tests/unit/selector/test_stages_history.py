@@ -38,6 +38,13 @@ def test_fitness_is_the_similarity_weighted_mean_and_neutral_elsewhere() -> None
     assert got[1:].tolist() == [1.0, 1.0]
 
 
+def test_sharpness_lets_the_nearest_verdicts_decide() -> None:
+    near = nearest_reviews(CENTROIDS, np.array([0, 0, 2], dtype=np.int64), FITNESS, QUERY, 10, 0.5)
+    far = 0.8 * np.exp(10 * (0.8 - 1.0))
+    assert historical_fitness(near, 3, 10.0)[0] == pytest.approx((1.0 * 1.4 + far * 0.75) / (1.0 + far))
+    assert historical_fitness(near, 3, 10.0)[0] > historical_fitness(near, 3)[0]
+
+
 def test_empty_index_is_neutral() -> None:
     near = nearest_reviews(np.zeros((0, 2), dtype=np.float32), np.zeros(0, dtype=np.int64), np.zeros(0), QUERY, 10, 0.5)
     assert historical_fitness(near, 2).tolist() == [1.0, 1.0]

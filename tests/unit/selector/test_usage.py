@@ -38,7 +38,7 @@ def test_a_tool_learnt_from_one_query_keeps_mostly_its_declared_vector() -> None
     memory.merge([usage_record("p/a", 1, 1, positives=1), usage_record("p/b", 0, 2, positives=64)])
     view = memory.view(CAT, "acme", Blending(0.3, 8.0))
     assert view is not None
-    few, many = (view.blended[view.rows.tolist().index(r)] for r in (0, 1))
+    few, many = (view.scored[view.rows.tolist().index(r)] for r in (0, 1))
     assert few[0] / few[1] == pytest.approx(8.0)  # (8/9) declared against (1/9) learnt
     assert many[1] / many[0] == pytest.approx(0.3 / 0.7)  # b: declared axis 1 at the floor, learnt axis 0
     assert memory.view(CAT, "acme", Blending(0.3, 0.0)) is not view  # another blending builds another view
