@@ -34,15 +34,17 @@ OFFERED = 10
 
 def residuals(declared: Matrix, queries: Matrix, relevant: Sequence[set[int]], step: Listwise) -> Matrix:
     """Every tool's residual after the stream: each query's offered tools (top ``OFFERED`` by cosine plus
-    residual, as the selector ranks them) take the learner's listwise step, in stream order."""
-    moved = np.zeros_like(declared)
-    for q, wanted in zip(queries, relevant, strict=True):
+    residual, as the selector ranks them) take the learner's listwise step, in stream order, along the query less
+    the mean of the queries before it when the step is ``centred``."""
+    moved, before = np.zeros_like(declared), np.cumsum(queries, axis=0) - queries
+    for i, (q, wanted) in enumerate(zip(queries, relevant, strict=True)):
         scores = declared @ q + moved @ q
         offered = np.argpartition(-scores, OFFERED)[:OFFERED]
         c = step.coefficients(scores[offered], np.array([t in wanted for t in offered]))
+        along = q - before[i] / i if step.centred and i else q
         if c.any():
             for t, ct in zip(offered, c, strict=True):
-                moved[t] = step.held(moved[t] + step.rate * ct * q)
+                moved[t] = step.held(moved[t] + step.rate * ct * along)
     return moved
 
 
@@ -75,11 +77,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     shipped = Listwise.from_settings(settings)
     print(f"{bench.name}: {len(held)} held-out queries, {len(streamed)} streamed")
-    print(f"{'declared vectors only':<44} {measured(np.zeros_like(declared))}")
-    for rate, max_norm in ((shipped.rate, shipped.max_norm), (0.05, 1.0), (0.2, 1.0), (0.1, 0.3), (0.2, 2.0)):
-        step = Listwise(rate, shipped.sharpness, max_norm)
-        label = f"residuals, rate {rate}, bound {max_norm}" + (" (default)" if step == shipped else "")
-        print(f"{label:<44} {measured(residuals(declared, queries, relevant, step))}")
+    print(f"{'declared vectors only':<54} {measured(np.zeros_like(declared))}")
+    variants = [(shipped.rate, shipped.max_norm, centred) for centred in (False, True)]
+    variants += [(rate, max_norm, shipped.centred) for rate, max_norm in ((0.05, 1.0), (0.2, 1.0), (0.1, 0.3))]
+    for rate, max_norm, centred in variants:
+        step = Listwise(rate, shipped.sharpness, max_norm, centred)
+        label = f"residuals, rate {rate}, bound {max_norm}" + (", centred" if centred else "")
+        label += " (default)" if step == shipped else ""
+        print(f"{label:<54} {measured(residuals(declared, queries, relevant, step))}")
 
 
 if __name__ == "__main__":

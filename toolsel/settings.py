@@ -236,6 +236,10 @@ class Settings(BaseSettings):
     usage_residual_max_norm: float = Field(default=1.0, gt=0.0)
     """The longest a residual may grow, so a flood of reviews moves a tool's cosine by at most this much for any
     query (unbounded measured the same in the simulation; 0.5 cost 0.006 of NDCG@10)."""
+    usage_residual_centred: bool = True
+    """The listwise step moves a residual along the query less the mean of the queries its scope's reviews ranked
+    (kept per scope): the direction a tenant's requests all share tells no tool apart, and a step along it would
+    push an unrelated tool away from every request, or lift a relevant one for all. Off: along the query."""
     degrade_threshold: float = 0.3
     """Rolling quality below which a tool is degraded (seed 004)."""
     quarantine_after: int = 5

@@ -27,6 +27,8 @@ Embed = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 Coefficients = npt.NDArray[np.float64]
 Key = tuple[int, str]
 """A tool's usage memory: (tool id, scope)."""
+Total = tuple[Vector, int]
+"""A sum of query vectors and how many were summed."""
 POSITIVE, NEGATIVE = 1, -1
 POLARITY = {Verdict.PERFECT: POSITIVE, Verdict.UNRELATED: NEGATIVE, Verdict.BROKEN: NEGATIVE}
 """What a review teaches the usage memory; a 'related' one teaches nothing."""
@@ -42,10 +44,18 @@ class Listwise:
     rate: float
     sharpness: float
     max_norm: float
+    centred: bool = False
+    """Step along the query less its scope's mean ranked query (``centres``): what every query of a scope shares
+    tells no tool apart, and a step along it would move a tool for every query."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Listwise":
-        return cls(settings.usage_residual_rate, settings.usage_residual_sharpness, settings.usage_residual_max_norm)
+        return cls(
+            settings.usage_residual_rate,
+            settings.usage_residual_sharpness,
+            settings.usage_residual_max_norm,
+            settings.usage_residual_centred,
+        )
 
     def coefficients(self, similarities: npt.NDArray[np.float64], relevant: npt.NDArray[np.bool_]) -> Coefficients:
         """``verdict share - softmax probability`` per tool; zeros unless some are relevant and some are not. A
@@ -139,22 +149,50 @@ def usage_vectors(
     return rows
 
 
-def stepped(
-    examples: Sequence[Example], vectors: Mapping[str, Vector], residuals: Mapping[Key, Vector], listwise: Listwise
-) -> dict[Key, Vector]:
-    """The residuals of the tools these examples' listwise steps move, from ``residuals`` (zero where absent):
-    the examples of one selection, scope and query are one ranking, stepped in the order given."""
-    rankings: dict[tuple[UUID, str, str], list[Example]] = {}
+def rankings(examples: Sequence[Example]) -> dict[tuple[UUID, str, str], list[Example]]:
+    """The examples of one selection, scope and query, in the order given: one ranking each. A lone example (an
+    outcome's call) ranks nothing against anything and is left out."""
+    grouped: dict[tuple[UUID, str, str], list[Example]] = {}
     for e in examples:
-        rankings.setdefault((e.selection_id, e.scope, e.query), []).append(e)
+        grouped.setdefault((e.selection_id, e.scope, e.query), []).append(e)
+    return {key: ranked for key, ranked in grouped.items() if len(ranked) > 1}
+
+
+def ranked_totals(examples: Sequence[Example], vectors: Mapping[str, Vector]) -> dict[str, Total]:
+    """Per scope, the sum and count of the queries these examples' rankings ranked (each ranking once)."""
+    totals: dict[str, Total] = {}
+    for _, scope, query in rankings(examples):
+        total, n = totals.get(scope, (np.zeros(vectors[query].shape, dtype=np.float32), 0))
+        totals[scope] = (total + vectors[query], n + 1)
+    return totals
+
+
+def centres(totals: Mapping[str, Total]) -> dict[str, Vector]:
+    """Each scope's mean ranked query before this batch: what every query of the scope shares (a scope whose
+    reviews ranked nothing yet has none, and its first rankings step along their queries)."""
+    return {scope: (total.astype(np.float64) / n).astype(np.float32) for scope, (total, n) in totals.items() if n}
+
+
+def stepped(
+    examples: Sequence[Example],
+    vectors: Mapping[str, Vector],
+    residuals: Mapping[Key, Vector],
+    listwise: Listwise,
+    centre: Mapping[str, Vector] | None = None,
+) -> dict[Key, Vector]:
+    """The residuals of the tools these examples' listwise steps move, from ``residuals`` (zero where absent),
+    each ranking (``rankings``) stepped in the order given along its query less its scope's ``centre`` (none:
+    the query itself)."""
     moved: dict[Key, npt.NDArray[np.float64]] = {}
-    for (_, _, query), ranked in rankings.items():
+    for (_, scope, query), ranked in rankings(examples).items():
         similarities = np.array([e.similarity or 0.0 for e in ranked], dtype=np.float64)
         relevant = np.array([e.polarity == POSITIVE for e in ranked])
         coefficients = listwise.coefficients(similarities, relevant)
         if not coefficients.any():
             continue
         q = vectors[query].astype(np.float64)
+        if centre is not None and scope in centre:
+            q = q - centre[scope]
         for e, c in zip(ranked, coefficients, strict=True):
             key = (e.tool_id, e.scope)
             start = moved.get(key)
@@ -184,7 +222,13 @@ async def remember(
     residuals: dict[Key, Vector] = {}
     if rules.listwise is not None:
         reviewed = sorted({(e.tool_id, e.scope) for e in examples})
-        residuals = stepped(examples, vectors, await usage.residuals_of(conn, reviewed), rules.listwise)
+        stored = await usage.residuals_of(conn, reviewed)
+        centre = None
+        if rules.listwise.centred:
+            batch = ranked_totals(examples, vectors)
+            centre = centres(await usage.query_totals(conn, sorted(batch)))
+            await usage.add_query_totals(conn, batch)
+        residuals = stepped(examples, vectors, stored, rules.listwise, centre)
     touched = sorted(set(added) | set(taught_before) | set(residuals))
     if not added and not residuals:
         return None

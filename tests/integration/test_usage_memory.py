@@ -8,6 +8,7 @@ import json
 import asyncpg
 import nats.aio.msg
 import numpy as np
+import pytest
 
 from contracts import OutcomeEvent, ReviewEvent, ToolCall, ToolReview, UsageUpdated, Verdict, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
@@ -173,3 +174,7 @@ async def test_a_review_moves_the_relevant_tool_s_residual_towards_its_query(
     moved = row["residual"].to_numpy()
     assert float(moved @ row["centroid"].to_numpy()) > 0
     assert 0 < float(np.linalg.norm(moved)) <= 1.0
+    # The tenant's first ranked query stepped along itself, and is now what its next steps are centred on.
+    totals = await pool.fetchrow("SELECT total, queries FROM usage_query_totals WHERE scope = $1", tenant)
+    assert totals["queries"] == 1
+    assert float(totals["total"].to_numpy() @ row["centroid"].to_numpy()) == pytest.approx(1.0, abs=1e-5)

@@ -1,5 +1,6 @@
-"""Usage memory: the query examples each tool learnt from use, per scope (a tenant, or '*' when shared), and the
-vectors computed from them (tool_usage_examples, tool_usage_vectors).
+"""Usage memory: the query examples each tool learnt from use, per scope (a tenant, or '*' when shared), the
+vectors computed from them (tool_usage_examples, tool_usage_vectors), and the sum of the queries each scope's
+reviews ranked (usage_query_totals).
 
 The only module that writes these tables. An example is keyed by (tool, scope, event, polarity), so an event
 applied twice adds nothing. A tool's examples and vector change under a per-tool advisory lock; a commit's
@@ -8,7 +9,7 @@ selector that fetches ``version > its watermark`` misses none.
 """
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from uuid import UUID
 
 import asyncpg
@@ -89,6 +90,12 @@ FROM tool_usage_vectors v JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, sc
      ON v.tool_id = u.tool_id AND v.scope = u.scope
 WHERE v.residual IS NOT NULL
 """
+QUERY_TOTALS_OF = "SELECT scope, total, queries FROM usage_query_totals WHERE scope = ANY($1::text[])"
+ADD_QUERY_TOTALS = """
+INSERT INTO usage_query_totals AS t (scope, total, queries)
+SELECT * FROM unnest($1::text[], $2::vector[], $3::bigint[])
+ON CONFLICT (scope) DO UPDATE SET total = t.total + excluded.total, queries = t.queries + excluded.queries
+"""
 
 
 async def lock_tools(conn: asyncpg.Connection, tool_ids: Iterable[int]) -> None:
@@ -164,3 +171,18 @@ async def residuals_of(conn: asyncpg.Connection, pairs: Sequence[tuple[int, str]
     """The stored residuals of these (tool, scope) pairs (a pair without one is left out)."""
     rows = await conn.fetch(RESIDUALS_OF, [t for t, _ in pairs], [s for _, s in pairs])
     return {(r["tool_id"], r["scope"]): np.asarray(r["residual"].to_numpy(), dtype=np.float32) for r in rows}
+
+
+async def query_totals(conn: asyncpg.Connection, scopes: Sequence[str]) -> dict[str, tuple[Vector, int]]:
+    """The sum and count of the queries each of these scopes' reviews ranked (a scope with none is left out)."""
+    rows = await conn.fetch(QUERY_TOTALS_OF, list(scopes))
+    return {r["scope"]: (np.asarray(r["total"].to_numpy(), dtype=np.float32), r["queries"]) for r in rows}
+
+
+async def add_query_totals(conn: asyncpg.Connection, totals: Mapping[str, tuple[Vector, int]]) -> None:
+    """Add these sums and counts to the scopes' (an addition in the statement: concurrent batches both count)."""
+    if totals:
+        scopes = sorted(totals)
+        await conn.execute(
+            ADD_QUERY_TOTALS, scopes, vector_array(totals[s][0] for s in scopes), [totals[s][1] for s in scopes]
+        )

@@ -12,7 +12,10 @@ from services.learner.usage import (
     Example,
     Listwise,
     UsageRules,
+    centres,
     centroid,
+    ranked_totals,
+    rankings,
     recency_weights,
     stepped,
     usage_vectors,
@@ -162,3 +165,32 @@ def test_a_flood_of_reviews_moves_a_tool_at_most_its_bound() -> None:
         )
     assert float(np.linalg.norm(residual[(1, "acme")])) == pytest.approx(1.0)
     assert float(np.linalg.norm(residual[(2, "acme")])) == pytest.approx(1.0)
+
+
+def test_a_lone_example_ranks_nothing_and_each_ranking_counts_its_query_once() -> None:
+    first, second, q, r = uuid4(), uuid4(), _unit(1, 0), _unit(0, 1)
+    examples = [
+        _reviewed(first, 1, POSITIVE, 0.5, "q"),
+        _reviewed(first, 2, NEGATIVE, 0.4, "q"),
+        _reviewed(second, 1, POSITIVE, None, "r"),  # an outcome's call: alone in its selection
+    ]
+    assert list(rankings(examples)) == [(first, "acme", "q")]
+    [(scope, (total, n))] = ranked_totals(examples, {"q": q, "r": r}).items()
+    assert (scope, total.tolist(), n) == ("acme", q.tolist(), 1)
+
+
+def test_the_centre_is_the_mean_of_the_queries_ranked_before() -> None:
+    got = centres({"acme": (np.array([2.0, 1.0], dtype=np.float32), 2), "new": (np.zeros(2, dtype=np.float32), 0)})
+    assert got["acme"].tolist() == pytest.approx([1.0, 0.5])
+    assert "new" not in got  # nothing ranked yet: its first rankings step along their queries
+
+
+def test_a_centred_step_leaves_out_what_every_query_of_the_scope_shares() -> None:
+    shared, own = _unit(1, 0), _unit(0, 1)
+    q = (0.8 * shared + 0.6 * own).astype(np.float32)
+    examples = [_reviewed(1, 1, POSITIVE, 0.3), _reviewed(1, 2, NEGATIVE, 0.3)]
+    plain = stepped(examples, {"q": q}, {}, STEP)
+    centred = stepped(examples, {"q": q}, {}, STEP, {"acme": (0.8 * shared).astype(np.float32)})
+    assert float(plain[(2, "acme")] @ shared) < 0  # pushed away from every query of the scope
+    assert float(centred[(2, "acme")] @ shared) == pytest.approx(0.0, abs=1e-7)
+    assert float(centred[(2, "acme")] @ own) < 0 < float(centred[(1, "acme")] @ own)
