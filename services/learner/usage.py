@@ -113,7 +113,8 @@ class Example:
     query: str
     selection_id: UUID
     similarity: float | None = None
-    """The tool's cosine with the query as the selection ranked it (None: not recorded, counted as 0)."""
+    """The tool's cosine with the query as the selection ranked it: where a review's listwise step starts (None:
+    no step, see ``rankings``)."""
 
 
 def recency_weights(n: int, half_life: float) -> npt.NDArray[np.float64]:
@@ -151,11 +152,12 @@ def usage_vectors(
 
 def rankings(examples: Sequence[Example]) -> dict[tuple[UUID, str, str], list[Example]]:
     """The examples of one selection, scope and query, in the order given: one ranking each. A lone example (an
-    outcome's call) ranks nothing against anything and is left out."""
+    outcome's call) ranks nothing against anything, and one without a recorded cosine has no ranking to step
+    from: both are left out."""
     grouped: dict[tuple[UUID, str, str], list[Example]] = {}
     for e in examples:
         grouped.setdefault((e.selection_id, e.scope, e.query), []).append(e)
-    return {key: ranked for key, ranked in grouped.items() if len(ranked) > 1}
+    return {k: r for k, r in grouped.items() if len(r) > 1 and all(e.similarity is not None for e in r)}
 
 
 def ranked_totals(examples: Sequence[Example], vectors: Mapping[str, Vector]) -> dict[str, Total]:
@@ -185,7 +187,7 @@ def stepped(
     the query itself)."""
     moved: dict[Key, npt.NDArray[np.float64]] = {}
     for (_, scope, query), ranked in rankings(examples).items():
-        similarities = np.array([e.similarity or 0.0 for e in ranked], dtype=np.float64)
+        similarities = np.array([e.similarity for e in ranked], dtype=np.float64)
         relevant = np.array([e.polarity == POSITIVE for e in ranked])
         coefficients = listwise.coefficients(similarities, relevant)
         if not coefficients.any():

@@ -194,3 +194,10 @@ def test_a_centred_step_leaves_out_what_every_query_of_the_scope_shares() -> Non
     assert float(plain[(2, "acme")] @ shared) < 0  # pushed away from every query of the scope
     assert float(centred[(2, "acme")] @ shared) == pytest.approx(0.0, abs=1e-7)
     assert float(centred[(2, "acme")] @ own) < 0 < float(centred[(1, "acme")] @ own)
+
+
+def test_a_ranking_without_a_recorded_cosine_steps_nothing() -> None:
+    selection = uuid4()
+    examples = [_reviewed(selection, 1, POSITIVE, 0.5), _reviewed(selection, 2, NEGATIVE, None)]
+    assert rankings(examples) == {}
+    assert stepped(examples, {"q": _unit(1, 0)}, {}, STEP) == {}
