@@ -84,8 +84,8 @@ def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEve
             context_key=f"free:/page{i % 9}:general",
             method="vector",
             tools=[
-                SelectedTool(plugin_id=PLUGIN, name=f"tool{t}", rank=r, score=0.5)
-                for r, t in enumerate(rng.sample(range(tools), 7))
+                SelectedTool(plugin_id=PLUGIN, name=f"tool{t}", rank=r, score=0.5, similarity=0.6 - 0.05 * r)
+                for r, t in enumerate(rng.sample(range(tools), 7))  # cosines as recorded: reviews take their step
             ],
             candidate_count=30,
             latency_ms=5.0,

@@ -44,7 +44,9 @@ def selection(tenant: str, offered: list[tuple[str, str]], session_id: str | Non
         tier="free",
         context_key="free::general",
         method="hybrid",
-        tools=[SelectedTool(plugin_id=p, name=n, rank=i, score=0.5) for i, (p, n) in enumerate(offered)],
+        tools=[
+            SelectedTool(plugin_id=p, name=n, rank=i, score=0.5, similarity=0.5) for i, (p, n) in enumerate(offered)
+        ],
         candidate_count=len(offered),
         latency_ms=1.0,
         tokens_selected=10,
