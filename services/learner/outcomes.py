@@ -155,16 +155,6 @@ def taught_with(selection: Mapping[str, Any], key: str) -> str:
     return need or str(selection["query"])
 
 
-def recorded_similarity(selection: Mapping[str, Any], key: str) -> float | None:
-    """The cosine the selection recorded for an offered tool, where a review's listwise step starts from; None
-    when not recorded, or when the request was split into parts: a verdict judges a tool for the whole request,
-    so it does not say which part's ranking the tool should have led."""
-    if any(selection["needs"]):
-        return None
-    recorded = zip(selection["keys"], selection["similarities"], strict=True)
-    return next((s for k, s in recorded if k == key), None)
-
-
 def offered_only(
     batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], tools: Mapping[str, Registered]
 ) -> list[OutcomeEvent]:

@@ -8,7 +8,7 @@ that history is append-only, and the fitness multipliers bound what it weighs.""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -16,7 +16,7 @@ import asyncpg
 from contracts import ReviewEvent, UsageUpdated
 from services.learner.compaction import compact
 from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import actor, recorded_similarity, spend, taught_with, teachable, with_selections
+from services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
 from services.learner.review_index import Entry, add_review
 from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
@@ -37,6 +37,16 @@ class Compaction:
     before: int
     after: int
     tools: int
+
+
+def step_start(selection: Mapping[str, Any], key: str) -> float | None:
+    """Where a review's listwise step on an offered tool starts: the cosine the selection recorded for it. None
+    (no step, ``usage.rankings``) when none was recorded, or when the request was split into parts: a verdict
+    judges a tool for the whole request, so it does not say which part's ranking the tool should have led."""
+    if any(selection["needs"]):
+        return None
+    recorded = zip(selection["keys"], selection["similarities"], strict=True)
+    return next((s for k, s in recorded if k == key), None)
 
 
 class Lesson(NamedTuple):
@@ -95,7 +105,7 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
-                    taught, similarity = taught_with(row, key), recorded_similarity(row, key)
+                    taught, similarity = taught_with(row, key), step_start(row, key)
                     example = Example(
                         tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id, similarity
                     )

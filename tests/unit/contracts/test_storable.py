@@ -148,6 +148,11 @@ def _selection(**changes: Any) -> dict[str, Any]:
         (SelectionEvent, _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": "NaN"}])),
         (
             SelectionEvent,
+            _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "similarity": "Infinity"}]),
+        ),
+        (SelectionEvent, _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "similarity": "x"}])),
+        (
+            SelectionEvent,
             _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "sub_query": "a\x00"}]),
         ),
         (SelectionEvent, _selection(tools=[{"plugin_id": "p", "name": "n", "rank": 0, "score": 1, "sub_query": " "}])),

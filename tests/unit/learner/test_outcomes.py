@@ -17,7 +17,6 @@ from services.learner.outcomes import (
     call_counters,
     observations,
     offered_only,
-    recorded_similarity,
     step,
     taught_with,
     teachable,
@@ -185,10 +184,3 @@ def test_a_tool_not_offered_for_a_part_is_taught_the_whole_query() -> None:
     selection = _selection(["a/mine"])
     assert taught_with(selection, "a/mine") == "weather in Oslo"
     assert taught_with(selection, "x/not-offered") == "weather in Oslo"
-
-
-def test_a_review_steps_from_the_recorded_cosine_of_a_request_that_was_not_split() -> None:
-    plain = _selection(["a/mine", "s/shared"], similarities=[0.7, 0.4])
-    assert [recorded_similarity(plain, k) for k in ("a/mine", "s/shared", "x/not-offered")] == [0.7, 0.4, None]
-    split = _selection(["a/mine", "s/shared"], needs=["book a table", None], similarities=[0.7, 0.4])
-    assert [recorded_similarity(split, k) for k in ("a/mine", "s/shared")] == [None, None]

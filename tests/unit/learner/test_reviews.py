@@ -5,7 +5,7 @@ from uuid import UUID, uuid4
 
 import numpy as np
 
-from services.learner.reviews import Lesson, credited
+from services.learner.reviews import Lesson, credited, step_start
 from services.learner.usage import NEGATIVE, POSITIVE, Example, Listwise, stepped
 from toolsel.store.learning import CreditKey
 
@@ -61,3 +61,14 @@ def test_a_ranking_steps_with_the_lessons_left_in_it() -> None:
     # left alone (C's credits spent too), B steps nothing
     examples, _ = credited(review, {a: LIMIT, c: LIMIT}, LIMIT)
     assert stepped(examples, {"weather in Oslo": query}, {}, Listwise(0.1, 10.0, 1.0)) == {}
+
+
+def _offered(needs: list[str | None]) -> dict[str, object]:
+    return {"keys": ["a/mine", "s/shared"], "needs": needs, "similarities": [0.7, 0.4]}
+
+
+def test_a_review_steps_from_the_recorded_cosine_of_a_request_that_was_not_split() -> None:
+    plain = _offered([None, None])
+    assert [step_start(plain, k) for k in ("a/mine", "s/shared", "x/not-offered")] == [0.7, 0.4, None]
+    split = _offered(["book a table", None])
+    assert [step_start(split, k) for k in ("a/mine", "s/shared")] == [None, None]
