@@ -359,7 +359,11 @@ class Outbox(Generic[T]):
                 self._waiting.clear()
                 await self._waiting.wait()
             batch = [self.queue.popleft() for _ in range(min(self.batch, len(self.queue)))]
-            results = await asyncio.gather(*(self.publish(event) for event in batch), return_exceptions=True)
+            try:
+                results = await asyncio.gather(*(self.publish(event) for event in batch), return_exceptions=True)
+            except asyncio.CancelledError:  # closed mid-batch: not known to be published, so counted with the rest
+                self.queue.extendleft(reversed(batch))
+                raise
             failed = [event for event, result in zip(batch, results, strict=True) if isinstance(result, BaseException)]
             self.published += len(batch) - len(failed)
             self.queue.extendleft(reversed(failed))

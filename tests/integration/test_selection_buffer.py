@@ -121,6 +121,18 @@ async def test_the_outbox_keeps_order_through_failures_and_counts_what_it_drops(
     assert (outbox.published, outbox.dropped, len(outbox.queue)) == (5, 2, 0)
 
 
+async def test_a_batch_still_publishing_when_the_outbox_closes_counts_as_dropped() -> None:
+    async def hangs(event: int) -> None:
+        await asyncio.Event().wait()
+
+    outbox: Outbox[int] = Outbox(hangs, capacity=10, batch=4, retry_max_s=0.01)
+    outbox.start()
+    for event in range(3):
+        outbox.put(event)
+    await outbox.close(timeout_s=0.05)
+    assert (outbox.published, outbox.dropped, len(outbox.queue)) == (0, 3, 0)
+
+
 async def test_what_a_closing_outbox_cannot_publish_counts_as_dropped() -> None:
     stream = FlakyStream()
     stream.down = True
