@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from toolsel.late_chunking import part_spans, span_means
+
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_TOKENS = 512
 """Padded tokens per model call at most. A batch is padded to its longest text, its activations grow with
@@ -95,7 +97,8 @@ class Embedder:
         self._batches = ThreadPoolExecutor(workers, thread_name_prefix="embed-batch") if workers > 1 else None
         """Where a call's batches run side by side (the model releases the GIL); None: one after the other."""
         self._batch_tokens = batch_tokens
-        self._cache: OrderedDict[str, Matrix] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, ...], tuple[Matrix, ...]] = OrderedDict()
+        """Per request (the query, then its parts), its vectors."""
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self.dim = int(self._model.embedding_size)
@@ -124,35 +127,54 @@ class Embedder:
 
     def embed_query(self, text: str) -> Matrix:
         """One unit vector, cached: agents repeat queries."""
-        vector: Matrix = self.embed_queries([text])[0]
+        vector: Matrix = self.embed_request(text)[0]
         return vector
 
-    def embed_queries(self, texts: Sequence[str]) -> list[Matrix]:
-        """One cached unit vector per text; the ones not cached are embedded together (``embed``: a compound
-        request's parts of like length share a model call, the whole request goes apart from its short parts)."""
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[Matrix]:
+        """The query's unit vector, then one per part (a compound request's needs), cached by request. With a
+        mean-pooling model the whole request goes through the model once and each part is read from its tokens
+        (``toolsel.late_chunking``); a part the query does not contain as written, or that the model's length
+        cut off, is embedded alone, as are all parts with a model that pools otherwise."""
+        key = (query, *parts)
         with self._cache_lock:
-            found = {text: self._cache[text] for text in dict.fromkeys(texts) if text in self._cache}
-            for text in found:
-                self._cache.move_to_end(text)
-        missing = [text for text in dict.fromkeys(texts) if text not in found]
-        embedded = dict(zip(missing, self.embed(missing), strict=True)) if missing else {}
-        for vector in embedded.values():
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return list(found)
+        vectors = self._request_vectors(query, list(parts))
+        for vector in vectors:
             vector.setflags(write=False)
-        if self._cache_size and embedded:
+        if self._cache_size:
             with self._cache_lock:
-                self._cache.update(embedded)
+                self._cache[key] = tuple(vectors)
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
-        found |= embedded
-        return [found[text] for text in texts]
+        return vectors
 
-    def uncached(self, texts: Sequence[str]) -> list[str]:
-        """The distinct texts the cache does not hold but would keep: embedded ahead (in a worker thread), a later
-        ``embed_queries`` finds them there. None when the cache keeps nothing."""
+    def cached(self, query: str, parts: Sequence[str] = ()) -> bool:
+        """Whether ``embed_request`` would answer from the cache: the app embeds the others ahead, in a worker
+        thread. True when the cache keeps nothing (there is nothing to embed ahead)."""
         if not self._cache_size:
-            return []
+            return True
         with self._cache_lock:
-            return [text for text in dict.fromkeys(texts) if text not in self._cache]
+            return (query, *parts) in self._cache
+
+    def _request_vectors(self, query: str, parts: list[str]) -> list[Matrix]:
+        from fastembed.text.pooled_embedding import PooledEmbedding
+
+        inner = self._model.model
+        if not parts or not isinstance(inner, PooledEmbedding):
+            return list(self.embed([query, *parts]))
+        context = inner.onnx_embed([query])
+        states = np.asarray(context.model_output[0], dtype=np.float32)  # one row per token
+        mask = context.attention_mask
+        attended = states if mask is None else states[np.asarray(mask[0]) > 0]
+        whole = _normalise(attended.mean(axis=0, keepdims=True))[0]  # the model's own mean pooling
+        offsets = inner.tokenize([query])[0].offsets
+        pooled = span_means(states, offsets, part_spans(query, parts))
+        alone = [part for part, vector in zip(parts, pooled, strict=True) if vector is None]
+        embedded = iter(self.embed(alone)) if alone else iter(())
+        return [whole, *(next(embedded) if vector is None else vector for vector in pooled)]
 
 
 def token_batches(

@@ -154,11 +154,13 @@ async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:
     """The request's query vectors, computed in a worker thread into the model's cache: the model's milliseconds
     never hold the event loop, and requests in flight share the cores. A failure is left to the selection, which
     embeds again and answers with BM25 alone, saying so."""
-    embedder, texts = state.selector.embedder, state.selector.texts_to_embed(request)
-    if embedder is None or not texts or state.embedding is None:
+    embedder, queries = state.selector.embedder, state.selector.to_embed(request)
+    if embedder is None or not queries or state.embedding is None:
         return
     with contextlib.suppress(Exception):
-        await asyncio.get_running_loop().run_in_executor(state.embedding, embedder.embed_queries, texts)
+        await asyncio.get_running_loop().run_in_executor(
+            state.embedding, embedder.embed_request, queries[0], queries[1:]
+        )
 
 
 def _broadcasts(state: SelectorState) -> NatsRouter:

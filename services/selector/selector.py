@@ -237,13 +237,14 @@ class Selector:
         sub_queries = parts if len(parts) > 1 else []
         return reply.model_copy(update={"no_match": no_match, "sub_queries": sub_queries}), event
 
-    def texts_to_embed(self, request: SelectRequest) -> list[str]:
-        """What this request's retrieval would give the model that it has not cached: the app embeds them in a
-        worker thread first, so that ``select`` finds them cached. None when BM25 answers alone, or may (its fast
-        path decides per query whether the vector is needed at all)."""
+    def to_embed(self, request: SelectRequest) -> list[str]:
+        """The query and its parts when the model has not cached this request's vectors: the app embeds them in
+        a worker thread first, so that ``select`` finds them cached. Empty when they are cached, and when BM25
+        answers alone, or may (its fast path decides per query whether the vector is needed at all)."""
         if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
             return []
-        return self.embedder.uncached(self._queries(request)[1])
+        queries = self._queries(request)[1]
+        return [] if self.embedder.cached(queries[0], queries[1:]) else queries
 
     def _queries(self, request: SelectRequest) -> tuple[list[str], list[str]]:
         """The request's atomic needs (seed 002; just the query when it is not compound) and what retrieval ranks
@@ -497,8 +498,8 @@ class Selector:
             and retrieval.bm25_confidence(bm25, pool, s.bm25_confidence_scale) > s.bm25_confidence_threshold
             for bm25 in lexical
         ]
-        wanted = [q for q, f in zip(queries, fast, strict=True) if mode != "bm25" and not f]
-        vectors = self._embed(wanted, degraded)
+        wanted = mode != "bm25" and not all(fast)  # the request's vectors come from one call, all or none
+        vectors = self._embed(queries if wanted else [], degraded)
         out = []
         method = mode
         query_vector = None
@@ -545,14 +546,15 @@ class Selector:
         return stages.composite(rerank, self.settings.rerank_weights, NEUTRAL, bound=RELEVANCE.name)
 
     def _embed(self, queries: list[str], degraded: list[str]) -> dict[str, stages.Vector]:
-        """The queries' vectors, in one batch; none when the model is missing or fails (BM25 answers alone)."""
+        """The vectors of the whole query (``queries[0]``) and its parts, from one request to the model; none when
+        the model is missing or fails (BM25 answers alone)."""
         if not queries:
             return {}
         if self.embedder is None:
             degraded.append("retrieval.vectors")
             return {}
         try:
-            return dict(zip(queries, self.embedder.embed_queries(queries), strict=True))
+            return dict(zip(queries, self.embedder.embed_request(queries[0], queries[1:]), strict=True))
         except Exception:
             log.exception("query embedding failed; BM25 alone")
             if "retrieval.vectors" not in degraded:

@@ -15,7 +15,10 @@ from toolsel.embedder import BATCH_TOKENS, Embedder, token_batches
 
 class LengthModel:
     """Stands in for fastembed: a text has one token per character and its vector is (its length, 1); records
-    the texts of the last call and every call's batch."""
+    the texts of the last call and every call's batch. Its inner model pools no token vectors we can read
+    (``model`` None), so a request's parts are embedded alone."""
+
+    model = None
 
     def __init__(self) -> None:
         self.seen: list[str] = []
@@ -119,35 +122,37 @@ def embedder_over(model: LengthModel, cache_size: int) -> Embedder:
 def test_a_query_and_its_parts_are_embedded_together_unless_padding_would_waste_and_repeats_cost_nothing() -> None:
     model = CountingModel()
     embedder = embedder_over(model, cache_size=8)
-    texts = ["a" * 10, "b" * 9, "c" * 10, "b" * 9]
-    rows = embedder.embed_queries(texts)
+    rows = embedder.embed_request("a" * 10, ["b" * 9, "c" * 10, "b" * 9])
     assert model.calls == 1
-    assert model.seen == ["b" * 9, "a" * 10, "c" * 10]
+    assert model.seen == ["b" * 9, "b" * 9, "a" * 10, "c" * 10]
     assert [float(r[0] / r[1]) for r in rows] == pytest.approx([10, 9, 10, 9])
-    again = embedder.embed_queries(["c" * 10, "a" * 10])
-    assert model.calls == 1  # all cached
-    assert [float(r[0] / r[1]) for r in again] == pytest.approx([10, 10])
-    embedder.embed_queries(["d" * 2, "b" * 9])
+    again = embedder.embed_request("a" * 10, ["b" * 9, "c" * 10, "b" * 9])
+    assert model.calls == 1  # the same request: cached
+    assert [float(r[0] / r[1]) for r in again] == pytest.approx([10, 9, 10, 9])
+    assert float(embedder.embed_query("d" * 2)[0]) == pytest.approx(2 / np.sqrt(5))
     assert model.calls == 2
     assert model.seen == ["d" * 2]
-    embedder.embed_queries(["e" * 40, "f" * 10, "g" * 10])  # a long request and its short parts: two calls
+    embedder.embed_request("e" * 40, ["f" * 10, "g" * 10])  # a long request and its short parts: two calls
     assert model.batches[-2:] == [["f" * 10, "g" * 10], ["e" * 40]]
 
 
 def test_the_query_cache_keeps_at_most_its_size_and_vectors_are_read_only() -> None:
     model = CountingModel()
     embedder = embedder_over(model, cache_size=2)
-    rows = embedder.embed_queries(["a" * 10, "b" * 10, "c" * 10])
-    assert list(embedder._cache) == ["b" * 10, "c" * 10]
+    rows = [embedder.embed_query(t) for t in ("a" * 10, "b" * 10, "c" * 10)]
+    assert list(embedder._cache) == [("b" * 10,), ("c" * 10,)]
     assert not rows[0].flags.writeable
     embedder.embed_query("a" * 10)
-    assert model.calls == 2  # "a" was evicted
+    assert model.calls == 4  # "a" was evicted
 
 
-def test_uncached_names_the_distinct_texts_the_cache_lacks() -> None:
+def test_cached_tells_whether_a_request_would_be_answered_from_the_cache() -> None:
     embedder = embedder_over(CountingModel(), cache_size=8)
-    embedder.embed_queries(["a" * 3, "b" * 4])
-    assert embedder.uncached(["b" * 4, "c" * 5, "c" * 5, "a" * 3, "d" * 6]) == ["c" * 5, "d" * 6]
+    embedder.embed_request("a" * 3, ["b" * 4])
+    assert embedder.cached("a" * 3, ["b" * 4])
+    assert not embedder.cached("a" * 3)  # the query alone is another request
+    assert not embedder.cached("c" * 5, ["b" * 4])
+    assert embedder_over(CountingModel(), cache_size=0).cached("c" * 5)  # nothing kept: nothing to embed ahead
 
 
 def test_threads_sharing_the_cache_get_their_own_texts_vectors() -> None:
@@ -162,7 +167,7 @@ def test_threads_sharing_the_cache_get_their_own_texts_vectors() -> None:
         try:
             for _ in range(300):
                 picked = [texts[i] for i in rng.choice(len(texts), size=3)]
-                rows = embedder.embed_queries(picked)
+                rows = embedder.embed_request(picked[0], picked[1:])
                 assert [round(float(r[0] / r[1])) for r in rows] == [len(t) for t in picked]
         except BaseException as error:
             failures.append(error)

@@ -1,5 +1,6 @@
 """An in-memory catalog built from plain tool descriptions, for testing the selector without servers."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,15 +82,15 @@ class AxisEmbedder:
     def __init__(self, keywords: dict[str, int]) -> None:
         self.keywords = keywords
 
-    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
-        return [self._embed(text) for text in texts]
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        return [self._embed(text) for text in (query, *parts)]
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._embed(text)
 
-    def uncached(self, texts: list[str]) -> list[str]:
+    def cached(self, query: str, parts: Sequence[str] = ()) -> bool:
         """Nothing to embed ahead: it keeps no cache."""
-        return []
+        return True
 
     def _embed(self, text: str) -> npt.NDArray[np.float32]:
         vector = np.zeros(DIM, dtype=np.float32)

@@ -4,7 +4,7 @@ model are stand-ins, the handlers, lifespan and refresh logic are the real ones.
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -43,13 +43,13 @@ class ThreadedEmbedder(AxisEmbedder):
         super().__init__(keywords)
         self.threads: dict[str, str] = {}
 
-    def embed_queries(self, texts: list[str]) -> list[Any]:
-        for text in texts:
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[Any]:
+        for text in (query, *parts):
             self.threads.setdefault(text, threading.current_thread().name)
-        return super().embed_queries(texts)
+        return super().embed_request(query, parts)
 
-    def uncached(self, texts: list[str]) -> list[str]:
-        return [text for text in dict.fromkeys(texts) if text not in self.threads]
+    def cached(self, query: str, parts: Sequence[str] = ()) -> bool:
+        return all(text in self.threads for text in (query, *parts))
 
 
 STANDING = ("quarantined", "rating_sum", "rating_count", "calls", "failures", "latency_sum_ms", "latency_count")
@@ -341,16 +341,16 @@ async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_a
 ) -> None:
     seen: list[ThreadedEmbedder] = []
     release = threading.Event()
-    embed_queries = ThreadedEmbedder.embed_queries
+    embed_request = ThreadedEmbedder.embed_request
 
-    def held(self: ThreadedEmbedder, texts: list[str]) -> list[Any]:
+    def held(self: ThreadedEmbedder, query: str, parts: Sequence[str] = ()) -> list[Any]:
         """The model, held on the slow request until the test lets it go."""
         seen.append(self)
-        if "slow" in texts[0]:
+        if "slow" in query:
             assert release.wait(10)
-        return embed_queries(self, texts)
+        return embed_request(self, query, parts)
 
-    monkeypatch.setattr(ThreadedEmbedder, "embed_queries", held)
+    monkeypatch.setattr(ThreadedEmbedder, "embed_request", held)
     slow = asyncio.create_task(select(broker, query="a slow email to Oslo", k=1, dry_run=True))
     quick = await asyncio.wait_for(select(broker, query="send an email to Bergen", k=1, dry_run=True), 5)
     assert not slow.done()  # answered while the other's embedding was still running

@@ -4,6 +4,7 @@ the catalog, the review index or what was learnt changes."""
 
 import gc
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +85,9 @@ class CountingEmbedder(AxisEmbedder):
         super().__init__(keywords)
         self.embedded = 0
 
-    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
-        self.embedded += len(texts)
-        return super().embed_queries(texts)
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        self.embedded += 1 + len(parts)
+        return super().embed_request(query, parts)
 
 
 def counted(sel: Selector) -> CountingEmbedder:

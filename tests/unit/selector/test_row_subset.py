@@ -2,6 +2,7 @@
 catalogs (tenants, pins, related tools, learnt posteriors, compound queries, score filters) answered both ways."""
 
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,8 @@ class _HashEmbedder:
 
     dim = DIM
 
-    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        texts = (query, *parts)
         vectors = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=DIM).astype(np.float32) for t in texts]
         return [v / np.linalg.norm(v) for v in vectors]
 

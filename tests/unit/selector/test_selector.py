@@ -1,5 +1,6 @@
 """The whole selection over an in-memory catalog: every stage, the quarantine on every path, tenants, pins."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,8 +36,8 @@ class FixedEmbedder:
     def __init__(self, vector: npt.NDArray[np.float32]) -> None:
         self.vector = vector
 
-    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
-        return [self.vector for _ in texts]
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        return [self.vector for _ in (query, *parts)]
 
 
 def usage_row(name: str, scope: str, axis_: int, version: int) -> dict[str, Any]:
@@ -392,29 +393,29 @@ class CachingEmbedder(AxisEmbedder):
         super().__init__(keywords)
         self.seen: set[str] = set()
 
-    def embed_queries(self, texts: list[str]) -> list[npt.NDArray[np.float32]]:
-        self.seen.update(texts)
-        return super().embed_queries(texts)
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        self.seen.update((query, *parts))
+        return super().embed_request(query, parts)
 
-    def uncached(self, texts: list[str]) -> list[str]:
-        return [text for text in dict.fromkeys(texts) if text not in self.seen]
+    def cached(self, query: str, parts: Sequence[str] = ()) -> bool:
+        return all(text in self.seen for text in (query, *parts))
 
 
-def test_the_texts_to_embed_ahead_are_the_query_and_its_parts_the_model_has_not_seen() -> None:
+def test_what_is_embedded_ahead_is_the_query_and_its_parts_until_the_model_has_them() -> None:
     embedder = CachingEmbedder(EMBED.keywords)
     sel = Selector(Settings(), catalog(TOOLS), embedder)  # type: ignore[arg-type]
     query = "check the weather in Paris, then search flights to Paris, and then book a hotel room"
     request = SelectRequest(query=query)
-    texts = sel.texts_to_embed(request)
+    texts = sel.to_embed(request)
     assert texts == [query, *decompose(query)]  # the whole request, then each need
     assert len(texts) == 4
     sel.select(request)
     assert embedder.seen == set(texts)  # the selection embeds exactly what was named
-    assert sel.texts_to_embed(request) == []
-    assert sel.texts_to_embed(SelectRequest(query="a new query", retrieval="bm25")) == []
+    assert sel.to_embed(request) == []
+    assert sel.to_embed(SelectRequest(query="a new query", retrieval="bm25")) == []
     fast = Selector(Settings(bm25_fast_path=True), catalog(TOOLS), embedder)  # type: ignore[arg-type]
-    assert fast.texts_to_embed(SelectRequest(query="a new query")) == []  # BM25 may answer it alone
-    assert Selector(Settings(), catalog(TOOLS), None).texts_to_embed(SelectRequest(query="a new query")) == []
+    assert fast.to_embed(SelectRequest(query="a new query")) == []  # BM25 may answer it alone
+    assert Selector(Settings(), catalog(TOOLS), None).to_embed(SelectRequest(query="a new query")) == []
 
 
 @pytest.mark.parametrize(("history_weight", "searches"), [(0.0, 1), (1.0, 2)])
