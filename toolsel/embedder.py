@@ -22,9 +22,9 @@ texts × length², and the ONNX arena keeps its peak: long texts go in small bat
 cost no more per token (1,000 bench tool texts: 512 tokens a call took 20% less CPU than 32 texts a call, and
 the process peaked 20 MB above the loaded model instead of 740 MB)."""
 MAX_PADDING = 0.1
-"""Share of a batch's padded tokens that may be padding. A query and its decomposed parts differ in length
-tenfold; padded together they cost a quarter more than apart (60 against 82 ms for a compound request of the
-evaluation sets), while a sync's texts, sorted by length, keep their batches and their rate."""
+"""Share of a batch's padded tokens that may be padding. Texts of unlike length padded together cost more than
+apart (a request and its parts embedded alone, which differ in length tenfold: 82 against 60 ms), while a sync's
+texts, sorted by length, keep their batches and their rate."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 Matrix = npt.NDArray[np.float32]
