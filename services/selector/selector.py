@@ -500,6 +500,8 @@ class Selector:
         ]
         wanted = mode != "bm25" and not all(fast)  # the request's vectors come from one call, all or none
         vectors = self._embed(queries if wanted else [], degraded)
+        embedded = [q for q in dict.fromkeys(queries) if q in vectors]
+        products = dict(zip(embedded, stages.cosines(cat.vectors, [vectors[q] for q in embedded]), strict=True))
         out = []
         method = mode
         query_vector = None
@@ -507,7 +509,7 @@ class Selector:
             found = dict.fromkeys(RETRIEVAL, zeros)
             found[BM25.name] = bm25
             if mode != "bm25" and not fast_path:
-                ctx = replace(ctx, vector=vectors.get(ctx.query))
+                ctx = replace(ctx, vector=vectors.get(ctx.query), cosine=products.get(ctx.query))
                 if ctx.vector is None and mode == "vector":
                     method = "unranked"
                 query_vector = ctx.vector if i == 0 else query_vector

@@ -55,6 +55,9 @@ class QueryContext:
     reviews: ReviewLookup | None
     usage: UsageView | None = None
     """What the request's scope learnt from use: the vectors that replace its learnt tools' declared ones."""
+    cosine: Scores | None = None
+    """The vector's cosine with every catalog row, when computed with the request's other queries
+    (``stages.cosines``); None: the signal computes it."""
 
 
 @dataclass(frozen=True)

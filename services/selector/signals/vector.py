@@ -17,7 +17,8 @@ class VectorSignal:
         cat = ctx.catalog
         if ctx.vector is None:
             return np.zeros(len(cat), dtype=np.float64)
-        result: Scores = np.where(cat.has_vector, cosine(cat.vectors, ctx.vector), 0.0)
+        raw = cosine(cat.vectors, ctx.vector) if ctx.cosine is None else ctx.cosine
+        result: Scores = np.where(cat.has_vector, raw, 0.0)
         if ctx.usage is not None:
             result[ctx.usage.rows] = usage_cosine(ctx.usage, ctx.vector, ctx.settings.usage_negative_similarity)
         clipped: Scores = result.clip(min=0.0)

@@ -10,6 +10,7 @@ from services.selector.stages import (
     choose,
     composite,
     cosine,
+    cosines,
     deep_exploration_chance,
     deep_score,
     epoch_seconds,
@@ -149,6 +150,17 @@ def test_cosine_of_unit_vectors() -> None:
     query = np.array([0.6, 0.8], dtype=np.float32)
     assert cosine(vectors, query) == pytest.approx([0.6, 0.8, 1.0, -0.6])
     assert cosine(vectors, query).dtype == np.float64
+
+
+def test_cosines_of_several_queries_in_one_product_are_each_querys_cosine() -> None:
+    vectors = np.array([[1, 0], [0, 1], [0.6, 0.8], [-1, 0]], dtype=np.float32)
+    queries = [np.array([0.6, 0.8], dtype=np.float32), np.array([0, -1], dtype=np.float32)]
+    first, second = cosines(vectors, queries)
+    assert first == pytest.approx([0.6, 0.8, 1.0, -0.6])
+    assert second == pytest.approx([0.0, -1.0, -0.8, 0.0])
+    assert first.dtype == np.float64
+    assert first.flags.c_contiguous
+    assert cosines(vectors, []) == []
 
 
 def test_top_n_best_first_within_mask() -> None:
