@@ -16,17 +16,16 @@ all), and the rerank's fitness searches the tenant's entries on every select, ca
 
 import argparse
 import asyncio
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pgvector import Vector
+from in_process import PLUGIN, in_process_catalog
 from threadpoolctl import threadpool_limits
 
 from contracts import SelectRequest
-from services.selector.catalog import ReviewIndex, build_catalog
+from services.selector.catalog import ReviewIndex
 from services.selector.selector import Selector
 from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
@@ -48,33 +47,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     threadpool_limits(settings.blas_threads, user_api="blas")  # as the services run: no BLAS threads spinning
     sets = pooled_sets(args.data)
     rng = np.random.default_rng(0)
-    rows = []
+    specs, vectors = [], []
     for tool in catalog_of([t for s in sets for t in s.tools], args.tools):
         name = tool.name.replace("/", "_").strip()[:120]  # as a sync's names are
+        specs.append({"name": name, "description": tool.description, "parameters": tool.parameters})
         vector = rng.standard_normal(settings.embedding_dim).astype(np.float32)
-        spec = {"name": name, "description": tool.description, "parameters": tool.parameters}
-        rows.append(
-            {
-                "plugin_id": "bench",
-                "name": name,
-                "tenant_id": "*",  # shared: the requests come from every tenant
-                "category": None,
-                "spec": json.dumps(spec),
-                "embedding": Vector(vector / np.linalg.norm(vector)),
-                "is_always_pinned": False,
-                "pin_weight": 0,
-                "quarantined": False,
-                "rating_sum": 0,
-                "rating_count": 0,
-                "calls": 0,
-                "failures": 0,
-                "latency_sum_ms": 0,
-                "latency_count": 0,
-            }
-        )
-    selector = Selector(settings, build_catalog(rows, [], [], settings), asyncio.run(load_model(settings)))
+        vectors.append(vector / np.linalg.norm(vector))
+    selector = Selector(
+        settings, in_process_catalog(specs, np.array(vectors), settings), asyncio.run(load_model(settings))
+    )
     if args.reviews:
-        selector.reviews = review_index(rng, [f"bench/{r['name']}" for r in rows], args.reviews, args.scopes)
+        selector.reviews = review_index(rng, [f"{PLUGIN}/{spec['name']}" for spec in specs], args.reviews, args.scopes)
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), QUERIES)
     tenants = [f"tenant-{i % args.scopes}" for i in range(len(texts))]
     requests = [SelectRequest(query=text, tenant_id=t, dry_run=True) for text, t in zip(texts, tenants, strict=True)]

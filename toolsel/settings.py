@@ -21,17 +21,20 @@ RERANK_WEIGHTS = {
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {
-    "intercept": -2.5625,
-    "cosine": 5.1668,
-    "bm25_match": 2.0754,
-    "log_rank": -1.3939,
-    "compound": -0.3389,
-    "compound_log_rank": -1.3637,
+    "intercept": -2.2372,
+    "cosine": 3.7742,
+    "bm25_match": 2.9143,
+    "log_rank": -1.0522,
+    "cosine_lead": 9.5693,
+    "compound": -1.7641,
+    "compound_log_rank": 0.6679,
+    "compound_first": 2.4393,
 }
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
-query: raw cosine, the share of the query's BM25 ceiling a tool reached, and the log of its best retrieval rank over
-the query and its parts (a compound request has one first tool per need), with an intercept and rank slope of their
-own for a compound request."""
+query (``python scripts/fit_confidence.py ../shared/bench``): raw cosine, the share of the query's BM25 ceiling a
+tool reached, the log of its best retrieval rank over the query and its parts, its cosine's lead over the best
+other tool's times its cosine, and for a compound request an intercept, rank slope and a part's first tool's term
+of its own (``services.selector.confidence``)."""
 
 
 def default_home() -> Path:
@@ -145,11 +148,16 @@ class Settings(BaseSettings):
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
-    relevant: intercept, cosine, bm25_match and log_rank, the log of the tool's best rank over the query and its
-    parts, and for a compound request (split into parts) compound, added to the intercept, and compound_log_rank,
-    added to the rank's slope (fitted on the four shared sets; docs/results.md, Quality)."""
-    no_match_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
-    """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits."""
+    relevant: intercept, cosine, bm25_match, log_rank (the log of the tool's best rank over the query and its
+    parts), cosine_lead (its cosine less the best other tool's, times its cosine), and for a compound request
+    (split into parts) compound, compound_log_rank and compound_first, added to the intercept, the rank's slope
+    and a part's first tool (fitted on the four shared sets by scripts/fit_confidence.py; docs/results.md,
+    Quality)."""
+    no_match_confidence: float = Field(default=0.25, ge=0.0, le=1.0)
+    """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits. At 0.25
+    it says so for 3.9% of metatool's queries, 0.7% of toolbench_stb's, 0.1% of seal_tools' and 11.7% of
+    livemcpbench's (at 0.3: 10.3%, 0.9%, 0.2%, 18.1%), and for nonsense, a flight booked in Polish and an
+    off-topic question, whose best tools score 0.16-0.24 (docs/results.md, Quality)."""
     review_neighbours: int = 30
     """Review-index entries consulted for historical fitness and recommendation: an entry is one tool's verdicts
     on past queries alike, and a review judges every tool offered, so 30 is the verdicts of about three past

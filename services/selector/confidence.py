@@ -2,13 +2,41 @@
 so an agent can tell a good fit from the best of a bad lot and "nothing fits" from "something does"."""
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from services.selector.retrieval import ranks_of
 from services.selector.stages import Mask, Rows, Scores
 
-FEATURES = ("cosine", "bm25_match", "log_rank", "compound", "compound_log_rank")
+TERMS = (
+    "intercept",
+    "cosine",
+    "bm25_match",
+    "log_rank",
+    "cosine_lead",
+    "compound",
+    "compound_log_rank",
+    "compound_first",
+)
+"""The logistic model's terms, each with its coefficient: the raw cosine, the BM25 match, the log of the best
+retrieval rank, the cosine's lead over the best other tool's times the cosine (a tool that stands out, and is near
+the query); and for a compound request (split into parts) an intercept, a rank slope and a term for a part's
+first tool of its own."""
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The raw signals of the rows a request scored, aligned with them."""
+
+    cosine: Scores
+    match: Scores
+    """``bm25_match``: the share of the query's BM25 ceiling each row reached."""
+    rank: Scores
+    """``best_rank``: 1 = first for the query or one of its parts; infinity: not ranked."""
+    lead: Scores
+    """``lead`` of the cosine: how far each row's cosine stands from the best other row's."""
 
 
 def bm25_match(scores: Scores, ceiling: float) -> Scores:
@@ -29,20 +57,37 @@ def best_rank(relevances: Sequence[Scores], pool: Mask, rows: Rows) -> Scores:
     return result
 
 
-def confidence(
-    cosine: Scores, match: Scores, rank: Scores, compound: bool, coefficients: Mapping[str, float]
-) -> Scores:
-    """The logistic model over raw cosine, BM25 match and log retrieval rank (``best_rank``: 1 = first for the
-    query or one of its parts; infinity: not ranked, confidence 0). A compound request (split into parts) has its
-    own intercept and rank slope: a part's first tool is a weaker sign than a whole query's, since a part is
-    shorter and several of them each have a first tool."""
-    missing = [name for name in ("intercept", *FEATURES) if name not in coefficients]
+def lead(scores: Scores, pool: Mask, rows: Rows) -> Scores:
+    """Each of ``rows``' score less the best other score in the pool (``scores`` and ``pool`` over every catalog
+    row): for the first, how far it stands ahead of the runner-up (a tool far nearer the query than any other is
+    likelier the one), for the others how far they trail it (negative); rows tied at the top lead by 0."""
+    inside = scores[pool]
+    own = scores[rows]
+    if inside.size == 0:
+        return np.zeros_like(own)
+    second, top = np.partition(inside, -2)[-2:] if inside.size > 1 else (0.0, inside[0])
+    result: Scores = np.where(own >= top, own - second, own - top)
+    return result
+
+
+def terms(signals: Signals, compound: bool) -> npt.NDArray[np.float64]:
+    """One row per scored row, one column per ``TERMS`` entry (an unranked row's rank counts as 1: its
+    confidence is 0 whatever the model says). The lead counts times the cosine: among tools that all miss the
+    query (a question no tool answers, in a small catalog), the one ahead is no likelier right."""
+    rank = np.where(np.isfinite(signals.rank), signals.rank, 1.0)
+    log_rank, first, ones = np.log(rank), (rank == 1.0).astype(np.float64), np.ones_like(rank)
+    split = 1.0 if compound else 0.0
+    columns = [ones, signals.cosine, signals.match, log_rank, signals.lead * signals.cosine]
+    return np.column_stack([*columns, split * ones, split * log_rank, split * first])
+
+
+def confidence(signals: Signals, compound: bool, coefficients: Mapping[str, float]) -> Scores:
+    """The logistic model over ``terms``: a compound request has terms of its own, since a part's first tool is a
+    weaker or stronger sign than a whole query's as its parts ask for one tool or several. An unranked row's
+    confidence is 0."""
+    missing = [name for name in TERMS if name not in coefficients]
     if missing:
         raise ValueError(f"confidence coefficients lack {', '.join(missing)}")
-    c = coefficients
-    ranked = np.isfinite(rank)
-    slope = c["log_rank"] + (c["compound_log_rank"] if compound else 0.0)
-    z = c["intercept"] + (c["compound"] if compound else 0.0) + c["cosine"] * cosine + c["bm25_match"] * match
-    z = z + slope * np.log(np.where(ranked, rank, 1.0))
-    result: Scores = np.where(ranked, 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), 0.0)
+    z = terms(signals, compound) @ np.array([coefficients[name] for name in TERMS], dtype=np.float64)
+    result: Scores = np.where(np.isfinite(signals.rank), 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), 0.0)
     return result

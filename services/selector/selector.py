@@ -23,6 +23,7 @@ from contracts import (
 )
 from services.selector import confidence, fusion, retrieval, stages
 from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
+from services.selector.confidence import Signals
 from services.selector.history import UserHistory
 from services.selector.policy import Rule, Subject, visible_mask
 from services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
@@ -78,6 +79,8 @@ class _Scored:
     breakdown: dict[str, stages.Scores]
     confidence: stages.Scores
     """The probability that each row is relevant, from its raw retrieval signals."""
+    signals: Signals
+    """What ``confidence`` was computed from (the fitting script reads them: scripts/fit_confidence.py)."""
 
     @property
     def relevance(self) -> stages.Scores:
@@ -318,16 +321,16 @@ class Selector:
             "beta": beta,
             "composite": score,
         }
-        sure = confidence.confidence(
+        signals = Signals(
             breakdown[VECTOR.field],
             _best(q.bm25_match[rows] for q in per_query),
             confidence.best_rank([q.relevance for q in per_query], pool, rows),
-            len(per_query) > 1,
-            self.settings.confidence_coefficients,
+            confidence.lead(_best(q.signals[VECTOR.name] for q in per_query), pool, rows),
         )
+        sure = confidence.confidence(signals, len(per_query) > 1, self.settings.confidence_coefficients)
         explore = self._composite({**rerank, QUALITY.name: drawn})
         top = float(relevance[pool].max()) if pool.any() else 0.0  # this request's pool: never another tenant's rows
-        return _Scored(rows, pool[rows], top, score, explore, breakdown, sure)
+        return _Scored(rows, pool[rows], top, score, explore, breakdown, sure, signals)
 
     def _policy(self, request: SelectRequest) -> stages.Mask:
         who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)

@@ -3,45 +3,93 @@ import math
 import numpy as np
 import pytest
 
-from services.selector.confidence import best_rank, bm25_match, confidence
+from services.selector.confidence import TERMS, Signals, best_rank, bm25_match, confidence, lead, terms
 
 COEF = {
     "intercept": -1.0,
     "cosine": 4.0,
     "bm25_match": 2.0,
     "log_rank": -1.0,
+    "cosine_lead": 3.0,
     "compound": -0.5,
     "compound_log_rank": -1.0,
+    "compound_first": 0.25,
 }
 
 
+def signals(cosine: float, match: float, rank: float, lead_: float = 0.0) -> Signals:
+    return Signals(np.array([cosine]), np.array([match]), np.array([rank]), np.array([lead_]))
+
+
+def logistic(z: float) -> float:
+    return 1 / (1 + math.exp(-z))
+
+
 def test_confidence_is_the_logistic_of_the_raw_signals() -> None:
-    got = confidence(np.array([0.5]), np.array([0.25]), np.array([2.0]), False, COEF)
-    z = -1.0 + 4.0 * 0.5 + 2.0 * 0.25 - math.log(2.0)
-    assert got[0] == pytest.approx(1 / (1 + math.exp(-z)))
+    got = confidence(signals(0.5, 0.25, 2.0, -0.1), False, COEF)
+    assert got[0] == pytest.approx(logistic(-1.0 + 4.0 * 0.5 + 2.0 * 0.25 - math.log(2.0) + 3.0 * -0.1 * 0.5))
 
 
-def test_confidence_rises_with_cosine_and_match_and_falls_with_rank() -> None:
-    base = confidence(np.array([0.4]), np.array([0.2]), np.array([3.0]), False, COEF)[0]
-    assert confidence(np.array([0.6]), np.array([0.2]), np.array([3.0]), False, COEF)[0] > base
-    assert confidence(np.array([0.4]), np.array([0.5]), np.array([3.0]), False, COEF)[0] > base
-    assert confidence(np.array([0.4]), np.array([0.2]), np.array([9.0]), False, COEF)[0] < base
+def test_confidence_rises_with_cosine_match_and_lead_and_falls_with_rank() -> None:
+    base = confidence(signals(0.4, 0.2, 3.0), False, COEF)[0]
+    assert confidence(signals(0.6, 0.2, 3.0), False, COEF)[0] > base
+    assert confidence(signals(0.4, 0.5, 3.0), False, COEF)[0] > base
+    assert confidence(signals(0.4, 0.2, 3.0, 0.1), False, COEF)[0] > base
+    assert confidence(signals(0.4, 0.2, 9.0), False, COEF)[0] < base
 
 
-def test_a_compound_request_has_its_own_intercept_and_rank_slope() -> None:
-    got = confidence(np.array([0.5]), np.array([0.25]), np.array([2.0]), True, COEF)
-    z = -1.0 - 0.5 + 4.0 * 0.5 + 2.0 * 0.25 - 2.0 * math.log(2.0)
-    assert got[0] == pytest.approx(1 / (1 + math.exp(-z)))
+def test_a_lead_counts_by_how_near_the_query_the_tool_is() -> None:
+    """Among tools that all miss the query, the one ahead is no likelier right: the lead counts times the cosine."""
+    far = confidence(signals(0.05, 0.0, 1.0, 0.3), False, COEF)[0] - confidence(signals(0.05, 0.0, 1.0), False, COEF)[0]
+    near = confidence(signals(0.6, 0.0, 1.0, 0.3), False, COEF)[0] - confidence(signals(0.6, 0.0, 1.0), False, COEF)[0]
+    assert far < near / 4
+
+
+def test_a_compound_request_has_its_own_intercept_rank_slope_and_first_tool_term() -> None:
+    got = confidence(signals(0.5, 0.25, 2.0), True, COEF)
+    assert got[0] == pytest.approx(logistic(-1.0 - 0.5 + 4.0 * 0.5 + 2.0 * 0.25 - 2.0 * math.log(2.0)))
+    first = confidence(signals(0.5, 0.25, 1.0), True, COEF)
+    assert first[0] == pytest.approx(logistic(-1.0 - 0.5 + 4.0 * 0.5 + 2.0 * 0.25 + 0.25))
+    assert confidence(signals(0.5, 0.25, 1.0), False, COEF)[0] == pytest.approx(logistic(-1.0 + 2.0 + 0.5))
+
+
+def test_the_terms_are_the_models_columns_in_order() -> None:
+    row = terms(signals(0.5, 0.25, 1.0, 0.2), True)[0]
+    assert dict(zip(TERMS, row.tolist(), strict=True)) == pytest.approx(
+        {
+            "intercept": 1.0,
+            "cosine": 0.5,
+            "bm25_match": 0.25,
+            "log_rank": 0.0,
+            "cosine_lead": 0.1,
+            "compound": 1.0,
+            "compound_log_rank": 0.0,
+            "compound_first": 1.0,
+        }
+    )
+    assert terms(signals(0.5, 0.25, 4.0), False)[0].tolist()[5:] == [0.0, 0.0, 0.0]
 
 
 def test_an_unranked_row_has_no_confidence_and_extremes_stay_in_bounds() -> None:
-    got = confidence(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), False, COEF)
-    assert got.tolist() == [pytest.approx(1.0), 0.0]
+    wide = Signals(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), np.zeros(2))
+    assert confidence(wide, False, COEF).tolist() == [pytest.approx(1.0), 0.0]
 
 
 def test_missing_coefficients_are_refused() -> None:
-    with pytest.raises(ValueError, match="log_rank"):
-        confidence(np.zeros(1), np.zeros(1), np.ones(1), False, {"intercept": 0, "cosine": 1, "bm25_match": 1})
+    lacking = {k: v for k, v in COEF.items() if k not in ("cosine_lead", "compound_first")}
+    with pytest.raises(ValueError, match="cosine_lead, compound_first"):
+        confidence(signals(0.0, 0.0, 1.0), False, lacking)
+
+
+def test_the_lead_is_how_far_the_first_stands_ahead_and_the_others_trail() -> None:
+    scores = np.array([1.0, 0.7, 0.2, 0.95])
+    pool = np.array([True, True, True, False])  # the last row is outside the pool: it sets no bar
+    assert lead(scores, pool, np.arange(4)).tolist() == pytest.approx([0.3, -0.3, -0.8, -0.05])
+    assert lead(scores, pool, np.array([2, 0])).tolist() == pytest.approx([-0.8, 0.3])  # rows of a subset
+    tied = np.array([1.0, 1.0, 0.5])
+    assert lead(tied, np.ones(3, dtype=bool), np.arange(3)).tolist() == pytest.approx([0.0, 0.0, -0.5])
+    assert lead(np.array([0.6]), np.array([True]), np.arange(1)).tolist() == pytest.approx([0.6])
+    assert lead(np.array([0.6]), np.array([False]), np.arange(1)).tolist() == [0.0]
 
 
 def test_bm25_match_is_zero_without_a_ceiling() -> None:

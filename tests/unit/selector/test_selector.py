@@ -171,8 +171,10 @@ def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -
         "cosine": 0.0,
         "bm25_match": 0.0,
         "log_rank": -10.0,
+        "cosine_lead": 0.0,
         "compound": 0.0,
         "compound_log_rank": 0.0,
+        "compound_first": 0.0,
     }
     sel = selector(confidence_coefficients=by_rank_alone)
     reply, _ = sel.select(SelectRequest(query="search a flight to Rome and then book a hotel", k=2))
