@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
+    sentence_vectors: bool = True
+    """For a query of several sentences, a tool's cosine with it is its best over the query and each sentence (read
+    in the query's context, in the same model call). In process, full pipeline NDCG@10 metatool 0.709 -> 0.712,
+    toolbench_stb 0.758 -> 0.761, seal_tools 0.930 -> 0.932, livemcpbench 0.439 -> 0.442 (docs/results.md)."""
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
     relevant: intercept, cosine, bm25_match, log_rank (the log of the tool's best rank over the query and its

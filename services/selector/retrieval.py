@@ -318,9 +318,14 @@ def asking_sentences(query: str) -> list[str]:
     step ("Additionally, ...", "I'm also curious ...", "Next, ...", "2. ..."), and the one such an addition
     follows. A sentence that sets the scene ("I'm planning a trip to Rome.") or details the request before it is
     no need of its own: the whole query, which is retrieved too, keeps it."""
-    sentences = [s for line in query.splitlines() for s in _line_sentences(line)]
+    sentences = split_sentences(query)
     adds = [_ADDED_REQUEST.match(s) is not None for s in sentences]
     return [s for i, s in enumerate(sentences) if s.endswith("?") or adds[i] or (i + 1 < len(adds) and adds[i + 1])]
+
+
+def split_sentences(query: str) -> list[str]:
+    """The request's sentences, line by line (a list item's number stays with its first sentence)."""
+    return [s for line in query.splitlines() for s in _line_sentences(line)]
 
 
 def _line_sentences(line: str) -> list[str]:

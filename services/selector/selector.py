@@ -246,8 +246,20 @@ class Selector:
         answers alone, or may (its fast path decides per query whether the vector is needed at all)."""
         if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
             return []
-        queries = self._queries(request)[1]
-        return [] if self.embedder.cached(queries[0], queries[1:]) else queries
+        texts = self._read(self._queries(request)[1])
+        return [] if self.embedder.cached(texts[0], texts[1:]) else texts
+
+    def _read(self, queries: list[str]) -> list[str]:
+        """What the model reads for a request, in one call (late chunking): the whole query and its parts, then
+        each of its sentences (``_sentences``) not already one of them."""
+        return list(dict.fromkeys([*queries, *self._sentences(queries[0])]))
+
+    def _sentences(self, query: str) -> list[str]:
+        """The sentences of a query of several (none for one sentence, or with ``TOOLSEL_SENTENCE_VECTORS`` off): a
+        tool's cosine with the whole query is its best over the query and these, since a request that sets the
+        scene before it asks is nearest its tool in the sentence that asks."""
+        found = retrieval.split_sentences(query) if self.settings.sentence_vectors else []
+        return found if len(found) > 1 else []
 
     def _queries(self, request: SelectRequest) -> tuple[list[str], list[str]]:
         """The request's atomic needs (seed 002; just the query when it is not compound) and what retrieval ranks
@@ -502,9 +514,13 @@ class Selector:
             for bm25 in lexical
         ]
         wanted = mode != "bm25" and not all(fast)  # the request's vectors come from one call, all or none
-        vectors = self._embed(queries if wanted else [], degraded)
-        embedded = [q for q in dict.fromkeys(queries) if q in vectors]
+        texts = self._read(queries)
+        vectors = self._embed(texts if wanted else [], degraded)
+        embedded = [q for q in texts if q in vectors]
         products = dict(zip(embedded, stages.cosines(cat.vectors, [vectors[q] for q in embedded]), strict=True))
+        sentences = [products[x] for x in self._sentences(queries[0]) if x in products]
+        if queries[0] in products and sentences:  # the whole query's cosine: its best over it and its sentences
+            products[queries[0]] = np.maximum.reduce([products[queries[0]], *sentences])
         out = []
         method = mode
         query_vector = None

@@ -182,6 +182,25 @@ def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -
     assert sure["search_flights"] == sure["book_hotel"] == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize(("sentence_vectors", "similarity"), [(True, 1.0), (False, 0.7071)])
+def test_a_query_of_several_sentences_is_as_near_a_tool_as_its_nearest_sentence(
+    sentence_vectors: bool, similarity: float
+) -> None:
+    sel = selector(sentence_vectors=sentence_vectors)
+    query = "I read my email every morning. What will the weather be in Oslo?"  # one need: no parts
+    reply, _ = sel.select(SelectRequest(query=query, k=3, dry_run=True))
+    assert reply.sub_queries == []
+    weather = next(t for t in reply.tools if t.name == "get_weather")
+    assert weather.breakdown.similarity == pytest.approx(similarity, abs=1e-4)
+    caching = CachingEmbedder(EMBED.keywords)
+    ahead = Selector(Settings(sentence_vectors=sentence_vectors), catalog(TOOLS), caching)  # type: ignore[arg-type]
+    sentences = ["I read my email every morning.", "What will the weather be in Oslo?"]
+    read = [query, *sentences] if sentence_vectors else [query]
+    assert ahead.to_embed(SelectRequest(query=query)) == read
+    ahead.select(SelectRequest(query=query))
+    assert caching.seen == set(read)  # what was named ahead is what the selection read
+
+
 def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
     sel = selector(exploration_slots=1, thompson_sampling=True)
     reply, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1))
