@@ -241,9 +241,10 @@ class Selector:
         return reply.model_copy(update={"no_match": no_match, "sub_queries": sub_queries}), event
 
     def to_embed(self, request: SelectRequest) -> list[str]:
-        """The query and its parts when the model has not cached this request's vectors: the app embeds them in
-        a worker thread first, so that ``select`` finds them cached. Empty when they are cached, and when BM25
-        answers alone, or may (its fast path decides per query whether the vector is needed at all)."""
+        """What the model reads for this request (``_read``: the query, its parts, its sentences) when it has not
+        cached their vectors: the app embeds them in a worker thread first, so that ``select`` finds them cached.
+        Empty when they are cached, and when BM25 answers alone, or may (its fast path decides per query whether
+        the vector is needed at all)."""
         if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
             return []
         texts = self._read(self._queries(request)[1])
