@@ -31,7 +31,7 @@ CONFIDENCE_COEFFICIENTS = {
     "compound_first": 2.4393,
 }
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
-query (``python scripts/fit_confidence.py ../shared/bench``): raw cosine, the share of the query's BM25 ceiling a
+query (``scripts/fit_confidence.py`` over the evaluation sets): raw cosine, the share of the query's BM25 ceiling a
 tool reached, the log of its best retrieval rank over the query and its parts, its cosine's lead over the best
 other tool's times its cosine, and for a compound request an intercept, rank slope and a part's first tool's term
 of its own (``services.selector.confidence``)."""

@@ -247,13 +247,9 @@ class Selector:
         the vector is needed at all)."""
         if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
             return []
-        texts = self._read(self._queries(request)[1])
+        queries = self._queries(request)[1]
+        texts = _read(queries, self._sentences(queries[0]))
         return [] if self.embedder.cached(texts[0], texts[1:]) else texts
-
-    def _read(self, queries: list[str]) -> list[str]:
-        """What the model reads for a request, in one call (late chunking): the whole query and its parts, then
-        each of its sentences (``_sentences``) not already one of them."""
-        return list(dict.fromkeys([*queries, *self._sentences(queries[0])]))
 
     def _sentences(self, query: str) -> list[str]:
         """The sentences of a query of several (none for one sentence, or with ``TOOLSEL_SENTENCE_VECTORS`` off): a
@@ -515,13 +511,12 @@ class Selector:
             for bm25 in lexical
         ]
         wanted = mode != "bm25" and not all(fast)  # the request's vectors come from one call, all or none
-        texts = self._read(queries)
+        sentences = self._sentences(queries[0])
+        texts = _read(queries, sentences)
         vectors = self._embed(texts if wanted else [], degraded)
         embedded = [q for q in texts if q in vectors]
         products = dict(zip(embedded, stages.cosines(cat.vectors, [vectors[q] for q in embedded]), strict=True))
-        sentences = [products[x] for x in self._sentences(queries[0]) if x in products]
-        if queries[0] in products and sentences:  # the whole query's cosine: its best over it and its sentences
-            products[queries[0]] = np.maximum.reduce([products[queries[0]], *sentences])
+        read = tuple((vectors[x], products[x]) for x in sentences if x in products)  # the whole query's sentences
         out = []
         method = mode
         query_vector = None
@@ -529,7 +524,8 @@ class Selector:
             found = dict.fromkeys(RETRIEVAL, zeros)
             found[BM25.name] = bm25
             if mode != "bm25" and not fast_path:
-                ctx = replace(ctx, vector=vectors.get(ctx.query), cosine=products.get(ctx.query))
+                cosine, whole = products.get(ctx.query), read if i == 0 else ()
+                ctx = replace(ctx, vector=vectors.get(ctx.query), cosine=cosine, sentences=whole)
                 if ctx.vector is None and mode == "vector":
                     method = "unranked"
                 query_vector = ctx.vector if i == 0 else query_vector
@@ -707,6 +703,12 @@ _EXACT = frozenset({"alpha", "beta"})
 def _fields(registry: Mapping[str, Signal[Any]]) -> list[tuple[str, str]]:
     """(signal name, breakdown field) of the signals a breakdown shows."""
     return [(name, signal.field) for name, signal in registry.items() if signal.field is not None]
+
+
+def _read(queries: list[str], sentences: list[str]) -> list[str]:
+    """What the model reads for a request, in one call (late chunking): the whole query and its parts, then each
+    of the whole query's sentences not already one of them."""
+    return list(dict.fromkeys([*queries, *sentences]))
 
 
 def _best(per_query: Iterable[stages.Scores]) -> stages.Scores:

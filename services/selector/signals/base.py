@@ -58,6 +58,9 @@ class QueryContext:
     cosine: Scores | None = None
     """The vector's cosine with every catalog row, when computed with the request's other queries
     (``stages.cosines``); None: the signal computes it."""
+    sentences: tuple[tuple[Vector, Scores], ...] = ()
+    """For a whole query of several sentences, each sentence's vector (read in the query's context) and its cosine
+    with every catalog row: the vector signal gives a tool its best over the query and these."""
 
 
 @dataclass(frozen=True)

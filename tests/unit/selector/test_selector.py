@@ -201,6 +201,17 @@ def test_a_query_of_several_sentences_is_as_near_a_tool_as_its_nearest_sentence(
     assert caching.seen == set(read)  # what was named ahead is what the selection read
 
 
+def test_a_learnt_tool_is_as_near_a_query_of_several_sentences_as_its_nearest_sentence() -> None:
+    tools = [T("send_email", "send an email", 0), T("get_weather", "weather forecast", 2)]
+    sel = selector(tools, fusion_weights={"bm25": 0.0})
+    sel.usage.merge([usage_row("get_weather", "acme", 2, version=1)])  # learnt what it declares: the same axis
+    query = "I read my email every morning. What will the weather be in Oslo?"
+    for tenant in ("acme", "other"):  # learnt in acme, declared elsewhere: the sentence counts for both
+        reply, _ = sel.select(SelectRequest(query=query, k=2, tenant_id=tenant, dry_run=True))
+        weather = next(t for t in reply.tools if t.name == "get_weather")
+        assert weather.breakdown.similarity == pytest.approx(1.0, abs=1e-4), tenant
+
+
 def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
     sel = selector(exploration_slots=1, thompson_sampling=True)
     reply, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1))
