@@ -21,20 +21,21 @@ RERANK_WEIGHTS = {
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {
-    "intercept": -2.2372,
-    "cosine": 3.7742,
-    "bm25_match": 2.9143,
-    "log_rank": -1.0522,
-    "cosine_lead": 9.5693,
-    "compound": -1.7641,
-    "compound_log_rank": 0.6679,
-    "compound_first": 2.4393,
+    "intercept": -4.8607,
+    "cosine": 3.5018,
+    "bm25_match": 3.4033,
+    "log_rank": -1.0003,
+    "cosine_lead": 11.1879,
+    "log_length": 0.5489,
+    "compound": -2.1828,
+    "compound_log_rank": 0.6207,
+    "compound_first": 2.3883,
 }
 """Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
 query (``scripts/fit_confidence.py`` over the evaluation sets): raw cosine, the share of the query's BM25 ceiling a
 tool reached, the log of its best retrieval rank over the query and its parts, its cosine's lead over the best
-other tool's times its cosine, and for a compound request an intercept, rank slope and a part's first tool's term
-of its own (``services.selector.confidence``)."""
+other tool's times its cosine, the log of the query's length in characters, and for a compound request an
+intercept, rank slope and a part's first tool's term of its own (``services.selector.confidence``)."""
 
 
 def default_home() -> Path:
@@ -153,15 +154,16 @@ class Settings(BaseSettings):
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
     relevant: intercept, cosine, bm25_match, log_rank (the log of the tool's best rank over the query and its
-    parts), cosine_lead (its cosine less the best other tool's, times its cosine), and for a compound request
-    (split into parts) compound, compound_log_rank and compound_first, added to the intercept, the rank's slope
-    and a part's first tool (fitted on the four shared sets by scripts/fit_confidence.py; docs/results.md,
-    Quality)."""
-    no_match_confidence: float = Field(default=0.25, ge=0.0, le=1.0)
-    """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits. At 0.25
-    it says so for 3.9% of metatool's queries, 0.7% of toolbench_stb's, 0.1% of seal_tools' and 11.7% of
-    livemcpbench's (at 0.3: 10.3%, 0.9%, 0.2%, 18.1%), and for nonsense, a flight booked in Polish and an
-    off-topic question, whose best tools score 0.16-0.24 (docs/results.md, Quality)."""
+    parts), cosine_lead (its cosine less the best other tool's, times its cosine), log_length (the log of the
+    query's length in characters), and for a compound request (split into parts) compound, compound_log_rank and
+    compound_first, added to the intercept, the rank's slope and a part's first tool (fitted on the four shared
+    sets by scripts/fit_confidence.py; docs/results.md, Quality)."""
+    no_match_confidence: float = Field(default=0.2, ge=0.0, le=1.0)
+    """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits. At 0.2
+    it says so for 2.9% of metatool's queries, none of toolbench_stb's or seal_tools' and 5.3% of livemcpbench's
+    (at 0.25: 6.7%, 0%, 0.1%, 11.7%). Over five tools it says so for nonsense, a flight booked in Polish, an
+    off-topic question and a question in German that none answers (best tools 0.07-0.16), over the 201 tools of the
+    demo for nonsense and the Polish flight (0.10, 0.15) (docs/results.md, Quality)."""
     review_neighbours: int = 30
     """Review-index entries consulted for historical fitness and recommendation: an entry is one tool's verdicts
     on past queries alike, and a review judges every tool offered, so 30 is the verdicts of about three past

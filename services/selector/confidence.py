@@ -16,14 +16,16 @@ TERMS = (
     "bm25_match",
     "log_rank",
     "cosine_lead",
+    "log_length",
     "compound",
     "compound_log_rank",
     "compound_first",
 )
 """The logistic model's terms, each with its coefficient: the raw cosine, the BM25 match, the log of the best
 retrieval rank, the cosine's lead over the best other tool's times the cosine (a tool that stands out, and is near
-the query); and for a compound request (split into parts) an intercept, a rank slope and a term for a part's
-first tool of its own."""
+the query), the log of the query's length in characters (a longer request's mean-pooled vector is further from any
+one tool, so the same cosine is a better fit); and for a compound request (split into parts) an intercept, a rank
+slope and a term for a part's first tool of its own."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class Signals:
     """``best_rank``: 1 = first for the query or one of its parts; infinity: not ranked."""
     lead: Scores
     """``lead`` of the cosine: how far each row's cosine stands from the best other row's."""
+    length: int
+    """The request's query length in characters (one value for every row)."""
 
 
 def bm25_match(scores: Scores, ceiling: float) -> Scores:
@@ -77,7 +81,8 @@ def terms(signals: Signals, compound: bool) -> npt.NDArray[np.float64]:
     rank = np.where(np.isfinite(signals.rank), signals.rank, 1.0)
     log_rank, first, ones = np.log(rank), (rank == 1.0).astype(np.float64), np.ones_like(rank)
     split = 1.0 if compound else 0.0
-    columns = [ones, signals.cosine, signals.match, log_rank, signals.lead * signals.cosine]
+    log_length = np.full_like(rank, np.log(max(signals.length, 1)))
+    columns = [ones, signals.cosine, signals.match, log_rank, signals.lead * signals.cosine, log_length]
     return np.column_stack([*columns, split * ones, split * log_rank, split * first])
 
 

@@ -335,6 +335,7 @@ class Selector:
             _best(q.bm25_match[rows] for q in per_query),
             confidence.best_rank([q.relevance for q in per_query], pool, rows),
             confidence.lead(_best(q.signals[VECTOR.name] for q in per_query), pool, rows),
+            len(request.query),
         )
         sure = confidence.confidence(signals, len(per_query) > 1, self.settings.confidence_coefficients)
         explore = self._composite({**rerank, QUALITY.name: drawn})

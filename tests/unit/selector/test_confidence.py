@@ -11,14 +11,15 @@ COEF = {
     "bm25_match": 2.0,
     "log_rank": -1.0,
     "cosine_lead": 3.0,
+    "log_length": 0.5,
     "compound": -0.5,
     "compound_log_rank": -1.0,
     "compound_first": 0.25,
 }
 
 
-def signals(cosine: float, match: float, rank: float, lead_: float = 0.0) -> Signals:
-    return Signals(np.array([cosine]), np.array([match]), np.array([rank]), np.array([lead_]))
+def signals(cosine: float, match: float, rank: float, lead_: float = 0.0, length: int = 1) -> Signals:
+    return Signals(np.array([cosine]), np.array([match]), np.array([rank]), np.array([lead_]), length)
 
 
 def logistic(z: float) -> float:
@@ -38,6 +39,15 @@ def test_confidence_rises_with_cosine_match_and_lead_and_falls_with_rank() -> No
     assert confidence(signals(0.4, 0.2, 9.0), False, COEF)[0] < base
 
 
+def test_a_longer_query_makes_the_same_signals_count_for_more() -> None:
+    """A longer request's mean-pooled vector is further from any one tool: the same cosine is a better fit."""
+    short = confidence(signals(0.4, 0.2, 1.0, length=20), False, COEF)[0]
+    long = confidence(signals(0.4, 0.2, 1.0, length=400), False, COEF)[0]
+    assert long == pytest.approx(logistic(-1.0 + 1.6 + 0.4 + 0.5 * math.log(400)))
+    assert long > short
+    assert confidence(signals(0.4, 0.2, 1.0, length=0), False, COEF)[0] == pytest.approx(logistic(1.0))
+
+
 def test_a_lead_counts_by_how_near_the_query_the_tool_is() -> None:
     """Among tools that all miss the query, the one ahead is no likelier right: the lead counts times the cosine."""
     far = confidence(signals(0.05, 0.0, 1.0, 0.3), False, COEF)[0] - confidence(signals(0.05, 0.0, 1.0), False, COEF)[0]
@@ -54,7 +64,7 @@ def test_a_compound_request_has_its_own_intercept_rank_slope_and_first_tool_term
 
 
 def test_the_terms_are_the_models_columns_in_order() -> None:
-    row = terms(signals(0.5, 0.25, 1.0, 0.2), True)[0]
+    row = terms(signals(0.5, 0.25, 1.0, 0.2, length=40), True)[0]
     assert dict(zip(TERMS, row.tolist(), strict=True)) == pytest.approx(
         {
             "intercept": 1.0,
@@ -62,16 +72,17 @@ def test_the_terms_are_the_models_columns_in_order() -> None:
             "bm25_match": 0.25,
             "log_rank": 0.0,
             "cosine_lead": 0.1,
+            "log_length": math.log(40),
             "compound": 1.0,
             "compound_log_rank": 0.0,
             "compound_first": 1.0,
         }
     )
-    assert terms(signals(0.5, 0.25, 4.0), False)[0].tolist()[5:] == [0.0, 0.0, 0.0]
+    assert terms(signals(0.5, 0.25, 4.0, length=40), False)[0].tolist()[6:] == [0.0, 0.0, 0.0]
 
 
 def test_an_unranked_row_has_no_confidence_and_extremes_stay_in_bounds() -> None:
-    wide = Signals(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), np.zeros(2))
+    wide = Signals(np.array([1e6, 0.9]), np.array([1e6, 0.0]), np.array([1.0, np.inf]), np.zeros(2), 10)
     assert confidence(wide, False, COEF).tolist() == [pytest.approx(1.0), 0.0]
 
 

@@ -172,6 +172,7 @@ def test_each_need_of_a_compound_query_has_its_own_first_tool_for_confidence() -
         "bm25_match": 0.0,
         "log_rank": -10.0,
         "cosine_lead": 0.0,
+        "log_length": 0.0,
         "compound": 0.0,
         "compound_log_rank": 0.0,
         "compound_first": 0.0,
