@@ -55,8 +55,21 @@ def learner(
 
 
 @app.command()
-def indexer() -> None:
+def indexer(
+    switch_model: Annotated[
+        bool,
+        typer.Option(
+            help="make the configured embedding model the store's: drop the previous model's vectors (the tools',"
+            " the reviews', those learnt from use), embed every tool with this one, then exit; stop the services first"
+        ),
+    ] = False,
+) -> None:
     """Run an indexer."""
+    if switch_model:
+        from cli.tools import switch_embedding_model
+
+        switch_embedding_model()
+        return
     from services.indexer.app import create_app
 
     serve(create_app)

@@ -9,9 +9,24 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.running import AsJson, Format, ObjectFormat, ObjectOutput, Output, ask, chosen, read_json, validated
+from cli.running import (
+    USAGE,
+    AsJson,
+    Format,
+    ObjectFormat,
+    ObjectOutput,
+    Output,
+    ask,
+    chosen,
+    fail,
+    read_json,
+    run,
+    settings,
+    validated,
+)
 from contracts import (
     DriftReport,
+    HealthReply,
     RecomputeReport,
     RollbackReport,
     ToolDetail,
@@ -19,10 +34,14 @@ from contracts import (
     ToolSpec,
     ToolSummary,
     ToolVersions,
+    subjects,
 )
 from contracts.admin import ToolWriteReport
+from toolsel import embedding_space
 from toolsel.client import ToolselClient
 from toolsel.render import clipped, console, new_table
+from toolsel.settings import Settings
+from toolsel.store import create_pool
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
@@ -221,3 +240,50 @@ def tools_update(
 def tools_delete(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table, as_json: AsJson = False) -> None:
     """Soft-delete a tool (its plugin's next sync that declares it brings it back)."""
     ask(ToolselClient.delete_tool, {"plugin_id": plugin, "name": name}, "tools delete", chosen(as_json, fmt), _written)
+
+
+def switch_embedding_model() -> None:
+    """``toolsel indexer --switch-model``: the configured model becomes the store's, with no service running (the
+    embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The model is loaded first,
+    so a model that does not load, or whose size the settings get wrong, drops nothing."""
+    from toolsel.stack import StackRunning, stopped_stack_database
+
+    current = settings()
+    if current.database_url:
+        if current.nats_url and (answering := run(lambda: _answering(current))):
+            fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
+        switched, embedded = run(lambda: _switch(str(current.database_url), current))
+    else:
+        try:
+            with stopped_stack_database(current.home) as url:
+                switched, embedded = run(lambda: _switch(url, current))
+        except StackRunning as running:
+            fail(f"{running} (the switch needs it stopped)", USAGE)
+    model, dim = switched.previous
+    console.print(
+        f"the store's vectors are now {current.embedding_model}'s ({current.embedding_dim}-d), were {model}'s"
+        f" ({dim}-d): {embedded} tools embedded again; dropped {switched.tools} tool vectors, the query vectors of"
+        f" {switched.reviews} review verdicts and the learnt vectors of {switched.learnt} tools"
+    )
+
+
+async def _answering(current: Settings) -> list[str]:
+    """The services that answer their health request on the configured NATS."""
+    from toolsel.stack import health_all
+
+    async with ToolselClient(str(current.nats_url)) as connected:
+        replies = await health_all(connected, subjects.SERVICES)
+    return [name for name, reply in replies.items() if isinstance(reply, HealthReply)]
+
+
+async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched, int]:
+    from services.indexer.embedding import embed_pending
+    from toolsel.runtime import load_model
+
+    embedder = await load_model(current, cache=False)
+    pool = await create_pool(url)
+    try:
+        switched = await embedding_space.switch(pool, current)
+        return switched, (await embed_pending(pool, embedder)).tools
+    finally:
+        await pool.close()

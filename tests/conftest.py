@@ -7,6 +7,8 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+from uuid import uuid4
 
 import asyncpg
 import pytest
@@ -68,3 +70,15 @@ async def pool(endpoints: Endpoints) -> AsyncIterator[asyncpg.Pool]:
     connections = await create_pool(endpoints.database_url)
     yield connections
     await connections.close()
+
+
+@pytest.fixture
+async def empty_database(endpoints: Endpoints) -> AsyncIterator[str]:
+    """A new database on the stack's server, dropped afterwards."""
+    name = f"scratch_{uuid4().hex[:12]}"
+    server = await asyncpg.connect(endpoints.database_url)
+    await server.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(endpoints.database_url)
+    yield urlunsplit(parts._replace(path=f"/{name}"))
+    await server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    await server.close()

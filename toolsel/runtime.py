@@ -15,7 +15,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from faststream.specification import AsyncAPI
 
-from toolsel import __version__
+from toolsel import __version__, embedding_space
 from toolsel.embedder import Embedder, load_embedder
 from toolsel.messaging import ensure_streams, make_broker
 from toolsel.settings import Settings
@@ -43,16 +43,23 @@ def service_app(broker: NatsBroker, name: str, description: str, lifespan: Lifes
 
 
 async def open_store(settings: Settings) -> asyncpg.Pool:
-    """Streams first (consumers bind to them), then the migrated store."""
+    """Streams first (consumers bind to them), then the migrated store, whose vectors must be this model's."""
     if not settings.database_url:
         raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
     await ensure_streams(nats_url(settings))
-    return await create_pool(settings.database_url)
+    pool = await create_pool(settings.database_url)
+    try:
+        await embedding_space.check(pool, settings)
+    except BaseException:
+        await pool.close()
+        raise
+    return pool
 
 
 async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
-    """The embedding model, loaded off the event loop; ``cache`` keeps repeated queries (the selector's case)."""
-    return await asyncio.to_thread(
+    """The embedding model, loaded off the event loop; ``cache`` keeps repeated queries (the selector's case). Its
+    vectors must have the size the settings say (the store's record of the model says it too)."""
+    embedder = await asyncio.to_thread(
         load_embedder,
         settings.model_dir,
         settings.home,
@@ -63,6 +70,12 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         cache_size=settings.query_cache_size if cache else 0,
         model_name=settings.embedding_model,
     )
+    if embedder.dim != settings.embedding_dim:
+        raise ValueError(
+            f"{settings.embedding_model} makes {embedder.dim}-d vectors and TOOLSEL_EMBEDDING_DIM says"
+            f" {settings.embedding_dim}: set it to {embedder.dim}"
+        )
+    return embedder
 
 
 @functools.cache

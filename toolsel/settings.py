@@ -59,7 +59,9 @@ class Settings(BaseSettings):
     """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8."""
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     """The fastembed model name; another name than the packaged one is fetched and cached by fastembed (needs
-    the network once), ``model_dir`` then optional. Set ``embedding_dim`` to its dimension."""
+    the network once), ``model_dir`` then optional. Set ``embedding_dim`` to its dimension. The store records
+    which model made its vectors and the services refuse another: on a store in use, change the model with
+    ``toolsel indexer --switch-model``."""
     log_level: str = "INFO"
     """Log level of the services (DEBUG, INFO, WARNING, ERROR)."""
 

@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -79,6 +81,19 @@ def stack_info(home: Path) -> dict[str, Any] | None:
     if not psutil.pid_exists(int(info.get("pid", -1))):
         return None
     return info
+
+
+@contextmanager
+def stopped_stack_database(home: Path) -> Iterator[str]:
+    """The URL of a stopped stack's embedded PostgreSQL, started for one job that no service may run beside: the
+    home's stack lock is held meanwhile (``StackRunning`` when a stack runs), the server stopped afterwards."""
+    lock = lock_home(home)
+    postgres = EmbeddedPostgres(home / "pg")
+    try:
+        yield postgres.start()
+    finally:
+        postgres.stop()
+        lock.close()
 
 
 def running_stack(home: Path, user: str = OPERATOR) -> Endpoints | None:

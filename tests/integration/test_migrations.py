@@ -1,29 +1,12 @@
 """Upgrading a store that has data: migration 009 keeps each tool's quality, health and quarantine under the
 tool's own tenant (``*`` for a shared tool), the base every tenant starts from."""
 
-from collections.abc import AsyncIterator
-from urllib.parse import urlsplit, urlunsplit
-from uuid import uuid4
-
 import asyncpg
 import pytest
 
-from toolsel.stack import Endpoints
 from toolsel.store import catalog, pool, readmodels
 
 TENANT_HEALTH = 9
-
-
-@pytest.fixture
-async def empty_database(endpoints: Endpoints) -> AsyncIterator[str]:
-    """A new database on the stack's server, dropped afterwards."""
-    name = f"upgrade_{uuid4().hex[:12]}"
-    server = await asyncpg.connect(endpoints.database_url)
-    await server.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(endpoints.database_url)
-    yield urlunsplit(parts._replace(path=f"/{name}"))
-    await server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    await server.close()
 
 
 async def test_a_stores_health_is_kept_under_each_tools_own_tenant(

@@ -132,6 +132,11 @@ WHERE deleted_at IS NULL AND ($1::text IS NULL OR plugin_id = $1) AND embedding_
 
 MARK_STALE = "UPDATE tools SET embedding_status = 'stale' WHERE plugin_id = $1 AND name = $2"
 
+FORGET_VECTORS = """
+UPDATE tools SET embedding = NULL, embedding_status = 'pending'
+WHERE embedding IS NOT NULL OR embedding_status <> 'pending'
+"""
+
 WAITING_FOR_EMBEDDING = """
 SELECT count(*) FROM tools
 WHERE deleted_at IS NULL AND embedding_status <> 'current' AND ($1::text IS NULL OR plugin_id = $1)
@@ -372,6 +377,13 @@ async def mark_all_stale(conn: Conn, plugin_id: str | None) -> None:
 async def mark_stale(conn: Conn, tools: Sequence[tuple[str, str]]) -> None:
     """These (plugin, name) tools wait for a new vector."""
     await conn.executemany(MARK_STALE, tools)
+
+
+async def forget_vectors(conn: Conn) -> int:
+    """Every tool's vector dropped, deleted tools' too, and the live ones waiting for a new one (another model's
+    vectors are not comparable with this one's); returns how many tools had one."""
+    done: str = await conn.execute(FORGET_VECTORS)
+    return int(done.split()[-1])
 
 
 async def waiting_for_embedding(conn: Conn, plugin_id: str | None) -> int:

@@ -34,6 +34,8 @@ FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::vector[], $5::text[], $6::
 ON CONFLICT (event_id, tool_id) DO NOTHING
 """
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
+LOGGED = "SELECT count(*) FROM review_log"
+FORGET = "DELETE FROM review_index; DELETE FROM review_log"
 NEAREST_ENTRIES = """
 SELECT DISTINCT ON (r.id) r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
 FROM unnest($1::bigint[], $2::text[], $3::vector[]) AS q(tool_id, scope, query)
@@ -147,3 +149,11 @@ async def owner_reviews(
     rows = await conn.fetch(OWNER_LOG, *owner)
     points = np.array([r["query_embedding"].to_numpy() for r in rows], dtype=np.float32)
     return points, np.array([r["fitness"] for r in rows], dtype=np.float64)
+
+
+async def forget(conn: asyncpg.Connection) -> int:
+    """Every review's logged query vector and the index built from them (another model's vectors are not
+    comparable with this one's); returns how many verdicts were logged. The verdicts stay in ``reviews``."""
+    logged: int = await conn.fetchval(LOGGED)
+    await conn.execute(FORGET)
+    return logged

@@ -32,6 +32,9 @@ TOOL_LOCK = 7_433_003
 VERSION_LOCK = 7_433_004
 """Advisory lock held from taking a version to commit."""
 
+LEARNT_TOOLS = "SELECT count(DISTINCT tool_id) FROM tool_usage_vectors"
+FORGET = "DELETE FROM tool_usage_vectors; DELETE FROM tool_usage_examples; DELETE FROM usage_query_totals"
+
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
 INSERT INTO tool_usage_examples (tool_id, scope, event_id, polarity, query_vector, words, selection_id)
@@ -186,3 +189,11 @@ async def add_query_totals(conn: asyncpg.Connection, totals: Mapping[str, tuple[
         await conn.execute(
             ADD_QUERY_TOTALS, scopes, vector_array(totals[s][0] for s in scopes), [totals[s][1] for s in scopes]
         )
+
+
+async def forget(conn: asyncpg.Connection) -> int:
+    """Every learnt query example, the vectors computed from them and the scopes' query totals (another model's
+    vectors are not comparable with this one's); returns how many tools had learnt vectors in some scope."""
+    learnt: int = await conn.fetchval(LEARNT_TOOLS)
+    await conn.execute(FORGET)
+    return learnt

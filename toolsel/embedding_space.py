@@ -1,0 +1,54 @@
+"""Which model the stored vectors come from. A query embedded by one model is meaningless against another model's
+vectors, even of the same size, and the store cannot tell them apart: every service checks its model against the
+store's record when it starts, and changing the model is one deliberate step (``toolsel indexer
+--switch-model``) that clears the other model's vectors."""
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from toolsel.settings import Settings
+from toolsel.store import registry, reviews, space, usage
+
+
+class ModelMismatch(RuntimeError):
+    """The service is set for another model than the one the stored vectors come from."""
+
+
+@dataclass(frozen=True)
+class Switched:
+    """What a switch of model cleared."""
+
+    previous: tuple[str, int]
+    tools: int
+    """Tools whose vector was dropped (the live ones wait for the new model's)."""
+    reviews: int
+    """Review verdicts whose logged query vector was dropped (with the review index)."""
+    learnt: int
+    """Tools that had vectors learnt from use, dropped."""
+
+
+async def check(pool: asyncpg.Pool, settings: Settings) -> None:
+    """Refuse to run on another model's vectors (recording this model's when the store has no record yet)."""
+    async with pool.acquire() as conn:
+        recorded = await space.claim(conn, settings.embedding_model, settings.embedding_dim)
+    if recorded != (settings.embedding_model, settings.embedding_dim):
+        raise ModelMismatch(
+            f"the stored vectors come from {recorded[0]} ({recorded[1]}-d) and this service is set for"
+            f" {settings.embedding_model} ({settings.embedding_dim}-d): set TOOLSEL_EMBEDDING_MODEL and"
+            " TOOLSEL_EMBEDDING_DIM back, or stop every service and run `toolsel indexer --switch-model` with the"
+            " new ones (it embeds every tool again and drops what was learnt from queries' vectors)"
+        )
+
+
+async def switch(pool: asyncpg.Pool, settings: Settings) -> Switched:
+    """Record this model as the store's and drop every vector of the previous one, in one transaction: the
+    tools' (they wait for new ones), the review log's and index's, and those learnt from use. What does not
+    depend on the vector space stays: posteriors, quality, health, the events."""
+    async with pool.acquire() as conn, conn.transaction():
+        previous = await space.claim(conn, settings.embedding_model, settings.embedding_dim)
+        tools = await registry.forget_vectors(conn)
+        logged = await reviews.forget(conn)
+        learnt = await usage.forget(conn)
+        await space.record(conn, settings.embedding_model, settings.embedding_dim)
+    return Switched(previous, tools, logged, learnt)

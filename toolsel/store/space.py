@@ -1,0 +1,25 @@
+"""Which model made the stored vectors: migration 013's ``embedding_space``, one row. The only module that writes
+it."""
+
+import asyncpg
+
+RECORDED = "SELECT model, dim FROM embedding_space"
+CLAIM = "INSERT INTO embedding_space (model, dim) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING"
+RECORD = """
+INSERT INTO embedding_space (model, dim) VALUES ($1, $2)
+ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, recorded_at = now()
+"""
+
+
+async def claim(conn: asyncpg.Connection, model: str, dim: int) -> tuple[str, int]:
+    """The model the stored vectors come from and its size, this one recorded first when none is: a new store,
+    or one from before the record, whose vectors the services of that time made with the model they were set
+    for."""
+    await conn.execute(CLAIM, model, dim)
+    row = await conn.fetchrow(RECORDED)
+    return str(row["model"]), int(row["dim"])
+
+
+async def record(conn: asyncpg.Connection, model: str, dim: int) -> None:
+    """From now on the stored vectors are this model's (the caller has cleared the other model's)."""
+    await conn.execute(RECORD, model, dim)
