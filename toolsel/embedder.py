@@ -78,14 +78,20 @@ class Embedder:
         cache_size: int = 4096,
         model_name: str = MODEL_NAME,
         cache_dir: Path | None = None,
+        dim: int | None = None,
     ):
         """``model_dir``: the model's files; None: fastembed fetches ``model_name`` once into ``cache_dir``.
-        ``batch_size`` texts and ``batch_tokens`` padded tokens at most per model call."""
+        ``batch_size`` texts and ``batch_tokens`` padded tokens at most per model call. A ``model_name`` fastembed
+        does not know, from ``model_dir``, is taken as a mean-pooled model of ``dim``-d vectors (``model.onnx``
+        beside its tokenizer files, as scripts/export_onnx_model.py writes them)."""
         if min(batch_size, batch_tokens, threads, workers) < 1 or cache_size < 0:
             raise ValueError("batch_size, batch_tokens, threads and workers must be >= 1, cache_size >= 0")
         if model_dir is not None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from fastembed import TextEmbedding
+
+        if model_dir is not None and model_name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+            _add_mean_pooled(model_name, dim)
 
         self._model = TextEmbedding(
             model_name,
@@ -177,6 +183,17 @@ class Embedder:
         return [whole, *(next(embedded) if vector is None else vector for vector in pooled)]
 
 
+def _add_mean_pooled(model_name: str, dim: int | None) -> None:
+    """Tell fastembed of a local mean-pooled model (it keeps its list for the process: the caller asks it first)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    if dim is None:
+        raise ValueError(f"{model_name} is not a model fastembed knows: give its vector size")
+    source = ModelSource(hf=model_name)  # never fetched: the files come from the model's directory
+    TextEmbedding.add_custom_model(model_name, PoolingType.MEAN, True, source, dim, model_file="model.onnx")
+
+
 def token_batches(
     lengths: Sequence[int], max_texts: int, max_tokens: int, max_padding: float = MAX_PADDING
 ) -> list[range]:
@@ -225,6 +242,7 @@ def load_embedder(
     batch_tokens: int,
     cache_size: int,
     model_name: str = MODEL_NAME,
+    dim: int | None = None,
 ) -> Embedder:
     """The embedder from ``model_dir``; else the packaged model laid out under ``home``, or for another model
     name, fastembed's copy of it cached under ``home``."""
@@ -240,4 +258,5 @@ def load_embedder(
         cache_size=cache_size,
         model_name=model_name,
         cache_dir=home / "models",
+        dim=dim,
     )

@@ -69,6 +69,7 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
         batch_tokens=settings.embedding_batch_tokens,
         cache_size=settings.query_cache_size if cache else 0,
         model_name=settings.embedding_model,
+        dim=settings.embedding_dim,
     )
     if embedder.dim != settings.embedding_dim:
         raise ValueError(

@@ -56,7 +56,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """External PostgreSQL with pgvector; when unset, an embedded server under ``home``."""
     model_dir: Path | None = None
-    """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8."""
+    """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8. With an
+    ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
+    ``embedding_dim``-d vectors (scripts/export_onnx_model.py writes such a directory)."""
     embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     """The fastembed model name; another name than the packaged one is fetched and cached by fastembed (needs
     the network once), ``model_dir`` then optional. Set ``embedding_dim`` to its dimension. The store records

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolsel.embedder import TOKENIZER_FILES, _normalise, assemble_model_dir, mean_of_normalised
+from toolsel.embedder import TOKENIZER_FILES, Embedder, _normalise, assemble_model_dir, mean_of_normalised
 
 
 def test_normalise_rows_to_unit_length() -> None:
@@ -64,3 +64,15 @@ def test_laying_out_the_model_replaces_a_damaged_file_whole(tmp_path: Path) -> N
     assemble_model_dir(directory)
     assert (directory / "tokenizer.json").read_bytes() == good
     assert sorted(p.name for p in directory.iterdir()) == sorted(["model.onnx", *TOKENIZER_FILES])
+
+
+def test_a_model_fastembed_does_not_know_is_read_from_its_directory_as_a_mean_pooled_model(tmp_path: Path) -> None:
+    """A local model under a name of its own (the packaged model's files here): the vectors are the known model's."""
+    directory = assemble_model_dir(tmp_path / "model")
+    known = Embedder(directory)
+    local = Embedder(directory, model_name="local/minilm-copy", dim=384)
+    texts = ["book a flight to Rome", "send an email to Bob about the meeting"]
+    assert local.dim == 384
+    assert np.allclose(local.embed(texts), known.embed(texts), atol=1e-5)
+    with pytest.raises(ValueError, match="give its vector size"):
+        Embedder(directory, model_name="local/unsized")
