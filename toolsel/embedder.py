@@ -90,7 +90,8 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from fastembed import TextEmbedding
 
-        if model_dir is not None and model_name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        local = model_dir is not None and model_name not in {m["model"] for m in TextEmbedding.list_supported_models()}
+        if local:
             _add_mean_pooled(model_name, dim)
 
         self._model = TextEmbedding(
@@ -108,6 +109,8 @@ class Embedder:
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self.dim = int(self._model.embedding_size)
+        if local and (made := len(next(iter(self._model.embed(["size"]))))) != self.dim:
+            raise ValueError(f"the model in {model_dir} makes {made}-d vectors, not {self.dim}")
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Rows of unit vectors, one per text, in the caller's order. The texts go to the model shortest first

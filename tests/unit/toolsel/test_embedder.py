@@ -76,3 +76,5 @@ def test_a_model_fastembed_does_not_know_is_read_from_its_directory_as_a_mean_po
     assert np.allclose(local.embed(texts), known.embed(texts), atol=1e-5)
     with pytest.raises(ValueError, match="give its vector size"):
         Embedder(directory, model_name="local/unsized")
+    with pytest.raises(ValueError, match="makes 384-d vectors, not 768"):
+        Embedder(directory, model_name="local/missized", dim=768)
