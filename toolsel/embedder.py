@@ -9,11 +9,15 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from toolsel.late_chunking import part_spans, span_means
+
+if TYPE_CHECKING:
+    from fastembed.text.onnx_embedding import OnnxTextEmbedding
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_TOKENS = 512
@@ -169,10 +173,8 @@ class Embedder:
             return (query, *parts) in self._cache
 
     def _request_vectors(self, query: str, parts: list[str]) -> list[Matrix]:
-        from fastembed.text.pooled_embedding import PooledEmbedding
-
         inner = self._model.model
-        if not parts or not isinstance(inner, PooledEmbedding):
+        if not parts or not _mean_pooled(inner):
             return list(self.embed([query, *parts]))
         context = inner.onnx_embed([query])
         states = np.asarray(context.model_output[0], dtype=np.float32)  # one row per token
@@ -184,6 +186,17 @@ class Embedder:
         alone = [part for part, vector in zip(parts, pooled, strict=True) if vector is None]
         embedded = iter(self.embed(alone)) if alone else iter(())
         return [whole, *(next(embedded) if vector is None else vector for vector in pooled)]
+
+
+def _mean_pooled(inner: object) -> "TypeGuard[OnnxTextEmbedding]":
+    """Whether fastembed's model pools by the mean of its token vectors (a known mean-pooled model, or a local one
+    read as mean-pooled), which late chunking needs."""
+    from fastembed.common.model_description import PoolingType
+    from fastembed.text.onnx_embedding import OnnxTextEmbedding
+    from fastembed.text.pooled_embedding import PooledEmbedding
+
+    mean = isinstance(inner, PooledEmbedding) or getattr(inner, "_pooling", None) == PoolingType.MEAN
+    return isinstance(inner, OnnxTextEmbedding) and mean
 
 
 def _add_mean_pooled(model_name: str, dim: int | None) -> None:

@@ -74,6 +74,10 @@ def test_a_model_fastembed_does_not_know_is_read_from_its_directory_as_a_mean_po
     texts = ["book a flight to Rome", "send an email to Bob about the meeting"]
     assert local.dim == 384
     assert np.allclose(local.embed(texts), known.embed(texts), atol=1e-5)
+    request, parts = "book a flight to Rome and then email Bob", ["book a flight to Rome", "email Bob"]
+    read_once = known.embed_request(request, parts)  # late chunking: the parts read in the request's context
+    assert not np.allclose(read_once[1], known.embed([parts[0]])[0], atol=1e-3)
+    assert np.allclose(np.vstack(local.embed_request(request, parts)), np.vstack(read_once), atol=1e-5)
     with pytest.raises(ValueError, match="give its vector size"):
         Embedder(directory, model_name="local/unsized")
     with pytest.raises(ValueError, match="makes 384-d vectors, not 768"):
