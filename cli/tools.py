@@ -259,10 +259,10 @@ def switch_embedding_model() -> None:
                 switched, embedded = run(lambda: _switch(url, current))
         except StackRunning as running:
             fail(f"{running} (the switch needs it stopped)", USAGE)
-    model, dim = switched.previous
+    before = "no model was recorded" if switched.previous is None else "were {}'s ({}-d)".format(*switched.previous)
     console.print(
-        f"the store's vectors are now {current.embedding_model}'s ({current.embedding_dim}-d), were {model}'s"
-        f" ({dim}-d): {embedded} tools embedded again; dropped {switched.tools} tool vectors, the query vectors of"
+        f"the store's vectors are now {current.embedding_model}'s ({current.embedding_dim}-d), {before}:"
+        f" {embedded} tools embedded again; dropped {switched.tools} tool vectors, the query vectors of"
         f" {switched.reviews} review verdicts and the learnt vectors of {switched.learnt} tools"
     )
 

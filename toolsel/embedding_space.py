@@ -19,7 +19,8 @@ class ModelMismatch(RuntimeError):
 class Switched:
     """What a switch of model cleared."""
 
-    previous: tuple[str, int]
+    previous: tuple[str, int] | None
+    """The model the vectors came from and its size (None: none was recorded)."""
     tools: int
     """Tools whose vector was dropped (the live ones wait for the new model's)."""
     reviews: int
@@ -46,7 +47,7 @@ async def switch(pool: asyncpg.Pool, settings: Settings) -> Switched:
     tools' (they wait for new ones), the review log's and index's, and those learnt from use. What does not
     depend on the vector space stays: posteriors, quality, health, the events."""
     async with pool.acquire() as conn, conn.transaction():
-        previous = await space.claim(conn, settings.embedding_model, settings.embedding_dim)
+        previous = await space.recorded(conn)
         tools = await registry.forget_vectors(conn)
         logged = await reviews.forget(conn)
         learnt = await usage.forget(conn)

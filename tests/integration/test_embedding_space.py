@@ -186,7 +186,7 @@ async def test_a_switch_refuses_while_services_run(empty_database: str, stack: S
 async def test_a_stopped_embedded_stack_is_switched_on_its_own_database(tmp_path: Path) -> None:
     done = await asyncio.to_thread(switch, TOOLSEL_HOME=str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "0 tools embedded again" in " ".join(done.stdout.split())
+    assert "no model was recorded: 0 tools embedded again" in " ".join(done.stdout.split())
     assert (tmp_path / "pg").is_dir()
 
 

@@ -11,13 +11,20 @@ ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, recor
 """
 
 
+async def recorded(conn: asyncpg.Connection) -> tuple[str, int] | None:
+    """The model the stored vectors come from and its size; None before any service recorded one."""
+    row = await conn.fetchrow(RECORDED)
+    return None if row is None else (str(row["model"]), int(row["dim"]))
+
+
 async def claim(conn: asyncpg.Connection, model: str, dim: int) -> tuple[str, int]:
     """The model the stored vectors come from and its size, this one recorded first when none is: a new store,
     or one from before the record, whose vectors the services of that time made with the model they were set
     for."""
     await conn.execute(CLAIM, model, dim)
-    row = await conn.fetchrow(RECORDED)
-    return str(row["model"]), int(row["dim"])
+    found = await recorded(conn)
+    assert found is not None
+    return found
 
 
 async def record(conn: asyncpg.Connection, model: str, dim: int) -> None:
