@@ -18,6 +18,7 @@ from cli.running import (
     Output,
     ask,
     chosen,
+    client,
     fail,
     read_json,
     run,
@@ -250,7 +251,7 @@ def switch_embedding_model() -> None:
 
     current = settings()
     if current.database_url:
-        if current.nats_url and (answering := run(lambda: _answering(current))):
+        if current.nats_url and (answering := run(_answering)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
         switched, embedded = run(lambda: _switch(str(current.database_url), current))
     else:
@@ -267,11 +268,11 @@ def switch_embedding_model() -> None:
     )
 
 
-async def _answering(current: Settings) -> list[str]:
+async def _answering() -> list[str]:
     """The services that answer their health request on the configured NATS."""
     from toolsel.stack import health_all
 
-    async with ToolselClient(str(current.nats_url)) as connected:
+    async with client() as connected:
         replies = await health_all(connected, subjects.SERVICES)
     return [name for name, reply in replies.items() if isinstance(reply, HealthReply)]
 

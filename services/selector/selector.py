@@ -512,7 +512,7 @@ class Selector:
             for bm25 in lexical
         ]
         wanted = mode != "bm25" and not all(fast)  # the request's vectors come from one call, all or none
-        sentences = self._sentences(queries[0])
+        sentences = self._sentences(queries[0]) if wanted else []
         texts = _read(queries, sentences)
         vectors = self._embed(texts if wanted else [], degraded)
         embedded = [q for q in texts if q in vectors]

@@ -22,8 +22,7 @@ from toolsel.embedded import local_nats_url
 from toolsel.runtime import load_model, open_store
 from toolsel.settings import get_settings
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints, Stack
-from toolsel.store import create_pool, registry
-from toolsel.store import pool as store_pool
+from toolsel.store import create_pool, migrate, registry
 
 PACKAGED = get_settings()
 OTHER = PACKAGED.model_copy(update={"embedding_model": "BAAI/bge-base-en-v1.5", "embedding_dim": 768})
@@ -166,7 +165,9 @@ async def test_switching_the_model_embeds_every_tool_again(empty_database: str) 
         await pool.close()
 
 
-async def test_a_switch_refuses_while_services_run(empty_database: str, stack: Stack, endpoints: Endpoints) -> None:
+async def test_a_switch_refuses_while_services_run_or_with_a_model_of_the_wrong_size(
+    empty_database: str, stack: Stack, endpoints: Endpoints
+) -> None:
     pool, tool = await learnt_store(empty_database)
     try:
         beside = await asyncio.to_thread(
@@ -177,6 +178,9 @@ async def test_a_switch_refuses_while_services_run(empty_database: str, stack: S
         running = await asyncio.to_thread(switch, TOOLSEL_HOME=str(stack.settings.home))
         assert running.returncode == 2
         assert "already running" in running.stderr
+        missized = await asyncio.to_thread(switch, TOOLSEL_DATABASE_URL=empty_database, TOOLSEL_EMBEDDING_DIM="768")
+        assert missized.returncode == 1
+        assert "makes 384-d vectors and TOOLSEL_EMBEDDING_DIM says 768" in " ".join(missized.stderr.split())
         assert (await counts(pool))["tool_usage_vectors"] == 1  # nothing was dropped
         assert await pool.fetchval("SELECT embedding_status FROM tools WHERE id = $1", tool) == "current"
     finally:
@@ -191,11 +195,9 @@ async def test_a_stopped_embedded_stack_is_switched_on_its_own_database(tmp_path
 
 
 async def test_a_store_from_before_the_record_keeps_its_vectors_and_takes_the_first_services_model(
-    empty_database: str, monkeypatch: pytest.MonkeyPatch
+    empty_database: str,
 ) -> None:
-    every = store_pool.migration_files()
-    monkeypatch.setattr(store_pool, "migration_files", lambda: [m for m in every if m[0] < EMBEDDING_SPACE])
-    await store_pool.migrate(empty_database)
+    await migrate(empty_database, before=EMBEDDING_SPACE)
     conn = await asyncpg.connect(empty_database)
     try:
         await register_vector(conn)
@@ -207,7 +209,6 @@ async def test_a_store_from_before_the_record_keeps_its_vectors_and_takes_the_fi
         )
     finally:
         await conn.close()
-    monkeypatch.setattr(store_pool, "migration_files", lambda: every)
     pool = await create_pool(empty_database)  # migrates the rest
     try:
         stored = await pool.fetchval("SELECT embedding FROM tools WHERE id = $1", tool)

@@ -2,19 +2,14 @@
 tool's own tenant (``*`` for a shared tool), the base every tenant starts from."""
 
 import asyncpg
-import pytest
 
 from toolsel.store import catalog, pool, readmodels
 
 TENANT_HEALTH = 9
 
 
-async def test_a_stores_health_is_kept_under_each_tools_own_tenant(
-    empty_database: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    every = pool.migration_files()
-    monkeypatch.setattr(pool, "migration_files", lambda: [m for m in every if m[0] < TENANT_HEALTH])
-    await pool.migrate(empty_database)
+async def test_a_stores_health_is_kept_under_each_tools_own_tenant(empty_database: str) -> None:
+    await pool.migrate(empty_database, before=TENANT_HEALTH)
     conn = await asyncpg.connect(empty_database)
     try:
         ids = {}
@@ -31,7 +26,6 @@ async def test_a_stores_health_is_kept_under_each_tools_own_tenant(
             )
         await conn.execute("INSERT INTO tool_quarantine (tool_id, reason) VALUES ($1, 'failing')", ids["shared"])
 
-        monkeypatch.setattr(pool, "migration_files", lambda: every)
         assert [name for name in await pool.migrate(empty_database) if name.startswith("009")] == [
             "009_tenant_health.sql"
         ]

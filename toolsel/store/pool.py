@@ -47,8 +47,9 @@ def migration_files() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
-async def migrate(dsn: str) -> list[str]:
-    """Apply the migrations not applied yet; returns the names applied."""
+async def migrate(dsn: str, before: int | None = None) -> list[str]:
+    """Apply the migrations not applied yet (with ``before``, only those of lower versions: the store as an older
+    release left it, to upgrade from); returns the names applied."""
     conn = await asyncpg.connect(dsn)
     applied: list[str] = []
     try:
@@ -59,7 +60,7 @@ async def migrate(dsn: str) -> list[str]:
         )
         done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
         for version, name, sql in migration_files():
-            if version in done:
+            if version in done or (before is not None and version >= before):
                 continue
             async with conn.transaction():
                 await conn.execute(sql)
