@@ -10,7 +10,6 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from cli.running import (
-    USAGE,
     AsJson,
     Format,
     ObjectFormat,
@@ -19,7 +18,7 @@ from cli.running import (
     Rows,
     ask,
     chosen,
-    fail,
+    parse_json,
     validated,
 )
 from contracts import SelectReply
@@ -141,10 +140,7 @@ def _rule(
     tenant: str,
     active: bool,
 ) -> RuleFields:
-    try:
-        parsed = json.loads(conditions)
-    except json.JSONDecodeError as error:
-        fail(f"--conditions: not JSON ({error})", USAGE)
+    parsed = parse_json(conditions, "--conditions")
     fields = {
         "tenant_id": tenant,
         "rule_type": rule_type,

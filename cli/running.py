@@ -17,10 +17,11 @@ from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
 from contracts import ErrorCode
+from contracts.common import too_deep
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.client_methods import Request
 from toolsel.embedded import admin_token, redacted
-from toolsel.render import console, errors, rows_csv, rows_table
+from toolsel.render import console, errors, printable_json, rows_csv, rows_table
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import configured_endpoints
 from toolsel.store import create_pool
@@ -153,10 +154,19 @@ def read_json(path: Path) -> Any:
         fail(f"{path}: cannot read it ({error})", USAGE)
     if not text.strip():
         fail(f"{path}: empty file, expected JSON", USAGE)
+    return parse_json(text, str(path))
+
+
+def parse_json(text: str, where: str) -> Any:
+    """The JSON in ``text``; exit 2 naming ``where`` when it is not JSON or nests too deep to parse (measured
+    first, without recursion)."""
+    deep = too_deep(text)
+    if deep is not None:
+        fail(f"{where}: {deep}", USAGE)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        fail(f"{path}: not JSON ({error})", USAGE)
+        fail(f"{where}: not JSON ({error})", USAGE)
 
 
 def validated(model: type[R], data: Any, where: str) -> R:
@@ -197,7 +207,7 @@ def print_reply(reply: R, fmt: Format, show: Show[R], rows: str | None = None) -
     it; csv needs the rows."""
     key = show.key if isinstance(show, Rows) else rows
     if fmt is Format.json:
-        print(reply.model_dump_json(indent=2))
+        print(printable_json(reply.model_dump_json(indent=2)))
     elif fmt is Format.csv:
         if key is None:
             fail("this command has no csv output: use --format table or json", USAGE)

@@ -38,6 +38,7 @@ from contracts import (
     subjects,
 )
 from contracts.admin import ToolWriteReport
+from contracts.common import too_deep
 from toolsel import embedding_space
 from toolsel.client import ToolselClient
 from toolsel.render import clipped, console, new_table
@@ -229,6 +230,9 @@ def tools_update(
     parsed = {}
     for change in changes:
         field, _, value = change.partition("=")
+        deep = too_deep(value)
+        if deep is not None:
+            fail(f"--set {field}: {deep}", USAGE)
         try:
             parsed[field] = json.loads(value)
         except json.JSONDecodeError:

@@ -20,8 +20,42 @@ EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST: Final = datetime(3000, 1, 1, tzinfo=UTC)
 MAX_JSON_DEPTH: Final = 32
 """How deep a free-form JSON value (tool parameters, rule conditions) may nest."""
+MAX_DOCUMENT_DEPTH: Final = 64
+"""How deep a whole JSON document from a client (a file, a command-line value, an MCP message) may nest: a
+message's own nesting plus its free-form values', checked before any recursive parser sees it."""
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]+|\\.)*"|[\[\]{}]')
+"""A JSON string (skipped whole: brackets in it do not nest) or a bracket."""
+
+
+def json_depth(text: str) -> int:
+    """How deep the JSON in ``text`` nests, found without parsing it (and without recursion), so a document of
+    100,000 brackets is measured, not a stack overflow. On text that is not JSON the figure is approximate."""
+    depth = deepest = 0
+    for token in _JSON_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def too_deep(text: str, limit: int = MAX_DOCUMENT_DEPTH) -> str | None:
+    """Why ``text`` may not be parsed, when it nests deeper than ``limit``; else None."""
+    depth = json_depth(text)
+    return f"JSON nested {depth} levels deep, more than the {limit} allowed" if depth > limit else None
+
+
+def no_control(value: str) -> str:
+    """Names are shown in terminals, tables and CSV: a control character (ESC, BEL, ...) in one is refused."""
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise ValueError(f"control character U+{ord(found.group()):04X} at {found.start()} is not allowed in a name")
+    return value
 
 
 def storable_text(value: str) -> str:
@@ -45,35 +79,44 @@ def in_range(value: datetime) -> datetime:
     return utc
 
 
-def storable_json(value: Any, depth: int = 0) -> Any:
-    """A free-form JSON value jsonb can hold and code can walk: bounded depth, storable text, finite numbers."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    if isinstance(value, str):
-        storable_text(value)
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("JSON numbers must be finite")
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            storable_text(str(key))
-            storable_json(item, depth + 1)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            storable_json(item, depth + 1)
+def storable_json(value: Any) -> Any:
+    """A free-form JSON value jsonb can hold and code can walk: bounded depth, storable text, finite numbers.
+    Walked with a list of what is left to see, not recursion: no depth overflows Python's stack."""
+    waiting: list[tuple[Any, int]] = [(value, 0)]
+    while waiting:
+        item, depth = waiting.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, str):
+            storable_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("JSON numbers must be finite")
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                storable_text(str(key))
+                waiting.append((inner, depth + 1))
+        elif isinstance(item, list | tuple):
+            waiting.extend((inner, depth + 1) for inner in item)
     return value
 
 
 Storable = AfterValidator(storable_text)
-"""Put last in a text type's annotations (after its constraints): the text as it will be stored is checked."""
+"""Put last in a text type's annotations (after its constraints): the text as it will be stored is checked. Put
+before them, a length constraint would be checked on a value of unknown type, and its error counts "items"."""
 Text = Annotated[str, Storable]
-"""Text bound for the store; bound its length too where it is declared."""
+"""Text bound for the store, of any length: where a length is bound, write
+``Annotated[str, StringConstraints(...), Storable]`` (the constraints first, see ``Storable``)."""
+Nameable = AfterValidator(no_control)
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 """Ids a stranger can send: tenants, users, sessions, plugins."""
 TenantScope = Annotated[str, StringConstraints(pattern=r"^(\*|[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})$")]
 """A tenant, or ``*`` (``SHARED_TENANT``) for every tenant: one type, so a bad one is refused naming its field
 alone (a union would add its branches to the error's path)."""
-ToolName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"), Storable]
-ShortText = Annotated[Text, StringConstraints(max_length=256)]
+ToolName = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"), Storable, Nameable
+]
+ShortText = Annotated[str, StringConstraints(max_length=256), Storable]
+DisplayName = Annotated[str, StringConstraints(max_length=256), Storable, Nameable]
 Timestamp = Annotated[AwareDatetime, AfterValidator(in_range)]
 """A moment with its offset (a naive one is ambiguous), stored in UTC."""
 Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
@@ -98,7 +141,7 @@ class Frozen(BaseModel):
 class AdminRequest(Message):
     """Base of every admin request: it carries the operator's credential (``TOOLSEL_ADMIN_TOKEN``)."""
 
-    admin_token: Text | None = Field(default=None, max_length=512, repr=False)
+    admin_token: Annotated[str, StringConstraints(max_length=512), Storable] | None = Field(default=None, repr=False)
 
 
 class ToolRef(BaseModel):

@@ -7,9 +7,9 @@ from uuid import UUID, uuid4
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, Identifier, Message, Text, Timestamp, ToolRef
+from contracts.common import SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
 
-Comment = Annotated[Text, StringConstraints(max_length=2000)]
+Comment = Annotated[str, StringConstraints(max_length=2000), Storable]
 
 
 def _now() -> datetime:

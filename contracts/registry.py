@@ -12,22 +12,23 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from contracts.common import (
     SHARED_TENANT,
+    DisplayName,
     JsonObject,
     Message,
     ShortText,
+    Storable,
     TenantScope,
-    Text,
     Timestamp,
     ToolName,
 )
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
-Tag = Annotated[Text, StringConstraints(min_length=1, max_length=64)]
-ExampleQuery = Annotated[Text, StringConstraints(min_length=1, max_length=1000)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), Storable]
+ExampleQuery = Annotated[str, StringConstraints(min_length=1, max_length=1000), Storable]
 SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
-LongText = Annotated[Text, StringConstraints(max_length=8000)]
-Hint = Annotated[Text, StringConstraints(max_length=2000)]
-Summary = Annotated[Text, StringConstraints(max_length=1000)]
+LongText = Annotated[str, StringConstraints(max_length=8000), Storable]
+Hint = Annotated[str, StringConstraints(max_length=2000), Storable]
+Summary = Annotated[str, StringConstraints(max_length=1000), Storable]
 
 
 def _now() -> datetime:
@@ -39,7 +40,7 @@ class ToolSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: ToolName
-    display_name: ShortText = ""
+    display_name: DisplayName = ""
     description: LongText
     parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
     return_schema: JsonObject | None = None
@@ -71,7 +72,7 @@ class PageMappingSpec(BaseModel):
     """Maps a page pattern (exact, ``prefix*``, ``*suffix`` or ``*contains*``) to a category."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    page_pattern: Annotated[Text, StringConstraints(min_length=1, max_length=256)]
+    page_pattern: Annotated[str, StringConstraints(min_length=1, max_length=256), Storable]
     category: Slug
     priority: int = Field(default=0, ge=-1000, le=1000)
 
@@ -84,7 +85,7 @@ class PluginSync(Message):
     plugin_id: Slug
     plugin_version: SemVer
     tenant_id: TenantScope = SHARED_TENANT
-    credential: Annotated[Text, StringConstraints(max_length=512)] | None = None
+    credential: Annotated[str, StringConstraints(max_length=512), Storable] | None = None
     tools: list[ToolSpec] = Field(max_length=5000)
     categories: list[CategorySpec] = Field(default_factory=list, max_length=1000)
     page_mappings: list[PageMappingSpec] = Field(default_factory=list, max_length=5000)
@@ -102,7 +103,26 @@ class PluginSync(Message):
         for i, mapping in enumerate(self.page_mappings):
             if mapping.category not in known:
                 raise ValueError(f"page_mappings.{i}.category: unknown category {mapping.category!r}")
+        cycle = parent_cycle({c.name: c.parent for c in self.categories})
+        if cycle:
+            raise ValueError(f"categories: the parents form a cycle ({' -> '.join(cycle)})")
         return self
+
+
+def parent_cycle(parents: Mapping[str, str | None]) -> list[str]:
+    """A cycle in the categories' parents (its names, the first one repeated last), or [] when they form a tree:
+    a category in a cycle would be its own ancestor, and a walk up its parents would never end."""
+    finished: set[str] = set()
+    for start in parents:
+        path: list[str] = []
+        node: str | None = start
+        while node is not None and node in parents and node not in finished:
+            if node in path:
+                return [*path[path.index(node) :], node]
+            path.append(node)
+            node = parents[node]
+        finished.update(path)
+    return []
 
 
 class SyncReport(Message):

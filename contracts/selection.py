@@ -14,13 +14,12 @@ from contracts.common import (
     ShortText,
     Storable,
     TenantScope,
-    Text,
     Timestamp,
     ToolRef,
 )
 
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
-Page = Annotated[Text, StringConstraints(max_length=256)]
+Page = Annotated[str, StringConstraints(max_length=256), Storable]
 
 
 class SelectFilters(BaseModel):
@@ -28,7 +27,7 @@ class SelectFilters(BaseModel):
     plugins: list[Identifier] = Field(default_factory=list, max_length=50)
     servers: list[ShortText] = Field(default_factory=list, max_length=50)
     categories: list[Identifier] = Field(default_factory=list, max_length=50)
-    tags: list[Annotated[Text, StringConstraints(max_length=64)]] = Field(default_factory=list, max_length=50)
+    tags: list[Annotated[str, StringConstraints(max_length=64), Storable]] = Field(default_factory=list, max_length=50)
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
     """Least ``confidence`` (the calibrated probability that a tool fits, not the relative score) of a tool
     returned."""
@@ -143,7 +142,7 @@ class SelectionEvent(Message):
     tenant_id: TenantScope
     user_id: Identifier | None = None
     session_id: Identifier | None = None
-    query: Annotated[Text, StringConstraints(max_length=2000)]
+    query: Annotated[str, StringConstraints(max_length=2000), Storable]
     page: Page = ""
     tier: Identifier
     role: Identifier | None = None

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -21,6 +22,22 @@ from contracts import HealthReply, SelectReply, SyncReport
 
 PIPED_WIDTH = 100_000
 """A piped console's width: wider than any row, so rich never wraps or cuts one."""
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but tab and newline: written raw, ESC starts a terminal sequence and BEL rings."""
+JSON_CONTROL = re.compile("[\x7f-\x9f]")
+"""What a JSON encoder leaves raw of the control characters (it escapes those below U+0020 itself)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``): seen, never obeyed, by a terminal
+    or by the program a table or CSV is piped to."""
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def printable_json(text: str) -> str:
+    """JSON text with DEL and the C1 controls escaped as ``\\u00XX`` (they occur only inside strings, so the JSON
+    means the same)."""
+    return JSON_CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def console_for(stream: TextIO, *, stderr: bool = False) -> Console:
@@ -34,13 +51,28 @@ errors = console_for(sys.stderr, stderr=True)
 """Where the CLI's one-line errors and warnings go, apart from the output a pipe carries."""
 
 
+class PrintableTable(Table):
+    """A table whose text cells have their control characters escaped (``printable``)."""
+
+    def add_row(self, *renderables: Any, **options: Any) -> None:
+        super().add_row(*(_printable_cell(r) for r in renderables), **options)
+
+
+def _printable_cell(renderable: Any) -> Any:
+    if isinstance(renderable, str):
+        return printable(renderable)
+    if isinstance(renderable, Text) and CONTROL.search(renderable.plain):
+        return Text(printable(renderable.plain), style=renderable.style)
+    return renderable
+
+
 def new_table(title: str, *columns: str | Column, **options: Any) -> Table:
-    """A table whose cells wrap (``fold``) rather than end in "…": an identifier is never cut. The title is plain
-    text (a query or a page in it is not read as rich markup)."""
+    """A table whose cells wrap (``fold``) rather than end in "…": an identifier is never cut, and a control
+    character is shown escaped. The title is plain text (a query or a page in it is not read as rich markup)."""
     folded = [Column(c) if isinstance(c, str) else c for c in columns]
     for column in folded:
         column.overflow = "fold"
-    return Table(*folded, title=escape(title), title_justify="left", **options)
+    return PrintableTable(*folded, title=escape(printable(title)), title_justify="left", **options)
 
 
 def clipped(text: str, width: int) -> str:
@@ -107,7 +139,7 @@ def status_table(replies: Mapping[str, HealthReply | str]) -> Table:
 
 def cell(value: Any) -> str:
     """A value as one table or CSV cell: floats to three places, times to the second, None blank, lists and dicts
-    as JSON."""
+    as JSON, control characters escaped (``printable``)."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -115,8 +147,8 @@ def cell(value: Any) -> str:
     if isinstance(value, datetime):
         return f"{value:%Y-%m-%d %H:%M:%S}"
     if isinstance(value, list | dict):
-        return json.dumps(value, default=str, ensure_ascii=False)
-    return str(value)
+        return printable(json.dumps(value, default=str, ensure_ascii=False))
+    return printable(str(value))
 
 
 def rows_table(title: str, rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> Table:

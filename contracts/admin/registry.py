@@ -13,6 +13,7 @@ from contracts.common import (
     Frozen,
     JsonObject,
     Message,
+    Storable,
     TenantScope,
     Text,
     ToolName,
@@ -196,7 +197,7 @@ class CategoryTree(Message):
 
 
 class PageQuery(AdminRequest):
-    page: Annotated[Text, StringConstraints(min_length=1, max_length=512)]
+    page: Annotated[str, StringConstraints(min_length=1, max_length=512), Storable]
 
 
 class PageCategory(Frozen):

@@ -43,6 +43,15 @@ def _file(tmp_path: Path, content: object) -> str:
         ({**PLUGIN, "tools": [{**TOOL, "category": "nowhere"}]}, "tools.0.category: unknown category 'nowhere'"),
         ({**PLUGIN, "tools": [TOOL, TOOL]}, "duplicate tool names ['get_weather']"),
         ({"plugins": [PLUGIN, {**PLUGIN, "plugin_version": "one"}]}, "plugins.1: plugin_version"),
+        ("[" * 100_000 + "]" * 100_000, "JSON nested 100000 levels deep"),
+        ('{"tools": ' + "[" * 100_000, "JSON nested 100001 levels deep"),
+        ({**PLUGIN, "tools": [{**TOOL, "name": "get\x1b[31mweather"}]}, "control character U+001B"),
+        ({**PLUGIN, "tools": [{**TOOL, "display_name": "ring\x07"}]}, "control character U+0007"),
+        ({**PLUGIN, "tools": [{**TOOL, "description": "x" * 9000}]}, "at most 8000 characters"),
+        (
+            {**PLUGIN, "categories": [{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]},
+            "categories: the parents form a cycle (a -> b -> a)",
+        ),
     ],
 )
 def test_sync_names_the_file_and_the_field(tmp_path: Path, content: object, named: str) -> None:
@@ -77,6 +86,9 @@ def test_admin_rules_and_mappings_name_the_field() -> None:
     line = _bad("admin", "rules", "create", "--type", "tier", "--effect", "deny", "--target-kind", "tool", "a/b",
                 "--conditions", "{tier")  # fmt: skip
     assert "--conditions: not JSON" in line
+    line = _bad("admin", "rules", "create", "--type", "tier", "--effect", "deny", "--target-kind", "tool", "a/b",
+                "--conditions", "[" * 100_000)  # fmt: skip
+    assert "--conditions: JSON nested 100000 levels deep" in line
     line = _bad("admin", "rules", "create", "--type", "weather", "--effect", "deny", "--target-kind", "tool", "a/b")
     assert "rule_type" in line
     assert "plugin_id" in _bad("admin", "page-mappings", "create", "Not A Plugin", "/x", "c")

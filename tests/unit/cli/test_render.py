@@ -3,6 +3,7 @@ listing keeps its header; CSV keeps every value; a selection's summary is one li
 
 import csv
 import io
+import json
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -93,3 +94,19 @@ def test_a_selection_says_how_many_pinned_tools_came_on_top_of_k() -> None:
     text = _render(PIPED_WIDTH, selection_view(_reply(False, True), "q", k=1))
     assert "2 tools: 1 pinned on top of the k=1 asked for · 10.0 ms" in text
     assert "1 tool · " in _render(PIPED_WIDTH, selection_view(_reply(False), "q", k=1))
+
+
+CONTROLS = {"tool": "evil\x1b[2J\x07name", "note": "del\x7f c1\x9b"}
+
+
+def test_control_characters_are_escaped_in_tables_and_csv() -> None:
+    for text in (_render(PIPED_WIDTH, rows_table("x\x1btitle", [CONTROLS])), rows_csv([CONTROLS])):
+        assert not render.CONTROL.search(text), repr(text)
+        assert "evil\\x1b[2J\\x07name" in text
+        assert "del\\x7f c1\\x9b" in text
+
+
+def test_control_characters_are_escaped_in_json() -> None:
+    shown = render.printable_json(json.dumps(CONTROLS, ensure_ascii=False))
+    assert not render.CONTROL.search(shown)
+    assert json.loads(shown) == CONTROLS

@@ -18,7 +18,7 @@ from toolsel.tool_shapes import (
 )
 
 plugin_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}", fullmatch=True)
-tool_names = st.from_regex(r"[^\s/][^/]{0,127}", fullmatch=True).filter(lambda n: "\x00" not in n)
+tool_names = st.from_regex(r"[^\s/\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]{0,127}", fullmatch=True)
 
 
 def scored(plugin: str, name: str, parameters: dict[str, Any], hint: str | None = None) -> ScoredTool:
