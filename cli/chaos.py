@@ -18,19 +18,25 @@ app = typer.Typer()
 def chaos(
     fuzz: Annotated[int, typer.Option(help="hostile inputs per request subject and per event subject")] = 10_000,
     kills: Annotated[int, typer.Option(help="times the learner is SIGKILLed while outcomes stream")] = 10,
-    outcomes: Annotated[int, typer.Option(help="outcomes streamed while the learner is killed")] = 5_000,
+    outcomes: Annotated[int, typer.Option(help="outcomes streamed while the learner or a server is killed")] = 5_000,
+    server_kills: Annotated[
+        int, typer.Option(help="times NATS, then PostgreSQL, is SIGKILLed while outcomes stream")
+    ] = 5,
     selections: Annotated[int, typer.Option(help="selections answered across a NATS restart")] = 2_000,
     rounds: Annotated[int, typer.Option(help="tenants: rounds of events per question of one tenant")] = 10,
     forgeries: Annotated[int, typer.Option(help="times each forged broadcast is published")] = 25,
     scenario: Annotated[
         list[str] | None,
-        typer.Option(help="run only these (repeatable): forged, tenants, kill, nats-restart, fuzz"),
+        typer.Option(
+            help="run only these (repeatable): forged, tenants, kill, kill-nats, kill-postgres, nats-restart, fuzz"
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the hostile inputs")] = 0,
     json_file: Annotated[Path | None, typer.Option("--json", help="write the figures here after each scenario")] = None,
 ) -> None:
-    """Fuzz every subject, SIGKILL the learner mid-stream, restart NATS under selection, stream one tenant's
-    events beside another, forge broadcasts: on a stack of its own, each measured."""
+    """Fuzz every subject, SIGKILL the learner, NATS and PostgreSQL mid-stream (the stack's supervision brings
+    them back), restart NATS under selection, stream one tenant's events beside another, forge broadcasts: on a
+    stack of its own, each measured."""
     from toolsel.chaos.report import scenario_lines
     from toolsel.chaos.run import SCENARIOS, Options, run_chaos
     from toolsel.evaluation.report import write_json
@@ -39,9 +45,19 @@ def chaos(
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
         fail(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}", USAGE)
-    if min(fuzz, kills, outcomes, selections, rounds, forgeries) < 1:
+    if min(fuzz, kills, outcomes, server_kills, selections, rounds, forgeries) < 1:
         fail("every count must be at least 1", USAGE)
-    options = Options(fuzz, kills, outcomes, selections, rounds, forgeries, seed, cast("tuple[Scenario, ...]", chosen))
+    options = Options(
+        fuzz=fuzz,
+        kills=kills,
+        outcomes=outcomes,
+        server_kills=server_kills,
+        selections=selections,
+        rounds=rounds,
+        forgeries=forgeries,
+        seed=seed,
+        scenarios=cast("tuple[Scenario, ...]", chosen),
+    )
 
     def done(name: str, result: dict[str, Any]) -> None:
         for line in scenario_lines(name, result["scenarios"][name]):

@@ -17,7 +17,6 @@ from cli.running import (
     ObjectFormat,
     ObjectOutput,
     chosen,
-    client,
     fail,
     operator_token,
     print_reply,
@@ -28,7 +27,7 @@ from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
 from toolsel.render import console, new_table, status_table
-from toolsel.stack import OPERATOR, Stack, StackRunning, configured_endpoints, health_all, stack_info
+from toolsel.stack import OPERATOR, Stack, StackRunning, configured_endpoints, probe_stack, stack_info
 from toolsel.store import migrate as apply_migrations
 
 app = typer.Typer()
@@ -132,10 +131,14 @@ class ServiceHealth(BaseModel):
 
 class StackHealth(BaseModel):
     services: list[ServiceHealth]
+    servers: dict[str, str] = Field(default_factory=dict)
+    """NATS and PostgreSQL: ``ok``, or why they do not answer."""
+    down: dict[str, str] = Field(default_factory=dict)
+    """Each part that is down (servers first), with why: empty when all is well."""
     pid: int | None = None
     """The process of the ``toolsel up`` running on this home, if one does."""
     restarts: dict[str, int] = Field(default_factory=dict)
-    """Restarts of each service since that ``toolsel up`` started."""
+    """Restarts of each service and embedded server since that ``toolsel up`` started."""
 
 
 def _health(service: str, reply: HealthReply | str) -> ServiceHealth:
@@ -150,32 +153,36 @@ def status(
     fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
-    """Ask every service for its health; exit 0 only when all answer."""
+    """Ask PostgreSQL, NATS and every service whether they answer; exit 0 only when all do, else 1 with one line
+    naming what is down."""
     if service is not None and service not in subjects.SERVICES:
         fail(f"unknown service {service!r}: toolsel's services are {', '.join(subjects.SERVICES)}", USAGE)
     services = (service,) if service else subjects.SERVICES
-
-    async def main() -> dict[str, HealthReply | str]:
-        async with client() as connected:
-            return await health_all(connected, services)
-
-    replies = run(main)
-    info = stack_info(settings().home) or {}
+    current = settings()
+    endpoints = configured_endpoints(current)
+    if endpoints is None:
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", USAGE)
+    found = asyncio.run(probe_stack(endpoints, services, operator_token(current)))
+    info = stack_info(current.home) or {}
     health = StackHealth(
-        services=[_health(name, reply) for name, reply in replies.items()],
+        services=[_health(name, reply) for name, reply in found.services.items()],
+        servers=found.servers,
+        down=found.down(),
         pid=info.get("pid"),
         restarts=info.get("restarts", {}),
     )
 
     def show(health: StackHealth) -> None:
-        console.print(status_table(replies))
+        if health.servers.get("nats") == "ok":
+            console.print(status_table(found.services))
+        console.print("servers: " + ", ".join(f"{name} {why}" for name, why in health.servers.items()))
         if health.pid is not None:
             restarts = ", ".join(f"{name} {count}" for name, count in health.restarts.items())
             console.print(f"restarts since toolsel up (pid {health.pid}): {restarts}")
 
     print_reply(health, chosen(as_json, fmt), show)
-    if any(s.error is not None for s in health.services):
-        raise typer.Exit(1)
+    if health.down:
+        fail("down: " + "; ".join(f"{name} ({why})" for name, why in health.down.items()))
 
 
 @app.command()

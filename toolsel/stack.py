@@ -3,7 +3,8 @@
 One stack per home: it holds a lock on ``stack.lock`` while it runs (the kernel releases it if the process
 dies), so a second one refuses to start rather than share the servers' data. The running stack writes
 ``stack.json`` (0600: it may hold credentials) so other commands find it; a file left by a crashed run is
-recognised by its dead pid and ignored. A service that exits is restarted after a backoff.
+recognised by its dead pid and ignored. A service that exits is restarted after a backoff, and so is an embedded
+NATS or PostgreSQL that dies (the services reconnect to it: same port, same socket, same data).
 """
 
 import asyncio
@@ -47,6 +48,8 @@ SERVICE_COMMAND = (sys.executable, "-m", "cli.services")
 hold every other command's imports (about 50 MB per process)."""
 START_LOG_LINES = 40
 """How much of a dead service's log a failed start quotes."""
+SERVERS = ("nats", "postgres")
+"""The embedded servers ``toolsel up`` supervises beside its services, by the names ``status`` shows."""
 
 
 async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[str, HealthReply | str]:
@@ -69,6 +72,49 @@ class Endpoints:
 
 class StackRunning(RuntimeError):
     """Another stack runs on this home."""
+
+
+PROBE_S = 2.0
+"""How long ``toolsel status`` waits for NATS or PostgreSQL to answer."""
+
+
+def why_down(error: BaseException) -> str:
+    """An error as a few words for one status line: its kind and its first line."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+@dataclass
+class StackProbe:
+    """What ``toolsel status`` found: each server's state (``ok`` or why it is down) and each service's health."""
+
+    servers: dict[str, str]
+    services: dict[str, HealthReply | str]
+
+    def down(self) -> dict[str, str]:
+        """Each part that is down, servers first, with why."""
+        parts = {**self.servers, **{n: r for n, r in self.services.items() if not isinstance(r, HealthReply)}}
+        return {name: why for name, why in parts.items() if why != "ok"}
+
+
+async def probe_stack(endpoints: Endpoints, services: tuple[str, ...], admin: str | None) -> StackProbe:
+    """Ask PostgreSQL, NATS and then each service (over NATS, when it is up) whether they answer."""
+    from toolsel.store import answers
+
+    servers: dict[str, str] = {}
+    try:
+        await answers(endpoints.database_url, PROBE_S)
+        servers["postgres"] = "ok"
+    except Exception as error:
+        servers["postgres"] = why_down(error)
+    try:
+        async with ToolselClient(endpoints.nats_url, admin_token=admin, connect_timeout_s=PROBE_S) as client:
+            servers["nats"] = "ok"
+            replies = await health_all(client, services)
+    except Exception as error:
+        servers["nats"] = why_down(error)
+        replies = {service: "not asked: NATS is down" for service in services}
+    return StackProbe(servers, replies)
 
 
 def stack_info(home: Path) -> dict[str, Any] | None:
@@ -150,6 +196,12 @@ class Supervision:
     quick_exits: int = 0
     started_at: float = field(default_factory=time.monotonic)
     due: float | None = None
+    down_since: float | None = None
+    """When it was found dead (cleared once it runs again)."""
+    last_down_s: float | None = None
+    """How long it was down the last time, from being found dead to running again."""
+    last_error: str | None = None
+    """Why the last restart failed, while it stays down."""
 
 
 @dataclass
@@ -173,6 +225,8 @@ class Stack:
         self.lock = lock_home(self.settings.home)
         endpoints = self.start_servers()  # in this thread: children die with the thread that started them
         await migrate(endpoints.database_url)
+        for name in self.servers():
+            self.supervision[name] = Supervision()
         self.start_services()
         async with ToolselClient(endpoints.nats_url) as client:
             deadline = time.monotonic() + timeout_s
@@ -233,6 +287,11 @@ class Stack:
             preexec_fn=die_with_parent,
         )
 
+    def servers(self) -> dict[str, EmbeddedNats | EmbeddedPostgres]:
+        """The servers this stack started itself (an external one is not its to restart)."""
+        started = {"nats": self.nats, "postgres": self.postgres}
+        return {name: server for name, server in started.items() if server is not None}
+
     def write_stack_file(self) -> None:
         assert self.endpoints is not None
         info = {
@@ -241,7 +300,9 @@ class Stack:
             "nats_embedded": self.nats is not None,
             "database_url": self.endpoints.database_url,
             "services": {n: p.pid for n, p in self.services.items()},
+            "servers": {n: server.pid for n, server in self.servers().items()},
             "restarts": {n: s.restarts for n, s in self.supervision.items()},
+            "down": {n: s.last_error or "restarting" for n, s in self.supervision.items() if s.down_since},
         }
         write_private(self.settings.home / STACK_FILE, json.dumps(info, indent=2))
 
@@ -259,24 +320,47 @@ class Stack:
     def dead_services(self) -> list[str]:
         return [name for name, proc in self.services.items() if proc.poll() is not None]
 
+    def dead_parts(self) -> list[str]:
+        """Dead servers, then dead services: a service restarted before its server would only fail again."""
+        return [name for name, server in self.servers().items() if not server.running()] + self.dead_services()
+
     def supervise(self) -> list[str]:
-        """Restart each service that has exited once its backoff has passed; returns those restarted now.
-        Call it from the thread that started the stack (children die with the thread that started them)."""
+        """Restart each server or service that has died once its backoff has passed; returns those restarted
+        now. A restart that fails counts as a quick exit (the next waits longer). Call it from the thread that
+        started the stack (children die with the thread that started them)."""
         now, restarted = time.monotonic(), []
         first_s, max_s = self.settings.restart_backoff_s, self.settings.restart_backoff_max_s
-        for name in self.dead_services():
+        for name in self.dead_parts():
             state = self.supervision[name]
             if state.due is None:  # just found dead: a run shorter than the longest wait counts as quick
                 quick = now - state.started_at < max_s
                 state.due = now + restart_delay(state.quick_exits if quick else 0, first_s, max_s)
                 state.quick_exits = state.quick_exits + 1 if quick else 0
+                state.down_since = state.down_since or now
             if now >= state.due:
-                self.services[name] = self.spawn(name)
-                state.restarts, state.started_at, state.due = state.restarts + 1, now, None
+                state.started_at, state.due = time.monotonic(), None
+                try:
+                    self.restart(name)
+                except Exception as error:  # the supervisor stays up whatever a start raises: it tries again
+                    state.last_error = why_down(error)
+                    self.write_stack_file()
+                    continue
+                back = time.monotonic()
+                state.restarts, state.last_error = state.restarts + 1, None
+                state.last_down_s, state.down_since = back - (state.down_since or back), None
                 restarted.append(name)
         if restarted:
             self.write_stack_file()
         return restarted
+
+    def restart(self, name: str) -> None:
+        """Start ``name`` (a server or a service) again."""
+        if name == "nats" and self.nats is not None:
+            self.nats.start()
+        elif name == "postgres" and self.postgres is not None:
+            self.postgres.restart()
+        else:
+            self.services[name] = self.spawn(name)
 
     def stop(self) -> None:
         """Stop what this stack started, in reverse order; a stack that never got the home's lock stops nothing."""

@@ -1,5 +1,7 @@
-"""`toolsel up` supervises its services: one that exits is restarted (and counted) while the others keep
-serving; a second `toolsel up` on the same home refuses and leaves the running stack alone."""
+"""`toolsel up` supervises its services and its servers: a service that exits is restarted (and counted) while
+the others keep serving; a SIGKILLed NATS or PostgreSQL is restarted too (not left <defunct>), and meanwhile
+`toolsel status` says in one line which part is down and exits 1; a second `toolsel up` on the same home refuses
+and leaves the running stack alone."""
 
 import asyncio
 import os
@@ -60,11 +62,63 @@ def test_a_killed_service_is_restarted_and_counted_while_the_others_serve() -> N
         os.kill(learner, signal.SIGKILL)
         assert asyncio.run(_selects(home)), "selection stopped with the learner"
         info = _restarted(home, "learner", learner)
-        assert info["restarts"] == {"selector": 0, "learner": 1, "indexer": 0}
+        assert info["restarts"] == {"nats": 0, "postgres": 0, "selector": 0, "learner": 1, "indexer": 0}
         assert up.poll() is None
         status = _healthy(home)
         assert status.returncode == 0, status.stdout
         assert "learner 1" in status.stdout
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.wait(60)
+
+
+def _server_restarted(home: Path, server: str, old_pid: int, timeout_s: float = 60) -> dict[str, object]:
+    """The stack file once ``server`` runs again under a new pid and has been counted."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        info = stack_info(home)
+        if info is not None and info["servers"][server] not in (old_pid, None) and info["restarts"][server]:
+            return info
+        time.sleep(0.1)
+    raise AssertionError(f"{server} was not restarted")
+
+
+def _down_line(home: Path, server: str, kill: int) -> subprocess.CompletedProcess[str]:
+    """``toolsel status`` run while ``server`` is down: SIGSTOP ``toolsel up`` (so nothing restarts it), SIGKILL
+    the server, ask, then let ``toolsel up`` go on."""
+    info = stack_info(home)
+    assert info is not None
+    os.kill(int(info["pid"]), signal.SIGSTOP)
+    try:
+        os.kill(kill, signal.SIGKILL)
+        time.sleep(0.5)
+        return _toolsel(home, "status")
+    finally:
+        os.kill(int(info["pid"]), signal.SIGCONT)
+
+
+def test_killed_servers_are_restarted_and_status_names_what_is_down() -> None:
+    home = Path(tempfile.mkdtemp(prefix="toolsel-servers-"))
+    up = _up(home, TOOLSEL_RESTART_BACKOFF_S="0.2")
+    try:
+        info = _stack_file(home, up)
+        for server in ("nats", "postgres"):
+            pid = int(info["servers"][server])  # type: ignore[index]
+            down = _down_line(home, server, pid)
+            assert down.returncode == 1, down.stdout + down.stderr
+            assert down.stderr.count("\n") == 1, down.stderr
+            assert down.stderr.startswith(f"error: down: {server} ("), down.stderr
+            assert "Traceback" not in down.stdout + down.stderr
+            info = _server_restarted(home, server, pid)
+            if server == "nats":  # toolsel up's child (PostgreSQL is adopted by whoever reaps orphans)
+                gone = not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                assert gone, "the killed NATS was left <defunct>"
+            status = _healthy(home)
+            assert status.returncode == 0, status.stdout + status.stderr
+            assert asyncio.run(_selects(home)), f"no selection after {server} came back"
+        assert {k: info["restarts"][k] for k in ("nats", "postgres")} == {"nats": 1, "postgres": 1}  # type: ignore[index]
+        assert "nats 1, postgres 1" in status.stdout
+        assert up.poll() is None
     finally:
         up.send_signal(signal.SIGTERM)
         up.wait(60)

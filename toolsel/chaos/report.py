@@ -24,8 +24,9 @@ def _fuzz(f: Mapping[str, Any]) -> list[str]:
 
 def _kill(f: Mapping[str, Any]) -> list[str]:
     return [
-        f"learner SIGKILLed {f['kills']} times ({f['kills_mid_stream']} mid-stream) while {f['sent']} outcomes "
-        f"streamed, {f['seconds']} s",
+        f"{f['target']} SIGKILLed {f['kills']} times ({f['kills_mid_stream']} mid-stream) while {f['sent']} outcomes "
+        f"streamed, {f['seconds']} s; back (restarted by the stack, serving) after at most {f['back_max_s']} s "
+        f"({', '.join(str(s) for s in f['back_s'])})",
         f"stored {f['stored']}, lost {f['lost']}, stuck {f['stuck']}; calls counted {f['calls_counted']} "
         f"(double-applied {f['double_applied_calls']}); posterior alpha {f['posterior_alpha']} for "
         f"{f['expected_alpha']} expected (double-applied {f['double_applied_posterior']})",
@@ -62,6 +63,8 @@ def _forged(f: Mapping[str, Any]) -> list[str]:
 LINES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "fuzz": _fuzz,
     "kill": _kill,
+    "kill-nats": _kill,
+    "kill-postgres": _kill,
     "nats-restart": _restart,
     "tenants": _tenants,
     "forged": _forged,

@@ -25,8 +25,8 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal["forged", "tenants", "kill", "nats-restart", "fuzz"]
-SCENARIOS: tuple[Scenario, ...] = ("forged", "tenants", "kill", "nats-restart", "fuzz")
+Scenario = Literal["forged", "tenants", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"]
+SCENARIOS: tuple[Scenario, ...] = ("forged", "tenants", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz")
 """In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
 STACK_ENV = {
     "TOOLSEL_POSTERIOR_DISCOUNT": "1",
@@ -45,6 +45,8 @@ class Options:
     """Hostile inputs per request subject and per event subject."""
     kills: int = 10
     outcomes: int = 5_000
+    server_kills: int = 5
+    """Kill-nats, kill-postgres: times each server is SIGKILLed while ``outcomes`` outcomes stream."""
     selections: int = 2_000
     """Selections answered across the NATS restart."""
     rounds: int = 10
@@ -94,7 +96,11 @@ async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str,
         case "tenants":
             return await tenants(stage, options.rounds)
         case "kill":
-            return await kill(stage, options.kills, options.outcomes)
+            return await kill(stage, "learner", options.kills, options.outcomes)
+        case "kill-nats":
+            return await kill(stage, "nats", options.server_kills, options.outcomes)
+        case "kill-postgres":
+            return await kill(stage, "postgres", options.server_kills, options.outcomes)
         case "nats-restart":
             return await nats_restart(stage, options.selections)
         case "fuzz":
@@ -117,7 +123,9 @@ async def run_chaos(options: Options, done: Callable[[str, dict[str, Any]], None
         token = stack.service_env()["TOOLSEL_ADMIN_TOKEN"]
         pool = await create_pool(stack.endpoints.database_url)
         try:
-            async with ToolselClient(stack.endpoints.nats_url, timeout_s=60, admin_token=token) as client:
+            async with ToolselClient(
+                stack.endpoints.nats_url, timeout_s=60, admin_token=token, reconnect_attempts=-1
+            ) as client:
                 stage = Stage(stack, client, pool, options.seed, uuid4().hex[:8])
                 for name in options.scenarios:
                     result["scenarios"][name] = await _scenario(stage, name, options)

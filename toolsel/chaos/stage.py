@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import asyncpg
+import nats.errors
 
 from contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
 from toolsel.client import ToolselClient
@@ -29,6 +30,8 @@ CATEGORY = "general"
 LEARNER_KINDS = ("selection", "outcome", "review", "feedback")
 PUBLISH_CHUNK = 200
 """Events published before waiting for their acknowledgements."""
+REPUBLISH_S = 120.0
+"""How long an event is published again while it gets no acknowledgement."""
 
 
 def durable(kind: str) -> str:
@@ -70,10 +73,24 @@ class Stage:
         return sum(s.restarts for s in self.stack.supervision.values())
 
     async def publish(self, subject: str, bodies: list[bytes]) -> None:
-        """Publish into the events stream, ``PUBLISH_CHUNK`` at a time, each acknowledged (so stored)."""
+        """Publish into the events stream, ``PUBLISH_CHUNK`` at a time, each acknowledged (so stored): one that
+        gets no acknowledgement (NATS is away) is published again until it does, as an agent's runtime would (a
+        repeat changes nothing: the learner applies an event id once)."""
         js = self.client.nc.jetstream()
+
+        async def acknowledged(body: bytes) -> None:
+            deadline = time.monotonic() + REPUBLISH_S
+            while True:
+                try:
+                    await js.publish(subject, body)
+                    return
+                except (nats.errors.Error, TimeoutError):
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.1)
+
         for start in range(0, len(bodies), PUBLISH_CHUNK):
-            await asyncio.gather(*(js.publish(subject, body) for body in bodies[start : start + PUBLISH_CHUNK]))
+            await asyncio.gather(*(acknowledged(body) for body in bodies[start : start + PUBLISH_CHUNK]))
 
     async def sync_catalog(
         self, tenant: str, plugin: str, names: tuple[str, ...] = tuple(TOOLS), select_as: str | None = None

@@ -4,6 +4,6 @@ Each table is written from exactly one module here (see CONTRIBUTING.md, "Who ow
 read other groups' tables only through the named queries and read-model views of this package.
 """
 
-from toolsel.store.pool import create_pool, migrate
+from toolsel.store.pool import answers, create_pool, migrate
 
-__all__ = ["create_pool", "migrate"]
+__all__ = ["answers", "create_pool", "migrate"]

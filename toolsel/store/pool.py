@@ -27,6 +27,15 @@ def vector_array(arrays: Iterable[npt.NDArray[np.float32] | None]) -> list[Vecto
     return [None if a is None else Vector(a) for a in arrays]
 
 
+async def answers(dsn: str, timeout_s: float) -> None:
+    """Connect and run a trivial query, or raise why PostgreSQL does not answer (``toolsel status``)."""
+    connection = await asyncpg.connect(dsn, timeout=timeout_s)
+    try:
+        await connection.fetchval("SELECT 1", timeout=timeout_s)
+    finally:
+        await connection.close(timeout=timeout_s)
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 5) -> asyncpg.Pool:
     """A pool whose connections speak pgvector; migrations are applied first so the type exists."""
     await migrate(dsn)

@@ -18,19 +18,25 @@ FIGURES: dict[str, dict[str, Any]] = {
         "service_restarts": 0,
         "unhealthy_after": [],
     },
-    "kill": {
-        "kills": 2,
-        "kills_mid_stream": 2,
-        "sent": 10,
-        "seconds": 1.0,
-        "stored": 10,
-        "lost": 0,
-        "stuck": 0,
-        "calls_counted": 10,
-        "double_applied_calls": 0,
-        "posterior_alpha": 11.0,
-        "expected_alpha": 11.0,
-        "double_applied_posterior": 0.0,
+    **{
+        name: {
+            "target": target,
+            "kills": 2,
+            "kills_mid_stream": 2,
+            "back_s": [0.5, 1.25],
+            "back_max_s": 1.25,
+            "sent": 10,
+            "seconds": 1.0,
+            "stored": 10,
+            "lost": 0,
+            "stuck": 0,
+            "calls_counted": 10,
+            "double_applied_calls": 0,
+            "posterior_alpha": 11.0,
+            "expected_alpha": 11.0,
+            "double_applied_posterior": 0.0,
+        }
+        for name, target in (("kill", "learner"), ("kill-nats", "nats"), ("kill-postgres", "postgres"))
     },
     "nats-restart": {
         "answered": 10,
@@ -64,6 +70,12 @@ def test_the_figures_print(name: str) -> None:
     lines = scenario_lines(name, FIGURES[name])
     assert lines[0] == f"[bold]{name}[/]"
     assert len(lines) > 2
+
+
+def test_a_kill_names_its_target_and_how_long_it_was_down() -> None:
+    first = scenario_lines("kill-postgres", FIGURES["kill-postgres"])[1]
+    assert first.strip().startswith("postgres SIGKILLed 2 times")
+    assert "back (restarted by the stack, serving) after at most 1.25 s (0.5, 1.25)" in first
 
 
 def test_a_subject_with_untyped_answers_is_named() -> None:
