@@ -42,6 +42,7 @@ from contracts.registry import (
     payload_signature,
 )
 from contracts.selection import (
+    ReplyCut,
     ScoreBreakdown,
     ScoredTool,
     SelectedTool,
@@ -71,6 +72,7 @@ __all__ = [
     "RegistryChanged",
     "ReviewEvent",
     "ScoreBreakdown",
+    "ReplyCut",
     "ScoredTool",
     "SelectFilters",
     "SelectReply",

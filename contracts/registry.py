@@ -5,10 +5,10 @@ import hmac
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from contracts.common import (
     SHARED_TENANT,
@@ -31,8 +31,24 @@ Hint = Annotated[str, StringConstraints(max_length=2000), Storable]
 Summary = Annotated[str, StringConstraints(max_length=1000), Storable]
 
 
+MAX_SCHEMA_BYTES: Final = 65_536
+"""The most a tool's ``parameters`` (or ``return_schema``) may take as compact JSON: a select reply carries up to
+50 schemas in one NATS message (1 MB by default), and a schema is for a model to read, not a document."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def schema_size(schema: Any) -> Any:
+    """Refuse a schema larger than ``MAX_SCHEMA_BYTES`` as compact JSON, saying how large it is."""
+    size = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_SCHEMA_BYTES:
+        raise ValueError(f"the schema takes {size:,} bytes as JSON, more than the {MAX_SCHEMA_BYTES:,} allowed")
+    return schema
+
+
+Schema = Annotated[JsonObject, AfterValidator(schema_size)]
 
 
 class ToolSpec(BaseModel):
@@ -42,8 +58,8 @@ class ToolSpec(BaseModel):
     name: ToolName
     display_name: DisplayName = ""
     description: LongText
-    parameters: JsonObject = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    return_schema: JsonObject | None = None
+    parameters: Schema = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    return_schema: Schema | None = None
     function_summary: Summary = ""
     tags: list[Tag] = Field(default_factory=list, max_length=32)
     when_to_use: Hint = ""

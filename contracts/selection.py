@@ -104,6 +104,20 @@ class TokenEstimate(BaseModel):
     saved: int
 
 
+class ReplyCut(BaseModel):
+    """How a reply was cut to fit what one NATS message may carry (the server's ``max_payload``): schemas
+    summarised first, the largest first; then the lowest-ranked tools left out."""
+
+    limit_bytes: int
+    """The room the reply had."""
+    full_bytes: int
+    """What the whole reply would have taken."""
+    schemas_summarised: list[str] = Field(default_factory=list)
+    """``plugin/name`` of each tool whose ``parameters`` is a summary (its full schema: ``toolsel tools show``)."""
+    tools_dropped: list[str] = Field(default_factory=list)
+    """``plugin/name`` of each tool left out, in rank order."""
+
+
 class SelectReply(Message):
     selection_id: UUID
     tools: list[ScoredTool]
@@ -119,6 +133,9 @@ class SelectReply(Message):
     """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``: nothing in the catalog fits."""
     sub_queries: list[str] = Field(default_factory=list)
     """The atomic needs a compound query was split into, each retrieved for (empty: not split)."""
+    cut: ReplyCut | None = None
+    """Set when the whole reply would not fit in one message: what was summarised or left out (and
+    ``degraded`` names ``reply.size``)."""
 
 
 class SelectedTool(ToolRef):

@@ -37,6 +37,7 @@ from services.selector.catalog import (
     build_rules,
     with_standing,
 )
+from services.selector.fit import HEADERS_ROOM, fit, offered
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
@@ -96,7 +97,7 @@ def create_app(settings: Settings) -> FastStream:
     outbox = Outbox(
         publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
     )
-    broker.include_router(_requests(state, outbox))
+    broker.include_router(_requests(state, outbox, lambda: broker.connection.max_payload))
     broker.include_router(_broadcasts(state))
 
     @asynccontextmanager
@@ -118,8 +119,9 @@ def create_app(settings: Settings) -> FastStream:
     return app
 
 
-def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRouter:
-    """Select requests (a queue group: copies share them) and health."""
+def _requests(state: SelectorState, outbox: Outbox[SelectionEvent], max_payload: Callable[[], int]) -> NatsRouter:
+    """Select requests (a queue group: copies share them) and health. A reply is cut to what one message of
+    ``max_payload`` bytes (the NATS server's limit) carries, less room for its headers."""
     rpc = rpc_router()
 
     @rpc.subscriber(
@@ -133,9 +135,10 @@ def _requests(state: SelectorState, outbox: Outbox[SelectionEvent]) -> NatsRoute
         started = time.perf_counter()
         await _embed_ahead(state, request)
         reply, event = state.selector.select(request, started)
+        reply = fit(reply, max_payload() - HEADERS_ROOM)
         state.selections += 1
         if not request.dry_run:
-            outbox.put(event)  # published after the reply is on its way, never on its critical path
+            outbox.put(offered(event, reply))  # published after the reply is on its way, never on its critical path
         return reply
 
     def health() -> dict[str, int]:

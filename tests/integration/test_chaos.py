@@ -1,6 +1,7 @@
 """``toolsel chaos`` with tiny numbers, on a stack of its own: every scenario runs, prints its figures and writes
 them as JSON, and the figures are the targets (nothing lost, applied twice, stuck or crossing tenants; every
-hostile request answered with a result or a typed error; every forged broadcast refused)."""
+hostile request answered with a result or a typed error; every forged broadcast refused; every reply over the
+message size cut to fit and answered; NATS and PostgreSQL SIGKILLed and brought back by the stack itself)."""
 
 import json
 import subprocess
@@ -17,6 +18,7 @@ selecting agents with its own bounds; here, on a loaded CI machine, the scenario
 ARGS = (
     *(arg for name in CHECKED for arg in ("--scenario", name)),
     *("--fuzz", "15", "--kills", "2", "--outcomes", "300", "--rounds", "1", "--forgeries", "2"),
+    *("--server-kills", "2", "--oversize", "3"),
 )
 
 
@@ -45,11 +47,22 @@ def test_fuzz_every_request_typed_and_every_event_applied_or_dead_lettered(figur
     assert (fuzz["service_restarts"], fuzz["unhealthy_after"]) == (0, [])
 
 
-def test_kill_nothing_lost_nothing_applied_twice(figures: dict[str, Any]) -> None:
-    kill = figures["kill"]
-    assert kill["kills"] == 2
+@pytest.mark.parametrize(
+    ("scenario", "target"), [("kill", "learner"), ("kill-nats", "nats"), ("kill-postgres", "postgres")]
+)
+def test_kill_nothing_lost_nothing_applied_twice(figures: dict[str, Any], scenario: str, target: str) -> None:
+    kill = figures[scenario]
+    assert (kill["target"], kill["kills"], len(kill["back_s"])) == (target, 2, 2)
     assert (kill["sent"], kill["stored"], kill["lost"], kill["stuck"]) == (300, 300, 0, 0)
     assert (kill["double_applied_calls"], kill["double_applied_posterior"]) == (0, 0)
+
+
+def test_oversize_every_reply_cut_to_fit_and_answered(figures: dict[str, Any]) -> None:
+    oversize = figures["oversize"]
+    assert (oversize["requests"], oversize["answered"], oversize["timeouts"], oversize["cut"]) == (3, 3, 0, 3)
+    assert oversize["full_reply_bytes"] > oversize["limit_bytes"]
+    assert oversize["schemas_summarised"] > 0
+    assert "more than the 65,536 allowed (tools.0.parameters)" in oversize["oversized_schema_refused"]
 
 
 def test_tenants_nothing_crosses(figures: dict[str, Any]) -> None:

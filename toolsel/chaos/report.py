@@ -60,8 +60,19 @@ def _forged(f: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _oversize(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{f['requests']} selections of {f['tools']} tools with schemas near the limit (whole reply "
+        f"{f['full_reply_bytes']} bytes, room {f['limit_bytes']}), {f['seconds']} s",
+        f"answered {f['answered']}, timed out {f['timeouts']}, cut to fit {f['cut']} (schemas summarised "
+        f"{f['schemas_summarised']}, tools left out {f['tools_dropped']})",
+        f"a schema over the limit at sync: {f['oversized_schema_refused'] or 'NOT refused'}",
+    ]
+
+
 LINES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "fuzz": _fuzz,
+    "oversize": _oversize,
     "kill": _kill,
     "kill-nats": _kill,
     "kill-postgres": _kill,

@@ -16,6 +16,7 @@ from uuid import uuid4
 from toolsel.chaos.forged import forged
 from toolsel.chaos.fuzz import fuzz
 from toolsel.chaos.kill import kill
+from toolsel.chaos.oversize import oversize
 from toolsel.chaos.restart import nats_restart
 from toolsel.chaos.stage import Stage
 from toolsel.chaos.tenants import tenants
@@ -25,8 +26,17 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal["forged", "tenants", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"]
-SCENARIOS: tuple[Scenario, ...] = ("forged", "tenants", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz")
+Scenario = Literal["forged", "tenants", "oversize", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"]
+SCENARIOS: tuple[Scenario, ...] = (
+    "forged",
+    "tenants",
+    "oversize",
+    "kill",
+    "kill-nats",
+    "kill-postgres",
+    "nats-restart",
+    "fuzz",
+)
 """In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
 STACK_ENV = {
     "TOOLSEL_POSTERIOR_DISCOUNT": "1",
@@ -53,6 +63,8 @@ class Options:
     """Tenants: rounds of events per question of the streaming tenant."""
     forgeries: int = 25
     """Forged: each broadcast published this many times."""
+    oversize: int = 100
+    """Oversize: select requests whose whole reply would be over the NATS message size."""
     seed: int = 0
     scenarios: tuple[Scenario, ...] = SCENARIOS
 
@@ -95,6 +107,8 @@ async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str,
             return await forged(stage, options.forgeries)
         case "tenants":
             return await tenants(stage, options.rounds)
+        case "oversize":
+            return await oversize(stage, options.oversize)
         case "kill":
             return await kill(stage, "learner", options.kills, options.outcomes)
         case "kill-nats":

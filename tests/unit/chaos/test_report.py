@@ -57,6 +57,19 @@ FIGURES: dict[str, dict[str, Any]] = {
         "other_tenant_shared_tools_touched": 0,
         "cross_tenant_changes": 0,
     },
+    "oversize": {
+        "tools": 24,
+        "requests": 2,
+        "answered": 2,
+        "timeouts": 0,
+        "cut": 2,
+        "full_reply_bytes": 1_500_000,
+        "limit_bytes": 1_000_000,
+        "schemas_summarised": 9,
+        "tools_dropped": 0,
+        "oversized_schema_refused": "invalid_request: the schema takes 65,600 bytes (tools.0.parameters)",
+        "seconds": 1.0,
+    },
     "forged": {"attempts": 4, "subjects": ["a"], "refused": 4, "not_refused": 0, "answers_changed": 0},
 }
 
