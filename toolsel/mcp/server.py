@@ -9,6 +9,7 @@ from pydantic import Field
 
 from toolsel import __version__
 from toolsel.client import ToolselError
+from toolsel.mcp.stdio import run_stdio
 from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
 
 Transport = Literal["stdio", "http"]
@@ -69,8 +70,9 @@ def create_server(toolshed: Toolshed) -> MCPServer:
 
 
 async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve until the client closes stdio, or until stopped (HTTP, at ``http://host:port/mcp``)."""
+    """Serve until the client closes stdio (every line answered, see ``toolsel.mcp.stdio``), or until stopped
+    (HTTP, at ``http://host:port/mcp``)."""
     if transport == "stdio":
-        await server.run_stdio_async()
+        await run_stdio(server)
     else:
         await server.run_streamable_http_async(host=host, port=port)

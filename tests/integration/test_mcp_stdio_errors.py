@@ -1,0 +1,88 @@
+"""``toolsel mcp`` over stdio, as a desktop client launches it, fed the malformed lines that once went unanswered:
+each gets the JSON-RPC error the specification says, within seconds, and the session keeps serving afterwards
+(a well-formed request after them is answered by the SDK's server)."""
+
+import asyncio
+import json
+from typing import Any
+
+from tests.integration.test_mcp import agent_environment
+from toolsel.mcp.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from toolsel.stack import TOOLSEL_COMMAND, Stack
+
+ANSWER_S = 30.0
+DEEP = 100_000
+SEARCH = {"name": "search_tools", "arguments": {"query": "\ud800"}}
+MALFORMED: list[tuple[bytes, int, Any]] = [
+    (b"this is not json", PARSE_ERROR, None),
+    (b"{}", INVALID_REQUEST, None),
+    (b"[]", INVALID_REQUEST, None),
+    (
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]',
+        INVALID_REQUEST,
+        None,
+    ),
+    (b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}', INVALID_REQUEST, None),
+    (b'{"jsonrpc": "2.0", "id": 11}', INVALID_REQUEST, 11),
+    (b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1, 2]}', INVALID_PARAMS, 12),
+    (b'{"jsonrpc": "1.0", "id": 13, "method": "ping"}', INVALID_REQUEST, 13),
+    (
+        b'{"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"a": ' + b"[" * DEEP + b"]" * DEEP + b"}}",
+        INVALID_REQUEST,
+        14,
+    ),
+    (b"\x00\xff\xfe binary \x80\x81", PARSE_ERROR, None),
+    (
+        b'{"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": ' + json.dumps(SEARCH).encode() + b"}",
+        INVALID_PARAMS,
+        15,
+    ),
+]
+
+
+async def _answer(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), ANSWER_S)
+    assert line, "the server closed stdout"
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+async def _send(process: asyncio.subprocess.Process, line: bytes) -> None:
+    assert process.stdin is not None
+    process.stdin.write(line + b"\n")
+    await process.stdin.drain()
+
+
+async def test_every_malformed_line_is_answered_and_the_session_goes_on(stack: Stack) -> None:
+    command, *args = TOOLSEL_COMMAND
+    process = await asyncio.create_subprocess_exec(
+        command,
+        *args,
+        "mcp",
+        "--tenant",
+        "stdio-errors",
+        env=agent_environment(stack),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=2**20,
+    )
+    try:
+        initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        await _send(
+            process, json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize}).encode()
+        )
+        assert "result" in await _answer(process)
+        await _send(process, b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        for line, code, id_ in MALFORMED:
+            await _send(process, line)
+            answer = await _answer(process)
+            assert (answer["id"], answer["error"]["code"]) == (id_, code), (line[:80], answer)
+        await _send(process, b'{"jsonrpc": "2.0", "id": 99, "method": "tools/list"}')
+        listed = await _answer(process)
+        assert listed["id"] == 99
+        assert {t["name"] for t in listed["result"]["tools"]} == {"search_tools", "review_tools", "report_outcome"}
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        await asyncio.wait_for(process.wait(), 30)
