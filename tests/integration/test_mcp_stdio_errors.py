@@ -7,37 +7,10 @@ import json
 from typing import Any
 
 from tests.integration.test_mcp import agent_environment
-from toolsel.mcp.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from toolsel.chaos.mcp_lines import LINES
 from toolsel.stack import TOOLSEL_COMMAND, Stack
 
 ANSWER_S = 30.0
-DEEP = 100_000
-SEARCH = {"name": "search_tools", "arguments": {"query": "\ud800"}}
-MALFORMED: list[tuple[bytes, int, Any]] = [
-    (b"this is not json", PARSE_ERROR, None),
-    (b"{}", INVALID_REQUEST, None),
-    (b"[]", INVALID_REQUEST, None),
-    (
-        b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]',
-        INVALID_REQUEST,
-        None,
-    ),
-    (b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}', INVALID_REQUEST, None),
-    (b'{"jsonrpc": "2.0", "id": 11}', INVALID_REQUEST, 11),
-    (b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1, 2]}', INVALID_PARAMS, 12),
-    (b'{"jsonrpc": "1.0", "id": 13, "method": "ping"}', INVALID_REQUEST, 13),
-    (
-        b'{"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"a": ' + b"[" * DEEP + b"]" * DEEP + b"}}",
-        INVALID_REQUEST,
-        14,
-    ),
-    (b"\x00\xff\xfe binary \x80\x81", PARSE_ERROR, None),
-    (
-        b'{"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": ' + json.dumps(SEARCH).encode() + b"}",
-        INVALID_PARAMS,
-        15,
-    ),
-]
 
 
 async def _answer(process: asyncio.subprocess.Process) -> dict[str, Any]:
@@ -74,7 +47,7 @@ async def test_every_malformed_line_is_answered_and_the_session_goes_on(stack: S
         )
         assert "result" in await _answer(process)
         await _send(process, b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-        for line, code, id_ in MALFORMED:
+        for line, code, id_ in LINES.values():
             await _send(process, line)
             answer = await _answer(process)
             assert (answer["id"], answer["error"]["code"]) == (id_, code), (line[:80], answer)

@@ -70,9 +70,20 @@ def _oversize(f: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _mcp_stdio(f: Mapping[str, Any]) -> list[str]:
+    unanswered, wrong = sum(f["unanswered"].values()), sum(f["wrong_error"].values())
+    return [
+        f"{f['sent']} malformed lines ({f['kinds']} kinds) to toolsel mcp over stdio, {f['seconds']} s",
+        f"answered {f['answered']}, unanswered {unanswered} ({', '.join(f['unanswered']) or 'none'}), with another "
+        f"error than the specification's {wrong} ({', '.join(f['wrong_error']) or 'none'}); serving after: "
+        f"{'yes' if f['serving_after'] else 'NO'}",
+    ]
+
+
 LINES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "fuzz": _fuzz,
     "oversize": _oversize,
+    "mcp-stdio": _mcp_stdio,
     "kill": _kill,
     "kill-nats": _kill,
     "kill-postgres": _kill,

@@ -16,6 +16,7 @@ from uuid import uuid4
 from toolsel.chaos.forged import forged
 from toolsel.chaos.fuzz import fuzz
 from toolsel.chaos.kill import kill
+from toolsel.chaos.mcp_lines import mcp_lines
 from toolsel.chaos.oversize import oversize
 from toolsel.chaos.restart import nats_restart
 from toolsel.chaos.stage import Stage
@@ -26,11 +27,14 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal["forged", "tenants", "oversize", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"]
+Scenario = Literal[
+    "forged", "tenants", "oversize", "mcp-stdio", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"
+]
 SCENARIOS: tuple[Scenario, ...] = (
     "forged",
     "tenants",
     "oversize",
+    "mcp-stdio",
     "kill",
     "kill-nats",
     "kill-postgres",
@@ -65,6 +69,8 @@ class Options:
     """Forged: each broadcast published this many times."""
     oversize: int = 100
     """Oversize: select requests whose whole reply would be over the NATS message size."""
+    mcp_rounds: int = 10
+    """MCP stdio: times each kind of malformed line is sent."""
     seed: int = 0
     scenarios: tuple[Scenario, ...] = SCENARIOS
 
@@ -109,6 +115,8 @@ async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str,
             return await tenants(stage, options.rounds)
         case "oversize":
             return await oversize(stage, options.oversize)
+        case "mcp-stdio":
+            return await mcp_lines(stage, options.mcp_rounds)
         case "kill":
             return await kill(stage, "learner", options.kills, options.outcomes)
         case "kill-nats":

@@ -70,6 +70,15 @@ FIGURES: dict[str, dict[str, Any]] = {
         "oversized_schema_refused": "invalid_request: the schema takes 65,600 bytes (tools.0.parameters)",
         "seconds": 1.0,
     },
+    "mcp-stdio": {
+        "kinds": 11,
+        "sent": 22,
+        "answered": 21,
+        "unanswered": {"batch": 1},
+        "wrong_error": {},
+        "serving_after": True,
+        "seconds": 1.0,
+    },
     "forged": {"attempts": 4, "subjects": ["a"], "refused": 4, "not_refused": 0, "answers_changed": 0},
 }
 
