@@ -1,7 +1,8 @@
 """``toolsel chaos`` with tiny numbers, on a stack of its own: every scenario runs, prints its figures and writes
 them as JSON, and the figures are the targets (nothing lost, applied twice, stuck or crossing tenants; every
 hostile request answered with a result or a typed error; every forged broadcast refused; every reply over the
-message size cut to fit and answered; NATS and PostgreSQL SIGKILLed and brought back by the stack itself)."""
+message size cut to fit and answered; every malformed MCP line answered; NATS and PostgreSQL SIGKILLed and
+brought back by the stack itself)."""
 
 import json
 import subprocess
@@ -18,7 +19,7 @@ selecting agents with its own bounds; here, on a loaded CI machine, the scenario
 ARGS = (
     *(arg for name in CHECKED for arg in ("--scenario", name)),
     *("--fuzz", "15", "--kills", "2", "--outcomes", "300", "--rounds", "1", "--forgeries", "2"),
-    *("--server-kills", "2", "--oversize", "3"),
+    *("--server-kills", "2", "--oversize", "3", "--mcp-rounds", "1"),
 )
 
 
@@ -55,6 +56,12 @@ def test_kill_nothing_lost_nothing_applied_twice(figures: dict[str, Any], scenar
     assert (kill["target"], kill["kills"], len(kill["back_s"])) == (target, 2, 2)
     assert (kill["sent"], kill["stored"], kill["lost"], kill["stuck"]) == (300, 300, 0, 0)
     assert (kill["double_applied_calls"], kill["double_applied_posterior"]) == (0, 0)
+
+
+def test_mcp_stdio_every_malformed_line_answered_as_the_specification_says(figures: dict[str, Any]) -> None:
+    lines = figures["mcp-stdio"]
+    assert lines["sent"] == lines["kinds"] == lines["answered"] > 10
+    assert (lines["unanswered"], lines["wrong_error"], lines["serving_after"]) == ({}, {}, True)
 
 
 def test_oversize_every_reply_cut_to_fit_and_answered(figures: dict[str, Any]) -> None:
