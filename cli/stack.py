@@ -61,8 +61,8 @@ def _start(stack: Stack, doing: str) -> None:
 
 @app.command()
 def up() -> None:
-    """Start NATS, PostgreSQL (embedded unless configured) and the three services, restarting any service that
-    exits; Ctrl-C stops all. Refuses when a stack already runs on this home."""
+    """Start NATS, PostgreSQL (embedded unless configured) and the three services, restarting any service or
+    embedded server that dies; Ctrl-C stops all. Refuses when a stack already runs on this home."""
     stack = Stack(settings())
     stopping = False
 
@@ -78,8 +78,11 @@ def up() -> None:
         console.print("Press Ctrl-C to stop.")
         while not stopping:
             for name in stack.supervise():
-                restarts = stack.supervision[name].restarts
-                console.print(f"[yellow]{name} exited and was restarted ({restarts})[/]; see its log in {_logs(stack)}")
+                state = stack.supervision[name]
+                console.print(
+                    f"[yellow]{name} died and was restarted ({state.restarts}; down {state.last_down_s or 0:.1f} s)"
+                    f"[/]; see its log in {_logs(stack)}"
+                )
             time.sleep(0.2)
     finally:
         if stack.lock is not None:

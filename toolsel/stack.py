@@ -48,8 +48,6 @@ SERVICE_COMMAND = (sys.executable, "-m", "cli.services")
 hold every other command's imports (about 50 MB per process)."""
 START_LOG_LINES = 40
 """How much of a dead service's log a failed start quotes."""
-SERVERS = ("nats", "postgres")
-"""The embedded servers ``toolsel up`` supervises beside its services, by the names ``status`` shows."""
 
 
 async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[str, HealthReply | str]:
