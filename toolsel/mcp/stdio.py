@@ -15,6 +15,7 @@ What passes goes to the SDK's own transport and server unchanged.
 
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -177,9 +178,19 @@ async def checked_lines(source: BinaryIO, wire: Wire) -> AsyncIterator[str]:
 
 async def run_stdio(server: MCPServer) -> None:
     """Serve ``server`` over this process's stdin and stdout through the SDK's stdio transport, each line checked
-    first (see the module)."""
-    wire = Wire(sys.stdout.buffer)
-    lines = cast(anyio.AsyncFile[str], checked_lines(sys.stdin.buffer, wire))
-    async with stdio_server(stdin=lines, stdout=cast(anyio.AsyncFile[str], wire)) as (read, write):
-        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on the SDK's own streams
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    first (see the module). While it serves, file descriptor 1 points at stderr and the wire is a copy of it, as
+    the SDK does with its own streams: a stray print cannot corrupt a message."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with os.fdopen(os.dup(saved), "wb") as out:
+            wire = Wire(out)
+            lines = cast(anyio.AsyncFile[str], checked_lines(sys.stdin.buffer, wire))
+            async with stdio_server(stdin=lines, stdout=cast(anyio.AsyncFile[str], wire)) as (read, write):
+                lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on the SDK's streams
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
