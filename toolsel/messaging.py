@@ -13,7 +13,7 @@ import asyncpg
 import nats
 import nats.errors
 from faststream.message import StreamMessage
-from faststream.middlewares import ExceptionMiddleware
+from faststream.middlewares import BaseMiddleware, ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
 from nats.aio.client import Client
 from nats.js.api import StreamConfig
@@ -144,12 +144,27 @@ def _rpc_errors() -> ExceptionMiddleware:
     return handlers
 
 
+class ReplyTooLarge(BaseMiddleware):
+    """A reply NATS refuses to carry (over the server's ``max_payload``) is replaced by a typed error saying so, so
+    the requester gets an answer rather than a timeout. The selector cuts its replies to fit before this
+    (``services.selector.fit``); an admin listing asked for too much is answered with this."""
+
+    async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
+        try:
+            return await call_next(cmd)
+        except nats.errors.MaxPayloadError as error:
+            message = f"the reply is too large for one message ({error}): ask for less (a lower limit)"
+            cmd.body = ErrorReply(error=ErrorDetail(code=ErrorCode.INVALID_REQUEST, message=message))
+            return await call_next(cmd)
+
+
 def rpc_router() -> NatsRouter:
-    """A router for request/reply handlers: every failure becomes a typed error reply, never a timeout.
+    """A router for request/reply handlers: every failure becomes a typed error reply, never a timeout, and so
+    does a reply too large to send (``ReplyTooLarge``).
 
     Kept apart from JetStream subscribers, whose reply subject is the ack and must not get an error body.
     """
-    return NatsRouter(middlewares=[_rpc_errors()])
+    return NatsRouter(middlewares=[_rpc_errors(), ReplyTooLarge])
 
 
 async def consumer_backlog(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
