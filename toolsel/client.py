@@ -45,6 +45,13 @@ EVENT_SUBJECTS: dict[type[BaseModel], str] = {
 }
 
 
+def wire(message: BaseModel) -> bytes:
+    """The message as sent: a tenant it does not name is left out, for the service to take from the sender (a
+    tenant's identity acts for its own; naming another is refused)."""
+    unnamed = {"tenant_id"} - message.model_fields_set if "tenant_id" in type(message).model_fields else set()
+    return message.model_dump_json(exclude=unnamed).encode()
+
+
 class ToolselError(Exception):
     """A typed error reply from a service."""
 
@@ -170,12 +177,12 @@ class ToolselClient(AsyncMethods):
     async def send(self, request: Request[Any, R], message: BaseModel) -> R:
         if request.admin and isinstance(message, AdminRequest):
             return await self.admin(request.subject, message, request.reply)
-        return await self.request(request.subject, message.model_dump_json().encode(), request.reply, request.timeout_s)
+        return await self.request(request.subject, wire(message), request.reply, request.timeout_s)
 
     async def publish(self, subject: str, event: BaseModel) -> None:
         """Publish one event durably; its ``event_id`` is the JetStream de-duplication id."""
         headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
-        await self.nc.jetstream().publish(self.subject(subject), event.model_dump_json().encode(), headers=headers)
+        await self.nc.jetstream().publish(self.subject(subject), wire(event), headers=headers)
 
 
 class SyncToolselClient(SyncMethods):

@@ -168,14 +168,33 @@ def running_nats(directory: Path) -> tuple[int, str] | None:
     return None
 
 
-def reload_nats(directory: Path, identities: Sequence[tuple[Scope, str]]) -> bool:
-    """Rewrite the embedded server's configuration and have the running server (if any) reload it: it admits
-    new identities at once and closes the connections of those no longer listed. Returns whether one ran."""
+RELOADED = "Reloaded server configuration"
+RELOAD_FAILED = "Failed to reload"
+LOG_FILE = "nats.log"
+
+
+def reload_nats(directory: Path, identities: Sequence[tuple[Scope, str]], timeout_s: float = 10.0) -> bool:
+    """Rewrite the embedded server's configuration and have the running server (if any) reload it, returning
+    once its log says it did: it admits new identities from then on and has closed the connections of those no
+    longer listed. Returns whether one ran; ``EmbeddedError`` when it did not reload."""
     write_nats_config(directory, identities)
     running = running_nats(directory)
-    if running is not None:
-        os.kill(running[0], signal.SIGHUP)
-    return running is not None
+    if running is None:
+        return False
+    log_file = directory / LOG_FILE
+    offset = log_file.stat().st_size if log_file.exists() else 0
+    os.kill(running[0], signal.SIGHUP)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with log_file.open("rb") as log:
+            log.seek(offset)
+            said = log.read().decode(errors="replace")
+        if RELOADED in said:
+            return True
+        if RELOAD_FAILED in said:
+            raise EmbeddedError(f"NATS did not reload its configuration: see {log_file}")
+        time.sleep(0.02)
+    raise EmbeddedError(f"NATS did not reload its configuration within {timeout_s}s: see {log_file}")
 
 
 def local_nats_url(home: Path, user: str) -> str:
@@ -206,7 +225,7 @@ class EmbeddedNats:
         for stale in self.directory.glob("nats-server_*.ports"):
             stale.unlink(missing_ok=True)
         config = write_nats_config(self.directory, self.admit())
-        log_file = (self.directory / "nats.log").open("ab")
+        log_file = (self.directory / LOG_FILE).open("ab")
         self.process = subprocess.Popen(
             [
                 str(nats_server_binary()),
