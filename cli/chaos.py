@@ -22,15 +22,22 @@ def chaos(
     selections: Annotated[int, typer.Option(help="selections answered across a NATS restart")] = 2_000,
     rounds: Annotated[int, typer.Option(help="tenants: rounds of events per question of one tenant")] = 10,
     forgeries: Annotated[int, typer.Option(help="times each forged broadcast is published")] = 25,
+    attacks: Annotated[
+        int, typer.Option(help="eavesdrop, spoof, id-reuse, msg-id-claim: attempts (selections, events) of each")
+    ] = 100,
     scenario: Annotated[
         list[str] | None,
-        typer.Option(help="run only these (repeatable): forged, tenants, kill, nats-restart, fuzz"),
+        typer.Option(
+            help="run only these (repeatable): forged, tenants, eavesdrop, spoof, id-reuse, msg-id-claim, kill, "
+            "nats-restart, fuzz"
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the hostile inputs")] = 0,
     json_file: Annotated[Path | None, typer.Option("--json", help="write the figures here after each scenario")] = None,
 ) -> None:
     """Fuzz every subject, SIGKILL the learner mid-stream, restart NATS under selection, stream one tenant's
-    events beside another, forge broadcasts: on a stack of its own, each measured."""
+    events beside another, forge broadcasts, and attack one tenant from another (eavesdrop, spoof, reuse its
+    selection ids, claim its msg-ids): on a stack of its own, each measured."""
     from toolsel.chaos.report import scenario_lines
     from toolsel.chaos.run import SCENARIOS, Options, run_chaos
     from toolsel.evaluation.report import write_json
@@ -39,9 +46,11 @@ def chaos(
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
         fail(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}", USAGE)
-    if min(fuzz, kills, outcomes, selections, rounds, forgeries) < 1:
+    if min(fuzz, kills, outcomes, selections, rounds, forgeries, attacks) < 1:
         fail("every count must be at least 1", USAGE)
-    options = Options(fuzz, kills, outcomes, selections, rounds, forgeries, seed, cast("tuple[Scenario, ...]", chosen))
+    options = Options(
+        fuzz, kills, outcomes, selections, rounds, forgeries, attacks, seed, cast("tuple[Scenario, ...]", chosen)
+    )
 
     def done(name: str, result: dict[str, Any]) -> None:
         for line in scenario_lines(name, result["scenarios"][name]):

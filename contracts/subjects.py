@@ -113,6 +113,14 @@ REVIEW_EVENTS: Final = f"{REVIEW_ROOT}.{OPERATOR_SCOPE}"
 FEEDBACK_EVENTS: Final = f"{FEEDBACK_ROOT}.{OPERATOR_SCOPE}"
 SYNC_EVENTS: Final = f"{SYNC_EVENTS_ROOT}.{OPERATOR_SCOPE}"
 SYNC_REPORTS: Final = f"{EVENTS_PREFIX}.sync_report"
+OPERATOR_EVENTS: Final = {
+    "selection": SELECTION_EVENTS,
+    "outcome": OUTCOME_EVENTS,
+    "review": REVIEW_EVENTS,
+    "feedback": FEEDBACK_EVENTS,
+    "sync": SYNC_EVENTS,
+}
+"""Each durable event kind and the subject the operator publishes it on."""
 SCOPED_ROOTS: Final = (SELECT_ROOT, SYNC_ROOT, OUTCOME_ROOT, REVIEW_ROOT, FEEDBACK_ROOT, SYNC_EVENTS_ROOT)
 """Every subject a client sends on, each under its sender's scope."""
 

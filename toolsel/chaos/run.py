@@ -18,6 +18,7 @@ from toolsel.chaos.fuzz import fuzz
 from toolsel.chaos.kill import kill
 from toolsel.chaos.restart import nats_restart
 from toolsel.chaos.stage import Stage
+from toolsel.chaos.tenancy import eavesdrop, id_reuse, msg_id_claim, spoof
 from toolsel.chaos.tenants import tenants
 from toolsel.client import ToolselClient
 from toolsel.evaluation.session import UNSET
@@ -25,8 +26,20 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal["forged", "tenants", "kill", "nats-restart", "fuzz"]
-SCENARIOS: tuple[Scenario, ...] = ("forged", "tenants", "kill", "nats-restart", "fuzz")
+Scenario = Literal[
+    "forged", "tenants", "eavesdrop", "spoof", "id-reuse", "msg-id-claim", "kill", "nats-restart", "fuzz"
+]
+SCENARIOS: tuple[Scenario, ...] = (
+    "forged",
+    "tenants",
+    "eavesdrop",
+    "spoof",
+    "id-reuse",
+    "msg-id-claim",
+    "kill",
+    "nats-restart",
+    "fuzz",
+)
 """In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
 STACK_ENV = {
     "TOOLSEL_POSTERIOR_DISCOUNT": "1",
@@ -37,6 +50,9 @@ STACK_ENV = {
 """Nothing forgotten, so each applied outcome adds exactly 1 to its posterior (the kill scenario counts on it); a
 killed service back within seconds; an outcome whose selection never comes dead-lettered after 8 s."""
 SUPERVISE_EVERY_S = 0.2
+REUSED_SELECTIONS = 3
+"""Id reuse: the victim's selections the hostile events are spread over (the attack the scenario replays aimed
+25 failures at three)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,9 @@ class Options:
     """Tenants: rounds of events per question of the streaming tenant."""
     forgeries: int = 25
     """Forged: each broadcast published this many times."""
+    attacks: int = 100
+    """Eavesdrop, spoof, id reuse, msg-id claim: the victim's selections listened to or claimed, the spoofing
+    attempts of each kind, the hostile outcomes and reviews on the victim's selections."""
     seed: int = 0
     scenarios: tuple[Scenario, ...] = SCENARIOS
 
@@ -93,6 +112,14 @@ async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str,
             return await forged(stage, options.forgeries)
         case "tenants":
             return await tenants(stage, options.rounds)
+        case "eavesdrop":
+            return await eavesdrop(stage, options.attacks)
+        case "spoof":
+            return await spoof(stage, options.attacks)
+        case "id-reuse":
+            return await id_reuse(stage, options.attacks, REUSED_SELECTIONS)
+        case "msg-id-claim":
+            return await msg_id_claim(stage, options.attacks)
         case "kill":
             return await kill(stage, options.kills, options.outcomes)
         case "nats-restart":
