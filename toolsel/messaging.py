@@ -7,6 +7,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 import asyncpg
@@ -65,8 +66,30 @@ async def ensure_streams(url: str) -> None:
                 await js.add_stream(config)
             except BadRequestError:
                 await js.update_stream(config)
+        await _rescope_consumers(connection)
     finally:
         await connection.close()
+
+
+SCOPED_DURABLES = (
+    *(f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}" for kind in ("outcome", "review", "feedback")),
+    subjects.INDEXER_DURABLE,
+)
+"""The durable consumers of what clients send under their scopes."""
+
+
+async def _rescope_consumers(connection: Client) -> None:
+    """A durable consumer made before senders' scopes reads its kind's bare root, where no one publishes now:
+    have it read every scope of it instead (what it was bound to stays)."""
+    js = connection.jetstream()
+    for durable in SCOPED_DURABLES:
+        try:
+            info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
+        except NotFoundError:
+            continue
+        if info.config.filter_subject in subjects.SCOPED_ROOTS:
+            config = replace(info.config, filter_subject=subjects.any_scope(info.config.filter_subject))
+            await js.add_consumer(subjects.EVENTS_STREAM, config=config)
 
 
 class RequestError(Exception):

@@ -6,6 +6,7 @@ revoked."""
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from uuid import UUID
 
 import nats
@@ -18,6 +19,8 @@ from tests.integration.catalog import TOOLS, dead_letters, eventually, plugin_sy
 from tests.integration.test_nats_auth import Connection
 from toolsel import identities
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.embedded import EmbeddedNats
+from toolsel.messaging import ensure_streams
 from toolsel.stack import Stack
 from toolsel.store import events, readmodels
 
@@ -177,3 +180,28 @@ async def test_a_revoked_identity_is_let_in_no_more(stack: Stack) -> None:
         await nats.connect(made.nats_url(stack.nats.url), allow_reconnect=False, connect_timeout=2)
     with pytest.raises(identities.IdentityError):
         identities.revoke(home, tenant, "bot")
+
+
+async def test_a_consumer_made_before_scopes_reads_every_scope_after_a_start(tmp_path: Path) -> None:
+    """An upgraded home: the learner's durable consumer still filters its kind's bare subject; the next start
+    has it read every sender's scope of it, and what is published there reaches the subscription bound to it."""
+    server = EmbeddedNats(tmp_path / "nats")
+    server.start()
+    durable = f"{subjects.LEARNER_DURABLE_PREFIX}-outcome"
+    try:
+        learner = await nats.connect(server.login("learner"))
+        await ensure_streams(server.login("learner"))
+        js = learner.jetstream()
+        sub = await js.subscribe(
+            subjects.OUTCOME_ROOT, durable=durable, queue=durable, stream=subjects.EVENTS_STREAM, manual_ack=True
+        )
+        await ensure_streams(server.login("learner"))
+        info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
+        assert info.config.filter_subject == subjects.any_scope(subjects.OUTCOME_ROOT)
+        operator = await nats.connect(server.login("operator"))
+        await operator.jetstream().publish(subjects.OUTCOME_EVENTS, b"{}")
+        assert (await sub.next_msg(timeout=5)).subject == subjects.OUTCOME_EVENTS
+        await operator.close()
+        await learner.close()
+    finally:
+        server.stop()
