@@ -27,11 +27,14 @@ def chaos(
     forgeries: Annotated[int, typer.Option(help="times each forged broadcast is published")] = 25,
     oversize: Annotated[int, typer.Option(help="select requests whose whole reply is over the message size")] = 100,
     mcp_rounds: Annotated[int, typer.Option(help="times each kind of malformed line is sent to toolsel mcp")] = 10,
+    attacks: Annotated[
+        int, typer.Option(help="eavesdrop, spoof, id-reuse, msg-id-claim: attempts (selections, events) of each")
+    ] = 100,
     scenario: Annotated[
         list[str] | None,
         typer.Option(
-            help="run only these (repeatable): forged, tenants, oversize, mcp-stdio, kill, kill-nats, "
-            "kill-postgres, nats-restart, fuzz"
+            help="run only these (repeatable): forged, tenants, eavesdrop, spoof, id-reuse, msg-id-claim, oversize, "
+            "mcp-stdio, kill, kill-nats, kill-postgres, nats-restart, fuzz"
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the hostile inputs")] = 0,
@@ -39,8 +42,8 @@ def chaos(
 ) -> None:
     """Fuzz every subject, select replies over the message size, send malformed lines to MCP over stdio, SIGKILL
     the learner, NATS and PostgreSQL mid-stream (the stack's supervision brings them back), restart NATS under
-    selection, stream one tenant's events beside another, forge broadcasts: on a stack of its own, each
-    measured."""
+    selection, stream one tenant's events beside another, forge broadcasts, and attack one tenant from another
+    (eavesdrop, spoof, reuse its selection ids, claim its msg-ids): on a stack of its own, each measured."""
     from toolsel.chaos.report import scenario_lines
     from toolsel.chaos.run import SCENARIOS, Options, run_chaos
     from toolsel.evaluation.report import write_json
@@ -49,7 +52,7 @@ def chaos(
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
         fail(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}", USAGE)
-    if min(fuzz, kills, outcomes, server_kills, selections, rounds, forgeries, oversize, mcp_rounds) < 1:
+    if min(fuzz, kills, outcomes, server_kills, selections, rounds, forgeries, oversize, mcp_rounds, attacks) < 1:
         fail("every count must be at least 1", USAGE)
     options = Options(
         fuzz=fuzz,
@@ -61,6 +64,7 @@ def chaos(
         forgeries=forgeries,
         oversize=oversize,
         mcp_rounds=mcp_rounds,
+        attacks=attacks,
         seed=seed,
         scenarios=cast("tuple[Scenario, ...]", chosen),
     )

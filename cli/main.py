@@ -17,6 +17,7 @@ from cli import (
     chaos,
     docs,
     evaluation,
+    identities,
     learning,
     mcp,
     plugins,
@@ -34,6 +35,7 @@ for group in (stack, selection, evaluation, bench, services, learning, analytics
     app.add_typer(group.app)
 app.add_typer(tools.app, name="tools")
 app.add_typer(plugins.app, name="plugins")
+app.add_typer(identities.app, name="identity")
 app.add_typer(admin.app, name="admin", no_args_is_help=True)
 app.add_typer(docs.app, name="docs")
 

@@ -1,16 +1,21 @@
 """``toolsel mcp``: serve the toolshed (search_tools, review_tools, report_outcome) to MCP clients, over stdio
-(what a desktop client launches) or streamable HTTP. It connects to the stack like an agent: TOOLSEL_NATS_URL,
-else the ``toolsel up`` running in TOOLSEL_HOME."""
+(what a desktop client launches) or streamable HTTP.
+
+Over stdio it serves the identity it was started with: it connects to the stack like an agent
+(TOOLSEL_NATS_URL, a tenant's identity from ``toolsel identity create``, else the default tenant's agent of the
+``toolsel up`` running in TOOLSEL_HOME) and selects for that identity's tenant. Over HTTP every request must
+carry an identity's bearer token and is served for that identity, on the operator's connection."""
 
 from typing import Annotated
 
 import typer
 
-from cli.running import run
+from cli.running import USAGE, client, fail, run, settings
 from toolsel.client import ToolselClient
 from toolsel.embedded import EmbeddedError
 from toolsel.mcp.server import Transport, create_server, serve
 from toolsel.mcp.sessions import Sessions
+from toolsel.mcp.tenants import IdentityTokens, PerIdentity
 from toolsel.mcp.toolshed import Toolshed
 from toolsel.render import console
 
@@ -22,8 +27,10 @@ def mcp(
     transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at /mcp)")] = "stdio",
     host: Annotated[str, typer.Option(help="HTTP address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
-    tenant: Annotated[str, typer.Option(help="tenant whose tools the agents see")] = "default",
-    user: Annotated[str | None, typer.Option(help="user id the selections are made for")] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="stdio as the operator: the tenant whose tools the agents see (default)")
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="stdio: the user id the selections are made for")] = None,
     max_sessions: Annotated[
         int, typer.Option(min=1, envvar="TOOLSEL_MCP_MAX_SESSIONS", help="sessions kept (least recent go first)")
     ] = 1000,
@@ -36,10 +43,22 @@ def mcp(
         raise typer.BadParameter("stdio or http", param_hint="--transport")
     chosen: Transport = "stdio" if transport == "stdio" else "http"
 
-    async def main() -> None:
-        async with ToolselClient() as client:
-            toolshed = Toolshed(client, Sessions(max_sessions, session_ttl_s), tenant_id=tenant, user_id=user)
-            await serve(create_server(toolshed), chosen, host, port)
+    async def stdio() -> None:
+        async with ToolselClient() as connected:
+            own = connected.scope.tenant
+            if own is not None and tenant not in (None, own):
+                fail(f"--tenant {tenant}: this identity serves its own tenant {own} only", USAGE)
+            named = None if own is not None else tenant or "default"
+            toolshed = Toolshed(connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user)
+            await serve(create_server(toolshed), chosen)
+
+    async def http() -> None:
+        tokens = IdentityTokens(settings().home)
+        async with client() as operator:
+            toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s)
+            await serve(create_server(toolsheds, tokens, f"http://{host}:{port}"), chosen, host, port)
+
+    main = stdio if chosen == "stdio" else http
 
     try:
         run(main)

@@ -27,7 +27,7 @@ from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
 from toolsel.render import console, new_table, status_table
-from toolsel.stack import OPERATOR, Stack, StackRunning, configured_endpoints, probe_stack, stack_info
+from toolsel.stack import AGENT, OPERATOR, Stack, StackRunning, configured_endpoints, probe_stack, stack_info
 from toolsel.store import migrate as apply_migrations
 
 app = typer.Typer()
@@ -44,7 +44,7 @@ def _where(stack: Stack) -> Table:
     if not stack.settings.admin_token:
         table.add_row("admin token", str(stack.settings.home / ADMIN_TOKEN_FILE))
     table.add_row("logs", _logs(stack))
-    table.add_row("select subject", subjects.SELECT)
+    table.add_row("select subject", subjects.any_scope(subjects.SELECT_ROOT))
     table.caption = "`toolsel env` prints the exports another shell or a script needs"
     table.caption_justify = "left"
     return table
@@ -200,14 +200,16 @@ def migrate() -> None:
 
 @app.command()
 def env(
-    user: Annotated[str, typer.Option(help="NATS user of the URL: operator (admin commands) or agent")] = OPERATOR,
+    user: Annotated[
+        str, typer.Option(help="NATS user of the URL: operator (admin commands) or agent (the default tenant's agents)")
+    ] = OPERATOR,
 ) -> None:
     """Print the `export TOOLSEL_...` lines that reach the running toolsel from another shell or a script:
     eval "$(toolsel env)"."""
     current = settings()
     if user not in (OPERATOR, "agent"):
         fail(f"unknown NATS user {user!r}: operator or agent", USAGE)
-    endpoints = configured_endpoints(current, user)
+    endpoints = configured_endpoints(current, OPERATOR if user == OPERATOR else AGENT)
     if endpoints is None:
         fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL")
     exports = {

@@ -162,6 +162,8 @@ class ErrorCode(StrEnum):
 
     INVALID_REQUEST = "invalid_request"
     UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    """The sender is known but may not do this: a tenant it is not, a selection another identity made."""
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"

@@ -2,12 +2,13 @@
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Self
 from uuid import UUID, uuid4
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, StringConstraints, model_validator
 
 from contracts.common import SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
+from contracts.identity import OPERATOR, Scope
 
 Comment = Annotated[str, StringConstraints(max_length=2000), Storable]
 
@@ -26,7 +27,24 @@ class ToolCall(ToolRef):
     """Optional quality rating of the result (an LLM judge or the runtime)."""
 
 
-class OutcomeEvent(Message):
+class Sent(BaseModel):
+    """An event a client sends. Who sent it is read by the receiving service from the subject it came on (NATS
+    permissions tie it to the connection) and kept beside the fields: it is never part of the payload."""
+
+    _sender: Scope = PrivateAttr(default=OPERATOR)
+
+    @property
+    def sender(self) -> Scope:
+        return self._sender
+
+    def sent_by(self, scope: Scope) -> Self:
+        """This event as received from ``scope``."""
+        event = self.model_copy()
+        event._sender = scope
+        return event
+
+
+class OutcomeEvent(Sent, Message):
     event_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=_now)
     selection_id: UUID
@@ -44,7 +62,7 @@ class ToolReview(ToolRef):
     verdict: Verdict
 
 
-class ReviewEvent(Message):
+class ReviewEvent(Sent, Message):
     """Millwright review of a selection; ``none_of_these`` marks every suggestion unrelated."""
 
     event_id: UUID = Field(default_factory=uuid4)
@@ -60,7 +78,7 @@ class ReviewEvent(Message):
         return self
 
 
-class FeedbackEvent(ToolRef, Message):
+class FeedbackEvent(ToolRef, Sent, Message):
     event_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=_now)
     tenant_id: Identifier = "default"

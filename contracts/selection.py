@@ -17,6 +17,7 @@ from contracts.common import (
     Timestamp,
     ToolRef,
 )
+from contracts.subjects import OPERATOR_SCOPE
 
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
@@ -157,6 +158,9 @@ class SelectionEvent(Message):
     selection_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=lambda: datetime.now(UTC))
     tenant_id: TenantScope
+    owner: ShortText = OPERATOR_SCOPE
+    """Who asked (``contracts.identity.Scope.token``, from the subject the request came on): only that
+    identity, or the operator, may report outcomes and reviews of this selection."""
     user_id: Identifier | None = None
     session_id: Identifier | None = None
     query: Annotated[str, StringConstraints(max_length=2000), Storable]

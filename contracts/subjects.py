@@ -1,7 +1,12 @@
 """Every NATS subject and JetStream stream name, defined once.
 
 Request/reply subjects live under ``toolsel.rpc.``, durable events under ``toolsel.events.`` (the events
-stream captures only these) and broadcasts to selectors under ``toolsel.notify.``. A request published into
+stream captures only these) and broadcasts to selectors under ``toolsel.notify.``.
+
+What a client sends (select, sync, outcome, review, feedback) goes to its kind's root plus the sender's scope,
+which NATS permissions tie to the connection: ``<root>.t.<tenant>.<name>`` for a tenant's identity (only its own
+NATS user may publish there), ``<root>.op`` for the operator, who acts for any tenant. The services read who sent
+a message from its subject, never from its payload. A request published into
 a stream's subject space would get the stream's publish ack back instead of the service's reply, so the
 spaces never overlap (a test checks it).
 """
@@ -12,9 +17,17 @@ RPC_PREFIX: Final = "toolsel.rpc"
 EVENTS_PREFIX: Final = "toolsel.events"
 DLQ_PREFIX: Final = "toolsel.dlq"
 
-# request/reply (core NATS, queue groups)
-SELECT: Final = f"{RPC_PREFIX}.select"
-SYNC: Final = f"{RPC_PREFIX}.sync"
+OPERATOR_SCOPE: Final = "op"
+"""The scope token of the operator (and of a tool run with the operator's credentials)."""
+TENANT_SCOPE: Final = "t"
+"""The first token of a tenant identity's scope: ``t.<tenant>.<name>``."""
+
+# request/reply (core NATS, queue groups): <root>.<scope>
+SELECT_ROOT: Final = f"{RPC_PREFIX}.select"
+SYNC_ROOT: Final = f"{RPC_PREFIX}.sync"
+SELECT: Final = f"{SELECT_ROOT}.{OPERATOR_SCOPE}"
+"""The operator's select subject (any tenant, named in the request)."""
+SYNC: Final = f"{SYNC_ROOT}.{OPERATOR_SCOPE}"
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 
 # admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
@@ -89,11 +102,27 @@ ADMIN_SUBJECTS: Final = (*ADMIN_REGISTRY_SUBJECTS, *ADMIN_LEARNING_SUBJECTS, *AD
 
 # events (JetStream, stream EVENTS_STREAM)
 SELECTION_EVENTS: Final = f"{EVENTS_PREFIX}.selection"
-OUTCOME_EVENTS: Final = f"{EVENTS_PREFIX}.outcome"
-REVIEW_EVENTS: Final = f"{EVENTS_PREFIX}.review"
-FEEDBACK_EVENTS: Final = f"{EVENTS_PREFIX}.feedback"
-SYNC_EVENTS: Final = f"{EVENTS_PREFIX}.sync"
+"""Published by the selectors alone (NATS permissions): the owner of each selection is recorded in it."""
+OUTCOME_ROOT: Final = f"{EVENTS_PREFIX}.outcome"
+REVIEW_ROOT: Final = f"{EVENTS_PREFIX}.review"
+FEEDBACK_ROOT: Final = f"{EVENTS_PREFIX}.feedback"
+SYNC_EVENTS_ROOT: Final = f"{EVENTS_PREFIX}.sync"
+OUTCOME_EVENTS: Final = f"{OUTCOME_ROOT}.{OPERATOR_SCOPE}"
+"""The operator's outcome subject; a tenant's identity publishes on ``scoped(OUTCOME_ROOT, scope)``."""
+REVIEW_EVENTS: Final = f"{REVIEW_ROOT}.{OPERATOR_SCOPE}"
+FEEDBACK_EVENTS: Final = f"{FEEDBACK_ROOT}.{OPERATOR_SCOPE}"
+SYNC_EVENTS: Final = f"{SYNC_EVENTS_ROOT}.{OPERATOR_SCOPE}"
 SYNC_REPORTS: Final = f"{EVENTS_PREFIX}.sync_report"
+OPERATOR_EVENTS: Final = {
+    "selection": SELECTION_EVENTS,
+    "outcome": OUTCOME_EVENTS,
+    "review": REVIEW_EVENTS,
+    "feedback": FEEDBACK_EVENTS,
+    "sync": SYNC_EVENTS,
+}
+"""Each durable event kind and the subject the operator publishes it on."""
+SCOPED_ROOTS: Final = (SELECT_ROOT, SYNC_ROOT, OUTCOME_ROOT, REVIEW_ROOT, FEEDBACK_ROOT, SYNC_EVENTS_ROOT)
+"""Every subject a client sends on, each under its sender's scope."""
 
 # broadcasts to every selector (core NATS, no stream: a selector that misses one reloads on its cache TTL)
 NOTIFY_PREFIX: Final = "toolsel.notify"
@@ -117,6 +146,22 @@ INDEXER_DURABLE: Final = "toolsel-indexer-sync"
 SERVICES: Final = ("selector", "learner", "indexer")
 
 
+def any_scope(root: str) -> str:
+    """What a service subscribes to: ``root`` under every sender's scope."""
+    return f"{root}.>"
+
+
+def scoped(root: str, scope: str) -> str:
+    """``root`` as a sender of ``scope`` (``Scope.token``) publishes it."""
+    return f"{root}.{scope}"
+
+
+def scope_of(subject: str, root: str) -> str | None:
+    """The sender's scope token of a message received on ``root``'s scopes (None: not one of them)."""
+    prefix = f"{root}."
+    return subject[len(prefix) :] if subject.startswith(prefix) else None
+
+
 def health(service: str) -> str:
     """The health request subject of one service."""
     return f"{HEALTH_PREFIX}.{service}"
@@ -129,4 +174,4 @@ def dead_letter(kind: str) -> str:
 
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
-    return (SELECT, SYNC, *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))
+    return (any_scope(SELECT_ROOT), any_scope(SYNC_ROOT), *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))

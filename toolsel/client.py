@@ -6,8 +6,10 @@ import logging
 import os
 import threading
 from collections.abc import Coroutine, Sequence
+from copy import copy
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client
@@ -27,8 +29,10 @@ from contracts import (
     payload_signature,
     subjects,
 )
+from contracts.identity import Scope, scope_of_user
 from toolsel.client_methods import AsyncMethods, Request, SyncMethods
 from toolsel.embedded import local_nats_url
+from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
@@ -36,10 +40,17 @@ T = TypeVar("T")
 SYNC_TIMEOUT_S = 1800.0
 """A sync replies once its tools are embedded: a catalog of thousands takes minutes on a busy small machine."""
 EVENT_SUBJECTS: dict[type[BaseModel], str] = {
-    OutcomeEvent: subjects.OUTCOME_EVENTS,
-    ReviewEvent: subjects.REVIEW_EVENTS,
-    FeedbackEvent: subjects.FEEDBACK_EVENTS,
+    OutcomeEvent: subjects.OUTCOME_ROOT,
+    ReviewEvent: subjects.REVIEW_ROOT,
+    FeedbackEvent: subjects.FEEDBACK_ROOT,
 }
+
+
+def wire(message: BaseModel) -> bytes:
+    """The message as sent: a tenant it does not name is left out, for the service to take from the sender (a
+    tenant's identity acts for its own; naming another is refused)."""
+    unnamed = {"tenant_id"} - message.model_fields_set if "tenant_id" in type(message).model_fields else set()
+    return message.model_dump_json(exclude=unnamed).encode()
 
 
 log = logging.getLogger(__name__)
@@ -77,15 +88,17 @@ class ToolselClient(AsyncMethods):
     ``toolsel.client_methods.ClientMethods`` (select, the events, every admin subject) is here.
 
     The URL carries the NATS credentials (``nats://user:password@host:4222``). Without one: TOOLSEL_NATS_URL,
-    else the embedded NATS of the ``toolsel up`` running in TOOLSEL_HOME, as NATS ``user`` (by default an
-    agent) with the password kept in that home. Admin requests carry ``admin_token`` (default: the
-    ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
+    else the embedded NATS of the ``toolsel up`` running in TOOLSEL_HOME, as NATS ``user`` (by default the
+    default tenant's agents) with the password kept in that home. The user is who the client is: a tenant's
+    identity (``<tenant>.<name>``) selects and reports for its tenant alone, under its scope, and reads its
+    replies under its own inbox prefix; any other user sends as the operator. Admin requests carry
+    ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        user: str = "agent",
+        user: str = DEFAULT_AGENT.user,
         timeout_s: float = 10.0,
         admin_token: str | None = None,
         sync_timeout_s: float = SYNC_TIMEOUT_S,
@@ -100,20 +113,35 @@ class ToolselClient(AsyncMethods):
         self.reconnect_attempts = reconnect_attempts
         """-1: reconnect for as long as it takes (a client that must outlive a NATS restart)."""
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
+        self.scope = scope_of_user(urlsplit(self.url).username) if self.url else scope_of_user(user)
+        """Who the client sends as (its subjects' scope)."""
         self._nc: Client | None = None
 
     async def __aenter__(self) -> Self:
         if not self.url:
             settings = Settings()
             self.url = settings.nats_url or local_nats_url(settings.home, self.user)
+            self.scope = scope_of_user(urlsplit(self.url).username)
         self._nc = await nats.connect(
             self.url,
             name="toolsel-client",
             connect_timeout=self.connect_timeout_s,
             max_reconnect_attempts=self.reconnect_attempts,
             error_cb=_quiet,
+            inbox_prefix=self.scope.inbox_prefix,
         )
         return self
+
+    def acting_as(self, scope: Scope) -> Self:
+        """This client (its connection shared) sending under ``scope``: what an operator's gateway does for the
+        identity it authenticated (MCP over HTTP); NATS refuses it to any other user."""
+        view = copy(self)
+        view.scope = scope
+        return view
+
+    def subject(self, root: str) -> str:
+        """``root`` under the client's scope if it is sent under one (``subjects.SCOPED_ROOTS``), else as is."""
+        return subjects.scoped(root, self.scope.token) if root in subjects.SCOPED_ROOTS else root
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
@@ -129,7 +157,7 @@ class ToolselClient(AsyncMethods):
 
     async def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
         """Send raw bytes; decode the reply as ``reply_type`` or raise the typed error it carries."""
-        msg = await self.nc.request(subject, payload, timeout=timeout_s or self.timeout_s)
+        msg = await self.nc.request(self.subject(subject), payload, timeout=timeout_s or self.timeout_s)
         body = json.loads(msg.data)
         if isinstance(body, dict) and "error" in body:
             raise ToolselError(ErrorReply.model_validate(body).error)
@@ -141,7 +169,7 @@ class ToolselClient(AsyncMethods):
         if signing_key is not None:
             payload["credential"] = payload_signature(payload, signing_key)
         return await self.request(
-            subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
+            subjects.SYNC_ROOT, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
         )
 
     async def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:
@@ -165,12 +193,12 @@ class ToolselClient(AsyncMethods):
     async def send(self, request: Request[Any, R], message: BaseModel) -> R:
         if request.admin and isinstance(message, AdminRequest):
             return await self.admin(request.subject, message, request.reply)
-        return await self.request(request.subject, message.model_dump_json().encode(), request.reply, request.timeout_s)
+        return await self.request(request.subject, wire(message), request.reply, request.timeout_s)
 
     async def publish(self, subject: str, event: BaseModel) -> None:
         """Publish one event durably; its ``event_id`` is the JetStream de-duplication id."""
         headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
-        await self.nc.jetstream().publish(subject, event.model_dump_json().encode(), headers=headers)
+        await self.nc.jetstream().publish(self.subject(subject), wire(event), headers=headers)
 
 
 class SyncToolselClient(SyncMethods):

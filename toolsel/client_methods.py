@@ -131,11 +131,12 @@ class ClientMethods:
     ``rollback_tool(RollbackRequest(...))``: every method takes its message whole, or positional arguments
     (the row's ``args``) and fields."""
 
-    select = Request(subjects.SELECT, SelectRequest, SelectReply, args=("query",), admin=False, timeout_s=None)
-    report_outcome = Event(subjects.OUTCOME_EVENTS, OutcomeEvent, args=("selection_id", "calls"))
-    review = Event(subjects.REVIEW_EVENTS, ReviewEvent, args=("selection_id", "reviews"))
-    none_of_these = Event(subjects.REVIEW_EVENTS, ReviewEvent, args=("selection_id",), none_of_these=True)
-    feedback = Event(subjects.FEEDBACK_EVENTS, FeedbackEvent, args=("plugin_id", "name", "rating"))
+    # sent under the client's scope (``subjects.scoped``): the roots are scoped by ``send`` and ``publish``
+    select = Request(subjects.SELECT_ROOT, SelectRequest, SelectReply, args=("query",), admin=False, timeout_s=None)
+    report_outcome = Event(subjects.OUTCOME_ROOT, OutcomeEvent, args=("selection_id", "calls"))
+    review = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id", "reviews"))
+    none_of_these = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id",), none_of_these=True)
+    feedback = Event(subjects.FEEDBACK_ROOT, FeedbackEvent, args=("plugin_id", "name", "rating"))
 
     # registry area (indexer)
     list_tools = Request(subjects.ADMIN_TOOLS_LIST, ToolQuery, ToolList)

@@ -3,8 +3,10 @@
 Both reuse their data across restarts; a crashed earlier run (stale pid file, lock or socket) is recovered
 from: NATS writes a fresh ports file per pid and pgserver ignores a postmaster.pid whose process is gone.
 The embedded NATS admits only its users (``credentials.json`` beside its data, 0600), each with the
-permissions of ``toolsel.messaging.nats_permissions``; the operators' admin token is kept the same way
-(``admin-token`` in the home).
+permissions of ``toolsel.messaging.nats_permissions``, and the tenants' identities the operator made
+(``toolsel.identities``: only their bcrypt hashes are kept); the operators' admin token is kept like the
+credentials (``admin-token`` in the home). A changed list of identities reaches the running server by a
+configuration reload (SIGHUP): no restart, and a revoked identity's connections are closed.
 """
 
 import contextlib
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import psutil
 
-from toolsel.messaging import NATS_USERS, nats_permissions
+from contracts.identity import Scope
+from toolsel.messaging import NATS_USERS, identity_permissions, nats_permissions
 
 log = logging.getLogger(__name__)
 
@@ -125,30 +128,84 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"))
 
 
-def nats_config(passwords: Mapping[str, str]) -> str:
+def password_variable(user: str) -> str:
+    """The environment variable that holds a built-in user's password under compose."""
+    return "TOOLSEL_NATS_" + "".join(c if c.isalnum() else "_" for c in user.upper()) + "_PASSWORD"
+
+
+def nats_config(passwords: Mapping[str, str], identities: Sequence[tuple[Scope, str]] = ()) -> str:
     """The NATS server's ``authorization`` block: every user of ``nats_permissions`` with its password, written
-    as given (a quoted string, or an unquoted ``$VARIABLE`` that the server reads from its environment)."""
+    as given (a quoted string, or an unquoted ``$VARIABLE`` that the server reads from its environment), then
+    each tenant identity with its bcrypt hash."""
     lines = [
         "# toolsel's NATS users and what each may publish and subscribe (toolsel.messaging.nats_permissions).",
         "authorization {",
         "  users = [",
     ]
-    for user, permissions in nats_permissions().items():
-        lines += [f'    {{user: "{user}", password: {passwords[user]}, permissions: {{']
+    users = [(user, passwords[user], permissions) for user, permissions in nats_permissions().items()]
+    users += [(scope.user, json.dumps(hashed), identity_permissions(scope)) for scope, hashed in identities]
+    for user, password, permissions in users:
+        lines += [f'    {{user: "{user}", password: {password}, permissions: {{']
         for key, value in permissions.items():
             lines += f"      {key}: {json.dumps(value, indent=2)}".replace("\n", "\n      ").splitlines()
         lines += ["    }}"]
     return "\n".join([*lines, "  ]", "}", ""])
 
 
+def write_nats_config(directory: Path, identities: Sequence[tuple[Scope, str]]) -> Path:
+    """Write the embedded server's configuration (0600: it holds the built-in users' passwords)."""
+    passwords = nats_credentials(directory, create=True)
+    config = directory / CONFIG_FILE
+    text = nats_config({user: json.dumps(password) for user, password in passwords.items()}, identities)
+    write_private(config, text)
+    return config
+
+
+def running_nats(directory: Path) -> tuple[int, str] | None:
+    """The pid and URL (without credentials) of the embedded NATS running on ``directory``, if one is."""
+    for ports_file in directory.glob("nats-server_*.ports"):
+        pid = int(ports_file.stem.rpartition("_")[2])
+        if psutil.pid_exists(pid):
+            return pid, json.loads(ports_file.read_text())["nats"][0]
+    return None
+
+
+RELOADED = "Reloaded server configuration"
+RELOAD_FAILED = "Failed to reload"
+LOG_FILE = "nats.log"
+
+
+def reload_nats(directory: Path, identities: Sequence[tuple[Scope, str]], timeout_s: float = 10.0) -> bool:
+    """Rewrite the embedded server's configuration and have the running server (if any) reload it, returning
+    once its log says it did: it admits new identities from then on and has closed the connections of those no
+    longer listed. Returns whether one ran; ``EmbeddedError`` when it did not reload."""
+    write_nats_config(directory, identities)
+    running = running_nats(directory)
+    if running is None:
+        return False
+    log_file = directory / LOG_FILE
+    offset = log_file.stat().st_size if log_file.exists() else 0
+    os.kill(running[0], signal.SIGHUP)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with log_file.open("rb") as log:
+            log.seek(offset)
+            said = log.read().decode(errors="replace")
+        if RELOADED in said:
+            return True
+        if RELOAD_FAILED in said:
+            raise EmbeddedError(f"NATS did not reload its configuration: see {log_file}")
+        time.sleep(0.02)
+    raise EmbeddedError(f"NATS did not reload its configuration within {timeout_s}s: see {log_file}")
+
+
 def local_nats_url(home: Path, user: str) -> str:
     """The URL of the embedded NATS running under ``home`` (found by its ports file), with ``user``'s
     credentials; raises ``EmbeddedError`` when none runs there."""
     directory = home / "nats"
-    for ports_file in directory.glob("nats-server_*.ports"):
-        if psutil.pid_exists(int(ports_file.stem.rpartition("_")[2])):
-            url = json.loads(ports_file.read_text())["nats"][0]
-            return login_url(url, user, nats_credentials(directory)[user])
+    running = running_nats(directory)
+    if running is not None:
+        return login_url(running[1], user, nats_credentials(directory)[user])
     raise EmbeddedError(f"no toolsel running in {home}: start one with `toolsel up`, or set TOOLSEL_NATS_URL")
 
 
@@ -158,6 +215,8 @@ class EmbeddedNats:
 
     directory: Path
     port: int = -1
+    admit: Callable[[], Sequence[tuple[Scope, str]]] = tuple
+    """The tenants' identities it admits, read at each start (``toolsel.identities.admitted``)."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
 
@@ -167,10 +226,8 @@ class EmbeddedNats:
         self.directory.mkdir(parents=True, exist_ok=True)
         for stale in self.directory.glob("nats-server_*.ports"):
             stale.unlink(missing_ok=True)
-        passwords = nats_credentials(self.directory, create=True)
-        config = self.directory / CONFIG_FILE
-        write_private(config, nats_config({user: json.dumps(password) for user, password in passwords.items()}))
-        log_file = (self.directory / "nats.log").open("ab")
+        config = write_nats_config(self.directory, self.admit())
+        log_file = (self.directory / LOG_FILE).open("ab")
         self.process = subprocess.Popen(
             [
                 str(nats_server_binary()),

@@ -7,6 +7,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 import asyncpg
@@ -21,6 +22,7 @@ from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
 from contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
+from contracts.identity import Scope, tenant_scope
 from toolsel import __version__
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,30 @@ async def ensure_streams(url: str) -> None:
                 await js.add_stream(config)
             except BadRequestError:
                 await js.update_stream(config)
+        await _rescope_consumers(connection)
     finally:
         await connection.close()
+
+
+SCOPED_DURABLES = (
+    *(f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}" for kind in ("outcome", "review", "feedback")),
+    subjects.INDEXER_DURABLE,
+)
+"""The durable consumers of what clients send under their scopes."""
+
+
+async def _rescope_consumers(connection: Client) -> None:
+    """A durable consumer made before senders' scopes reads its kind's bare root, where no one publishes now:
+    have it read every scope of it instead (what it was bound to stays)."""
+    js = connection.jetstream()
+    for durable in SCOPED_DURABLES:
+        try:
+            info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
+        except NotFoundError:
+            continue
+        if info.config.filter_subject in subjects.SCOPED_ROOTS:
+            config = replace(info.config, filter_subject=subjects.any_scope(info.config.filter_subject))
+            await js.add_consumer(subjects.EVENTS_STREAM, config=config)
 
 
 class RequestError(Exception):
@@ -223,10 +247,13 @@ def _one_line(text: str) -> str:
     return re.sub(r"[\x00-\x1f\x7f]+", " ", text).encode("utf-8", "replace").decode()
 
 
-NATS_USERS = ("selector", "learner", "indexer", "agent", "operator")
-"""A NATS user per service, one for agents and one for operators (the CLI)."""
+DEFAULT_AGENT = tenant_scope("default", "agent")
+"""The identity ``toolsel up`` makes for agents of the tenant ``default`` (its NATS user ``default.agent``)."""
+NATS_USERS = ("selector", "learner", "indexer", DEFAULT_AGENT.user, "operator")
+"""A NATS user per service, the default tenant's agents and the operators (the CLI); further tenants' identities
+are made by the operator (``toolsel.identities``)."""
 INBOX = "_INBOX.>"
-"""Where replies come back: every requester (and JetStream publisher, for its acks) subscribes to it."""
+"""Where the services' and the operator's replies come back (and JetStream acks): only they subscribe to it."""
 
 
 def _declare(stream: str) -> list[str]:
@@ -243,23 +270,28 @@ def _consume(stream: str) -> list[str]:
     ]
 
 
+HEALTH = f"{subjects.HEALTH_PREFIX}.>"
+
+
+def identity_permissions(scope: Scope) -> dict[str, Any]:
+    """A tenant's identity: it requests selections and syncs and publishes outcome, review, feedback and sync
+    events only under its own scope (so the services know whose they are), and reads replies only under its own
+    inbox prefix (no one else's replies, nor anyone else its own)."""
+    return {
+        "publish": {"allow": [*(subjects.scoped(root, scope.token) for root in subjects.SCOPED_ROOTS), HEALTH]},
+        "subscribe": {"allow": [f"{scope.inbox_prefix}.>"]},
+    }
+
+
 def nats_permissions() -> dict[str, dict[str, Any]]:
-    """What each NATS user may publish and subscribe: only the learner broadcasts posteriors, tool states and
-    usage, only the indexer registry changes (and operators, to make selectors re-read the store), only a
-    selector selection events (and operators, replaying them); agents request selections and syncs and publish
-    outcome, review, feedback and sync events; admin requests are the operator's. Services answer requests
-    (``allow_responses``); the JetStream API is open only for toolsel's streams, and only as each user needs."""
+    """What each built-in NATS user may publish and subscribe: only the learner broadcasts posteriors, tool states
+    and usage, only the indexer registry changes (and operators, to make selectors re-read the store), only a
+    selector selection events (and operators, replaying them); the default tenant's agents as any tenant's
+    identity (``identity_permissions``); admin requests, and every tenant's scope, are the operator's. Services
+    answer requests (``allow_responses``); the JetStream API is open only for toolsel's streams, and only as each
+    user needs."""
     streams = [*_declare(subjects.EVENTS_STREAM), *_declare(subjects.DLQ_STREAM), *_consume(subjects.EVENTS_STREAM)]
-    health = f"{subjects.HEALTH_PREFIX}.>"
-    agent_publish = [
-        subjects.SELECT,
-        subjects.SYNC,
-        health,
-        subjects.OUTCOME_EVENTS,
-        subjects.REVIEW_EVENTS,
-        subjects.FEEDBACK_EVENTS,
-        subjects.SYNC_EVENTS,
-    ]
+    health = HEALTH
 
     def service(publish: list[str], subscribe: list[str]) -> dict[str, Any]:
         return {
@@ -272,11 +304,11 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
         "selector": service(
             [subjects.SELECTION_EVENTS],
             [
-                subjects.SELECT,
+                subjects.any_scope(subjects.SELECT_ROOT),
                 subjects.health("selector"),
                 f"{subjects.NOTIFY_PREFIX}.>",
                 subjects.SELECTION_EVENTS,
-                subjects.OUTCOME_EVENTS,
+                subjects.any_scope(subjects.OUTCOME_ROOT),
             ],
         ),
         "learner": service(
@@ -290,13 +322,14 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
         ),
         "indexer": service(
             [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
-            [subjects.SYNC, *subjects.ADMIN_REGISTRY_SUBJECTS, subjects.health("indexer")],
+            [subjects.any_scope(subjects.SYNC_ROOT), *subjects.ADMIN_REGISTRY_SUBJECTS, subjects.health("indexer")],
         ),
-        "agent": {"publish": {"allow": agent_publish}, "subscribe": {"allow": [INBOX]}},
+        DEFAULT_AGENT.user: identity_permissions(DEFAULT_AGENT),
         "operator": {
             "publish": {
                 "allow": [
-                    *agent_publish,
+                    *(subjects.any_scope(root) for root in subjects.SCOPED_ROOTS),
+                    health,
                     f"{subjects.ADMIN_PREFIX}.>",
                     f"{subjects.EVENTS_PREFIX}.>",
                     subjects.REGISTRY_CHANGED,

@@ -34,12 +34,16 @@ from toolsel.embedded import (
     nats_credentials,
     write_private,
 )
+from toolsel.identities import admitted
+from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings
 
 STACK_FILE = "stack.json"
 LOCK_FILE = "stack.lock"
 OPERATOR = "operator"
 """The NATS user of ``toolsel up`` itself and of the CLI."""
+AGENT = DEFAULT_AGENT.user
+"""The NATS user of the default tenant's agents."""
 TOOLSEL_COMMAND = (sys.executable, "-m", "cli")
 """The ``toolsel`` command line for a child process (``+ ("status",)``): a command line, not an import, so the
 shared runtime never imports the CLI or a service."""
@@ -241,7 +245,7 @@ class Stack:
         home.mkdir(parents=True, exist_ok=True)
         nats_url = self.settings.nats_url
         if not nats_url:
-            self.nats = EmbeddedNats(home / "nats")
+            self.nats = EmbeddedNats(home / "nats", admit=lambda: admitted(home))
             self.nats.start()
             nats_url = self.nats.login(OPERATOR)
         database_url = self.settings.database_url

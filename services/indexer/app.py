@@ -28,6 +28,7 @@ from toolsel.messaging import (
 )
 from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.settings import Settings
+from toolsel.tenancy import sender
 
 DESCRIPTION = "Keeps the tool registry true to what plugins declare; embeds what changed."
 
@@ -41,16 +42,16 @@ def create_app(settings: Settings) -> FastStream:
     rpc = rpc_router()
 
     @rpc.subscriber(
-        subjects.SYNC,
+        subjects.any_scope(subjects.SYNC_ROOT),
         queue=subjects.INDEXER_QUEUE,
         title="sync",
         description="Sync a plugin's declaration and reply with the report (or a typed error).",
     )
     async def sync_request(sync: PluginSync, msg: RequestMessage, state: State) -> SyncReport:
-        return await run_sync(state, sync, json.loads(msg.body))
+        return await run_sync(state, sync, json.loads(msg.body), sender(msg.raw_message.subject, subjects.SYNC_ROOT))
 
     @broker.subscriber(
-        subjects.SYNC_EVENTS,
+        subjects.any_scope(subjects.SYNC_EVENTS_ROOT),
         stream=events,
         durable=subjects.INDEXER_DURABLE,
         pull_sub=PullSub(batch_size=1, timeout=1.0),
@@ -62,7 +63,8 @@ def create_app(settings: Settings) -> FastStream:
         """Refused (malformed, unauthorised): dead-lettered at once. Failed: redelivered, and dead-lettered once
         it keeps failing with the server there; never dropped without a dead letter."""
         try:
-            report = await run_sync(state, PluginSync.model_validate_json(msg.body), json.loads(msg.body))
+            scope = sender(msg.raw_message.subject, subjects.SYNC_EVENTS_ROOT)
+            report = await run_sync(state, PluginSync.model_validate_json(msg.body), json.loads(msg.body), scope)
         except ValidationError as invalid:
             await dead_letter(broker, "sync", msg.body, validation_reply(invalid).error.message)
             return

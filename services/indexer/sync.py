@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from contracts import PluginSync, SyncReport
+from contracts.identity import OPERATOR, Scope
 from services.indexer.auth import authorise
 from services.indexer.diff import StoredTool, SyncPlan, plan_sync
 from services.indexer.hashing import embedding_hash
@@ -20,6 +21,7 @@ from services.indexer.review import needs_review, status_after_update
 from services.indexer.state import IndexerState
 from toolsel.messaging import RequestError
 from toolsel.store import registry
+from toolsel.tenancy import tenant_for
 
 log = logging.getLogger("toolsel.indexer")
 
@@ -95,17 +97,22 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
     )
 
 
-async def run_sync(state: IndexerState, sync: PluginSync, payload: Mapping[str, Any]) -> SyncReport:
+async def run_sync(
+    state: IndexerState, sync: PluginSync, payload: Mapping[str, Any], scope: Scope = OPERATOR
+) -> SyncReport:
     """Authorise (against the payload as received, which is what a plugin signs), write, embed, and tell the
-    selectors when anything changed. A refusal is logged and writes nothing."""
+    selectors when anything changed. A refusal is logged and writes nothing. A tenant's identity (``scope``)
+    syncs only for its own tenant and only with its plugin's credential; the operator as configured."""
     settings = state.settings
     try:
+        tenant = tenant_for(scope, sync.tenant_id, "tenant_id" in payload)
+        sync = sync if tenant == sync.tenant_id else sync.model_copy(update={"tenant_id": tenant})
         authorise(
             sync,
             settings.plugin_secrets,
             payload=payload,
             signed_plugins=settings.signed_plugins,
-            require_credentials=settings.require_plugin_credentials,
+            require_credentials=settings.require_plugin_credentials or not scope.operator,
         )
     except RequestError as refused:
         log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)

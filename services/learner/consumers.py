@@ -32,9 +32,12 @@ from nats.js.api import ConsumerConfig
 from pydantic import BaseModel, ValidationError
 
 from contracts import subjects
+from contracts.events import Sent
+from contracts.identity import Scope
 from services.learner.batcher import Batcher
 from services.learner.state import Applied, LearnerState
-from toolsel.messaging import dead_letter, events_stream, failure, gives_up, transient, undecoded
+from toolsel.messaging import RequestError, dead_letter, events_stream, failure, gives_up, transient, undecoded
+from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
@@ -52,6 +55,14 @@ class EventKind(Generic[E]):
     """Apply a batch in one transaction; one verdict per event, in order."""
     missing: Callable[[E], str]
     """What an event refers to that is not stored (yet): the dead-letter reason once retrying gives up."""
+    scoped: bool = False
+    """Sent by clients on ``subject``'s scopes (``contracts.subjects.scoped``): who sent each event is read from
+    its subject, and the tenant it names must be the sender's."""
+
+    @property
+    def filter(self) -> str:
+        """The subject its durable consumer reads."""
+        return subjects.any_scope(self.subject) if self.scoped else self.subject
 
 
 def batchers(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> dict[str, Batcher[Any, Applied]]:
@@ -96,8 +107,13 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
     """Validate, apply in a batch, then acknowledge: after commit, never before; a bad event is kept aside."""
     try:
         event = kind.model.model_validate_json(msg.data)
+        if kind.scoped:
+            event = admitted(event, sender(msg.subject, kind.subject))
     except ValidationError as invalid:
         await _dead_letter(state, kind.name, msg, f"malformed: {invalid.errors()[0]['msg']}")
+        return
+    except RequestError as refused:
+        await _dead_letter(state, kind.name, msg, refused.detail.message)
         return
     batcher = state.batchers[kind.name]
     every_s = state.settings.learner_ack_wait_s / 2
@@ -115,6 +131,19 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
         await _dead_letter(state, kind.name, msg, kind.missing(event))
     else:
         await msg.nak(delay=backoff_s(msg.metadata.num_delivered))
+
+
+def admitted(event: E, scope: Scope) -> E:
+    """The event as sent by ``scope``, acting for the sender's tenant (``tenant_for``: a tenant's identity that
+    names another tenant is refused)."""
+    if isinstance(event, Sent):
+        event = event.sent_by(scope)
+    claimed = getattr(event, "tenant_id", None)
+    if claimed is not None:
+        tenant = tenant_for(scope, claimed, "tenant_id" in event.model_fields_set)
+        if tenant != claimed:
+            event = event.model_copy(update={"tenant_id": tenant})
+    return event
 
 
 async def in_progress_while(msg: Msg, work: "asyncio.Future[R]", every_s: float) -> R:
@@ -145,7 +174,7 @@ def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
     for kind in kinds:
         durable = f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
         subscriber = events.subscriber(
-            kind.subject,
+            kind.filter,
             stream=stream,
             durable=durable,
             queue=durable,

@@ -6,9 +6,11 @@ commit), dead-letter what is refused.
 """
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 from uuid import UUID
+
+from pydantic import BaseModel
 
 from contracts import (
     FeedbackEvent,
@@ -22,13 +24,14 @@ from contracts import (
 )
 from services.learner.consumers import EventKind
 from services.learner.feedback import apply_feedback
-from services.learner.outcomes import apply_outcomes
+from services.learner.outcomes import apply_outcomes, not_owner
 from services.learner.reviews import apply_reviews
 from services.learner.state import Applied, LearnerState
 from toolsel.messaging import dead_letter
 from toolsel.store import events
 
 log = logging.getLogger("toolsel.learner")
+E = TypeVar("E", bound=BaseModel)
 
 
 def _applied(batch: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent], unknown: Sequence[UUID]) -> list[Applied]:
@@ -50,6 +53,13 @@ async def publish_usage(state: LearnerState, usage: UsageUpdated | None) -> None
         await state.usage.publish(usage)
 
 
+async def refuse(state: LearnerState, kind: str, refused: Sequence[E], why: Callable[[E], str]) -> None:
+    """Keep refused events aside with their reason (acknowledged as handled: never retried)."""
+    for event in refused:
+        await dead_letter(state.broker, kind, event.model_dump_json().encode(), why(event))
+    state.counters.dead_letters += len(refused)
+
+
 async def selections(state: LearnerState, batch: Sequence[SelectionEvent]) -> list[Applied]:
     await events.insert_selections(state.pool, batch)
     return ["applied"] * len(batch)
@@ -63,6 +73,7 @@ async def outcomes(state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[A
         await state.posteriors.publish(PosteriorsUpdated(updates=result.posteriors))
     await publish_usage(state, result.usage)
     await announce(state, result.transitions)
+    await refuse(state, "outcome", result.refused, not_owner)
     return _applied(batch, result.unknown_selection)
 
 
@@ -74,6 +85,7 @@ async def reviews(state: LearnerState, batch: Sequence[ReviewEvent]) -> list[App
     state.counters.reviews += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
     await publish_usage(state, result.usage)
+    await refuse(state, "review", result.refused, not_owner)
     return _applied(batch, result.unknown_selection)
 
 
@@ -81,10 +93,7 @@ async def feedback(state: LearnerState, batch: Sequence[FeedbackEvent]) -> list[
     result = await apply_feedback(state.pool, batch)
     state.counters.feedback += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
-    for event in result.refused:  # acknowledged as handled: kept aside at once, never retried
-        reason = f"tool {event.key} is not visible to tenant {event.tenant_id}"
-        await dead_letter(state.broker, "feedback", event.model_dump_json().encode(), reason)
-    state.counters.dead_letters += len(result.refused)
+    await refuse(state, "feedback", result.refused, lambda e: f"tool {e.key} is not visible to tenant {e.tenant_id}")
     return _applied(batch, result.unknown_tool)
 
 
@@ -94,8 +103,10 @@ def _unknown_selection(event: SelectionEvent | OutcomeEvent | ReviewEvent) -> st
 
 EVENT_KINDS: tuple[EventKind[Any], ...] = (
     EventKind("selection", subjects.SELECTION_EVENTS, SelectionEvent, selections, _unknown_selection),
-    EventKind("outcome", subjects.OUTCOME_EVENTS, OutcomeEvent, outcomes, _unknown_selection),
-    EventKind("review", subjects.REVIEW_EVENTS, ReviewEvent, reviews, _unknown_selection),
-    EventKind("feedback", subjects.FEEDBACK_EVENTS, FeedbackEvent, feedback, lambda e: f"unknown tool {e.key}"),
+    EventKind("outcome", subjects.OUTCOME_ROOT, OutcomeEvent, outcomes, _unknown_selection, scoped=True),
+    EventKind("review", subjects.REVIEW_ROOT, ReviewEvent, reviews, _unknown_selection, scoped=True),
+    EventKind(
+        "feedback", subjects.FEEDBACK_ROOT, FeedbackEvent, feedback, lambda e: f"unknown tool {e.key}", scoped=True
+    ),
 )
 """kind -> subject -> model -> apply: the one place that says which events the learner consumes."""

@@ -3,8 +3,10 @@ deduplicated by event id, applied in event-id order (the order a rebuild replays
 
 Only calls to tools the selection offered, and that its tenant may see, count anywhere. A posterior is kept per
 (tool, tenant, context) and discounted on each update; quality and health per (tool, tenant), so a shared tool
-failing for one tenant is quarantined for that tenant alone; one actor's successes count at most
-``learning_credits_per_actor`` times per tool. What each row becomes is computed here (pure); the store writes it.
+failing for one tenant is quarantined for that tenant alone; one actor's successes, and its failed calls, each
+count at most ``learning_credits_per_actor`` times per tool. An outcome counts only when it comes from the
+identity that made its selection (or the operator); another's is refused. What each row becomes is computed
+here (pure); the store writes it.
 """
 
 from collections import defaultdict
@@ -18,6 +20,7 @@ import asyncpg
 from pydantic import TypeAdapter
 
 from contracts import SHARED_TENANT, OutcomeEvent, PosteriorUpdate, ToolState, ToolStateChanged, UsageUpdated
+from contracts.identity import Scope
 from services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, observe
 from services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
 from services.learner.reward import Reward, discounted, rewards_by_key
@@ -57,6 +60,8 @@ class OutcomeResult:
     applied: list[UUID] = field(default_factory=list)
     duplicates: list[UUID] = field(default_factory=list)
     unknown_selection: list[UUID] = field(default_factory=list)
+    refused: list[OutcomeEvent] = field(default_factory=list)
+    """Outcomes of selections another identity made: counted nowhere, dead-lettered."""
     posteriors: list[PosteriorUpdate] = field(default_factory=list)
     transitions: list[ToolStateChanged] = field(default_factory=list)
     usage: UsageUpdated | None = None
@@ -118,19 +123,30 @@ class Referring(Protocol):
     @property
     def selection_id(self) -> UUID: ...
 
+    @property
+    def sender(self) -> Scope: ...
+
 
 Ev = TypeVar("Ev", bound=Referring)
 
 
 async def with_selections(
     pool: asyncpg.Pool, batch: Sequence[Ev]
-) -> tuple[list[Ev], dict[UUID, Mapping[str, Any]], list[UUID]]:
-    """The batch's distinct events (in event-id order) whose selection is stored, those selections, and the ids
-    of the events whose selection is not stored yet (left out: the caller redelivers them)."""
+) -> tuple[list[Ev], dict[UUID, Mapping[str, Any]], list[UUID], list[Ev]]:
+    """The batch's distinct events (in event-id order) whose selection is stored and was made by their sender
+    (or whose sender is the operator), those selections, the ids of the events whose selection is not stored
+    yet (left out: the caller redelivers them), and the events about another identity's selections (refused)."""
     unique = sorted({e.event_id: e for e in batch}.values(), key=lambda e: e.event_id)
     selections = await events.selection_keys(pool, [e.selection_id for e in unique])
-    known = [e for e in unique if e.selection_id in selections]
-    return known, selections, [e.event_id for e in unique if e.selection_id not in selections]
+    stored = [e for e in unique if e.selection_id in selections]
+    known = [e for e in stored if e.sender.owns(selections[e.selection_id]["owner"])]
+    refused = [e for e in stored if not e.sender.owns(selections[e.selection_id]["owner"])]
+    return known, selections, [e.event_id for e in unique if e.selection_id not in selections], refused
+
+
+def not_owner(event: Referring) -> str:
+    """Why an event about another identity's selection is refused."""
+    return f"selection {event.selection_id} was made by another identity than {event.sender.token}"
 
 
 def actor(selection: Mapping[str, Any]) -> str:
@@ -166,6 +182,42 @@ def offered_only(
         calls = [c for c in event.calls if c.key in offered]
         result.append(event if len(calls) == len(event.calls) else event.model_copy(update={"calls": calls}))
     return result
+
+
+def capped_failures(
+    batch: Sequence[OutcomeEvent],
+    selections: Mapping[UUID, Mapping[str, Any]],
+    ids: Mapping[str, int],
+    used: Mapping[CreditKey, int],
+    limit: int,
+) -> tuple[list[OutcomeEvent], dict[CreditKey, int]]:
+    """The outcomes with only the failed calls that count: at most ``limit`` per (tenant, actor, tool), as
+    successes; the rest of one actor's failures count nowhere (not in posteriors, quality or health). Returns
+    them with the credits as they now stand."""
+    credits = dict(used)
+    result = []
+    for event in batch:
+        row = selections[event.selection_id]
+        tenant, who = row["tenant_id"], actor(row)
+        calls = [
+            c
+            for c in event.calls
+            if c.success or c.key not in ids or spend(credits, (tenant, who, ids[c.key]), 1, limit)
+        ]
+        result.append(event if len(calls) == len(event.calls) else event.model_copy(update={"calls": calls}))
+    return result, credits
+
+
+def failure_keys(
+    batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], ids: Mapping[str, int]
+) -> list[CreditKey]:
+    """The (tenant, actor, tool) of each failed call to a registered tool."""
+    return [
+        (selections[e.selection_id]["tenant_id"], actor(selections[e.selection_id]), ids[c.key])
+        for e in batch
+        for c in e.calls
+        if not c.success and c.key in ids
+    ]
 
 
 def observations(
@@ -299,9 +351,13 @@ async def add_counters(
 ) -> Counted:
     """Add new outcomes, in the given order, to posteriors and quality counters (rows in key order: concurrent
     learners lock alike)."""
-    counting = offered_only(batch, selections, tools)
+    offered = offered_only(batch, selections, tools)
     ids = {key: t.id for key, t in tools.items()}
     names = {v: k for k, v in ids.items()}
+    failed = failure_keys(offered, selections, ids)
+    used = await learning.lock_credits(conn, learning.FAILURE_CREDITS, failed) if failed else {}
+    counting, credits = capped_failures(offered, selections, ids, used, rules.usage.credits_per_actor)
+    await learning.write_credits(conn, learning.FAILURE_CREDITS, credits, used)
     updated, examples = await _posteriors(
         conn, observations(counting, selections, tools, rules.not_called_penalty), rules
     )
@@ -417,7 +473,7 @@ async def apply_outcomes(
     (``taught_with`` a success on an offered tool) are embedded first, in one batch, outside the transaction.
     """
     result = OutcomeResult()
-    known, selections, result.unknown_selection = await with_selections(pool, batch)
+    known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
     if not known:
         return result
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])

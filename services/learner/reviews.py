@@ -28,6 +28,8 @@ class ReviewResult:
     applied: list[UUID] = field(default_factory=list)
     duplicates: list[UUID] = field(default_factory=list)
     unknown_selection: list[UUID] = field(default_factory=list)
+    refused: list[ReviewEvent] = field(default_factory=list)
+    """Reviews of selections another identity made: counted nowhere, dead-lettered."""
     logged: int = 0
     usage: UsageUpdated | None = None
 
@@ -85,7 +87,7 @@ async def apply_reviews(
     credits on the tool (``credited``), in one transaction; a review already stored changes nothing (its
     credits included), one of an unknown selection is left out."""
     result = ReviewResult()
-    known, selections, result.unknown_selection = await with_selections(pool, batch)
+    known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
     if not known:
         return result
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])

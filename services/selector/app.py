@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from uuid import uuid4
 
 import asyncpg
 from faststream import FastStream
 from faststream.nats import NatsRouter
+from faststream.nats.annotations import NatsMessage
 
 from contracts import (
     OutcomeEvent,
@@ -29,6 +31,7 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
+from contracts.identity import parse_scope
 from services.selector.catalog import (
     Catalog,
     build_catalog,
@@ -44,6 +47,7 @@ from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
 from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
+from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.selector")
 
@@ -90,11 +94,13 @@ def create_app(settings: Settings) -> FastStream:
         subjects.SELECTION_EVENTS, stream=events_stream(), title="selection-events", schema=SelectionEvent
     )
 
-    async def publish(event: SelectionEvent) -> None:
-        """The selection id is the message id: a retry after a lost ack is stored once."""
-        await selections.publish(event, headers={"Nats-Msg-Id": str(event.selection_id)})
+    async def publish(item: tuple[str, SelectionEvent]) -> None:
+        """A retry after a lost ack is stored once: its de-duplication id is made with the event and never leaves
+        this process, so no other publisher can claim it first (a selection id is known to its requester)."""
+        msg_id, event = item
+        await selections.publish(event, headers={"Nats-Msg-Id": msg_id})
 
-    outbox = Outbox(
+    outbox: Outbox[tuple[str, SelectionEvent]] = Outbox(
         publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
     )
     broker.include_router(_requests(state, outbox, lambda: broker.connection.max_payload))
@@ -119,26 +125,35 @@ def create_app(settings: Settings) -> FastStream:
     return app
 
 
-def _requests(state: SelectorState, outbox: Outbox[SelectionEvent], max_payload: Callable[[], int]) -> NatsRouter:
+def _requests(
+    state: SelectorState, outbox: Outbox[tuple[str, SelectionEvent]], max_payload: Callable[[], int]
+) -> NatsRouter:
     """Select requests (a queue group: copies share them) and health. A reply is cut to what one message of
     ``max_payload`` bytes (the NATS server's limit) carries, less room for its headers."""
     rpc = rpc_router()
 
     @rpc.subscriber(
-        subjects.SELECT,
+        subjects.any_scope(subjects.SELECT_ROOT),
         queue=subjects.SELECTOR_QUEUE,
         max_workers=state.selector.settings.select_concurrency,
         title="select",
-        description="Select the tools for a query; a bad request gets a typed error reply.",
+        description=(
+            "Select the tools for a query, for the tenant of the sender's scope (the operator's names any); a bad"
+            " request gets a typed error reply."
+        ),
     )
-    async def select(request: SelectRequest) -> SelectReply:
+    async def select(request: SelectRequest, msg: NatsMessage) -> SelectReply:
         started = time.perf_counter()
+        scope = sender(msg.raw_message.subject, subjects.SELECT_ROOT)
+        tenant = tenant_for(scope, request.tenant_id, "tenant_id" in request.model_fields_set)
+        if tenant != request.tenant_id:
+            request = request.model_copy(update={"tenant_id": tenant})
         await _embed_ahead(state, request)
         reply, event = state.selector.select(request, started)
         reply = fit(reply, max_payload() - HEADERS_ROOM)
         state.selections += 1
-        if not request.dry_run:
-            outbox.put(offered(event, reply))  # published after the reply is on its way, never on its critical path
+        if not request.dry_run:  # published after the reply is on its way, never on its critical path
+            outbox.put((f"selection:{uuid4()}", offered(event, reply).model_copy(update={"owner": scope.token})))
         return reply
 
     def health() -> dict[str, int]:
@@ -197,10 +212,15 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
         state.selector.history.record_selection(event)
 
     @router.subscriber(
-        subjects.OUTCOME_EVENTS, no_reply=True, title="outcomes-seen", description="For each user's history."
+        subjects.any_scope(subjects.OUTCOME_ROOT),
+        no_reply=True,
+        title="outcomes-seen",
+        description="For each user's history.",
     )
-    async def on_outcome_seen(event: OutcomeEvent) -> None:
-        state.selector.history.record_outcome(event)
+    async def on_outcome_seen(event: OutcomeEvent, msg: NatsMessage) -> None:
+        scope = parse_scope(subjects.scope_of(msg.raw_message.subject, subjects.OUTCOME_ROOT))
+        if scope is not None:
+            state.selector.history.record_outcome(event, scope)
 
     return router
 

@@ -8,6 +8,7 @@ from uuid import UUID
 import numpy as np
 
 from contracts import OutcomeEvent, SelectionEvent
+from contracts.identity import OPERATOR, Scope
 from services.selector.stages import Scores
 
 User = tuple[str, str]
@@ -20,21 +21,24 @@ class UserHistory:
 
     def __init__(self, max_users: int = 10_000, max_selections: int = 100_000) -> None:
         self._users: OrderedDict[User, dict[str, list[int]]] = OrderedDict()
-        self._selections: OrderedDict[UUID, User] = OrderedDict()
+        self._selections: OrderedDict[UUID, tuple[str, User]] = OrderedDict()
+        """selection id -> (its owner's scope token, its user)"""
         self._max_users = max_users
         self._max_selections = max_selections
 
     def record_selection(self, event: SelectionEvent) -> None:
         if event.user_id is None:
             return
-        self._selections[event.selection_id] = (event.tenant_id, event.user_id)
+        self._selections[event.selection_id] = (event.owner, (event.tenant_id, event.user_id))
         if len(self._selections) > self._max_selections:
             self._selections.popitem(last=False)
 
-    def record_outcome(self, event: OutcomeEvent) -> None:
-        user = self._selections.pop(event.selection_id, None)
-        if user is None:
+    def record_outcome(self, event: OutcomeEvent, sender: Scope = OPERATOR) -> None:
+        """Counted only from the identity that made the selection (or the operator)."""
+        owner, user = self._selections.get(event.selection_id, ("", None))
+        if user is None or not sender.owns(owner):
             return
+        del self._selections[event.selection_id]
         tools = self._users.setdefault(user, {})
         self._users.move_to_end(user)
         for call in event.calls:

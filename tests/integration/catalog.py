@@ -8,7 +8,11 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from uuid import uuid4
 
-from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec
+import nats
+import nats.errors
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec, subjects
 from toolsel.client import ToolselClient
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
@@ -101,3 +105,24 @@ def run_cli(endpoints: Endpoints, *args: str, admin_token: str | None = None) ->
         **({"TOOLSEL_ADMIN_TOKEN": admin_token} if admin_token else {}),
     }
     return subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+async def dead_letters(url: str, kind: str) -> list[tuple[bytes, str]]:
+    """Every dead letter of ``kind`` so far: (body, reason)."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        sub = await js.subscribe(
+            subjects.dead_letter(kind),
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL),
+            ordered_consumer=True,
+        )
+        found = []
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=0.3)
+            except nats.errors.TimeoutError:
+                return found
+            found.append((msg.data, (msg.headers or {}).get("toolsel-reason", "")))
+    finally:
+        await nc.close()

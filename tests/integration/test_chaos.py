@@ -18,7 +18,7 @@ CHECKED = tuple(name for name in SCENARIOS if name != "nats-restart")
 selecting agents with its own bounds; here, on a loaded CI machine, the scenario's reconnect wait was flaky."""
 ARGS = (
     *(arg for name in CHECKED for arg in ("--scenario", name)),
-    *("--fuzz", "15", "--kills", "2", "--outcomes", "300", "--rounds", "1", "--forgeries", "2"),
+    *("--fuzz", "15", "--kills", "2", "--outcomes", "300", "--rounds", "1", "--forgeries", "2", "--attacks", "4"),
     *("--server-kills", "2", "--oversize", "3", "--mcp-rounds", "1"),
 )
 
@@ -84,3 +84,29 @@ def test_forged_broadcasts_refused(figures: dict[str, Any]) -> None:
     forged = figures["forged"]
     assert forged["attempts"] == 2 * len(forged["subjects"]) == forged["refused"]
     assert forged["answers_changed"] == 0
+
+
+def test_eavesdrop_no_reply_of_another_tenant_read(figures: dict[str, Any]) -> None:
+    eavesdrop = figures["eavesdrop"]
+    assert eavesdrop["victim_selections"] == 4
+    assert eavesdrop["subscriptions_refused"] == len(eavesdrop["patterns"])
+    assert eavesdrop["replies_read"] == 0
+
+
+def test_spoof_every_request_naming_another_tenant_refused(figures: dict[str, Any]) -> None:
+    spoof = figures["spoof"]
+    assert spoof["requests"] == 3 * 4 == spoof["requests_refused"]
+    assert spoof["feedback"] == 4 == spoof["feedback_refused"]
+    assert spoof["cross_tenant_changes"] == 0
+
+
+def test_id_reuse_every_hostile_event_refused(figures: dict[str, Any]) -> None:
+    reuse = figures["id-reuse"]
+    assert reuse["hostile_events"] == 2 * 4 == reuse["refused"]
+    assert reuse["cross_tenant_changes"] == 0
+
+
+def test_msg_id_claim_suppresses_no_selection_event(figures: dict[str, Any]) -> None:
+    claim = figures["msg-id-claim"]
+    assert claim["victim_selections"] == 4 == claim["stored"]
+    assert claim["suppressed"] == 0

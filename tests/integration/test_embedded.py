@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from toolsel.embedded import EmbeddedNats, EmbeddedPostgres, nats_credentials
+from toolsel.stack import AGENT
 
 
 def _postmaster_pid(directory: Path) -> int:
@@ -67,7 +68,7 @@ async def test_nats_keeps_its_users_across_restarts_and_admits_no_one_else(tmp_p
         first = nats_credentials(server.directory)
         assert server.restart() == url, "clients reconnect to the same port"
         assert nats_credentials(server.directory) == first
-        connection = await nats.connect(server.login("agent"), allow_reconnect=False)
+        connection = await nats.connect(server.login(AGENT), allow_reconnect=False)
         await connection.close()
         with pytest.raises((nats.errors.Error, OSError)):
             await nats.connect(url, allow_reconnect=False, connect_timeout=2)

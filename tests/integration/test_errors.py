@@ -3,12 +3,10 @@
 import json
 from uuid import uuid4
 
-import nats
 import pytest
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from contracts import ErrorCode, OutcomeEvent, SelectReply, ToolCall, subjects
-from tests.integration.catalog import eventually
+from tests.integration.catalog import dead_letters, eventually
 from toolsel.client import ToolselClient, ToolselError
 
 
@@ -37,32 +35,12 @@ async def test_select_body_that_is_not_an_object(client: ToolselClient, body: by
     assert error.value.detail.code == ErrorCode.INVALID_REQUEST
 
 
-async def _dead_letters(url: str, kind: str) -> list[tuple[bytes, str]]:
-    nc = await nats.connect(url)
-    try:
-        js = nc.jetstream()
-        sub = await js.subscribe(
-            subjects.dead_letter(kind),
-            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL),
-            ordered_consumer=True,
-        )
-        found = []
-        while True:
-            try:
-                msg = await sub.next_msg(timeout=0.3)
-            except nats.errors.TimeoutError:
-                return found
-            found.append((msg.data, (msg.headers or {}).get("toolsel-reason", "")))
-    finally:
-        await nc.close()
-
-
 async def test_malformed_outcome_goes_to_the_dead_letter_stream(client: ToolselClient) -> None:
     marker = uuid4().hex
     await client.nc.jetstream().publish(subjects.OUTCOME_EVENTS, json.dumps({"oops": marker}).encode())
 
     async def kept() -> list[tuple[bytes, str]]:
-        return [d for d in await _dead_letters(client.url, "outcome") if marker.encode() in d[0]]
+        return [d for d in await dead_letters(client.url, "outcome") if marker.encode() in d[0]]
 
     letters = await eventually(kept)
     assert len(letters) == 1
@@ -74,7 +52,7 @@ async def test_outcome_of_an_unknown_selection_is_dead_lettered_after_retries(cl
     await client.report([event])
 
     async def kept() -> list[tuple[bytes, str]]:
-        return [d for d in await _dead_letters(client.url, "outcome") if str(event.event_id).encode() in d[0]]
+        return [d for d in await dead_letters(client.url, "outcome") if str(event.event_id).encode() in d[0]]
 
     letters = await eventually(kept, timeout_s=40)
     assert len(letters) == 1

@@ -96,7 +96,7 @@ async def test_every_event_subject_applies_or_dead_letters_hostile_events_and_no
         events = OBJECTS.map(partial(event_body, kind, template))
         bodies = _draw(BODIES | events, EVENT_EXAMPLES)
         for body in bodies:
-            await js.publish(f"{subjects.EVENTS_PREFIX}.{kind}", body)
+            await js.publish(subjects.OPERATOR_EVENTS[kind], body)
         durable = f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}"
         assert await eventually(lambda d=durable: settled(client, d), timeout_s=30), f"{kind}: events stuck"
     assert (await client.health("learner")).status == "ok"

@@ -2,7 +2,7 @@
 shared tool failing for one tenant is quarantined for that tenant alone."""
 
 import json
-from uuid import UUID
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 import pytest
@@ -11,14 +11,12 @@ from contracts import ErrorCode, OutcomeEvent, QuarantineRelease, ToolCall, Tool
 from contracts.admin import QuarantineList, QuarantineQuery, QuarantineReleased
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.messaging import consumer_settled
+from toolsel.store import readmodels
 
 FAILURES_TO_QUARANTINE = 18
 """With the default window (20 calls), threshold (0.3) and quarantine_after (5): 13 failures warn, the 14th
 degrades, the 18th is the fifth consecutive degraded call."""
-
-
-async def stored(pool: asyncpg.Pool, selection_id: UUID) -> bool:
-    return bool(await pool.fetchval("SELECT count(*) FROM selection_events WHERE selection_id = $1", selection_id))
 
 
 async def release(client: ToolselClient, plugin: str, name: str, tenant: str | None = None) -> list[ToolStateChanged]:
@@ -26,11 +24,13 @@ async def release(client: ToolselClient, plugin: str, name: str, tenant: str | N
     return (await client.admin(subjects.ADMIN_QUARANTINE_RELEASE, request, QuarantineReleased)).changes
 
 
-async def fail(client: ToolselClient, selection_id: UUID, plugin: str, name: str, times: int) -> None:
-    """Report ``times`` failed calls of the tool for one selection."""
+async def fail(client: ToolselClient, tenant: str, plugin: str, name: str, times: int) -> None:
+    """Report a failed call of the tool ``times``, each for a selection of its own: one actor's failures count
+    only ``learning_credits_per_actor`` times per tool."""
     for _ in range(times):
+        reply = await client.select(query="weather in Oslo", tenant_id=tenant, k=2)
         call = ToolCall(plugin_id=plugin, name=name, success=False, latency_ms=30, error="HTTP 500")
-        await client.report([OutcomeEvent(selection_id=selection_id, calls=[call])])
+        await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
 
 
 async def selected(client: ToolselClient, tenant: str, query: str) -> set[str]:
@@ -40,11 +40,9 @@ async def selected(client: ToolselClient, tenant: str, query: str) -> set[str]:
 async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselClient, pool: asyncpg.Pool) -> None:
     tenant, plugin = unique("tenant"), unique("flaky")
     await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather"), tool("send_email")]))
-    reply = await client.select(query="weather in Oslo", tenant_id=tenant, k=2)
-    assert await eventually(lambda: stored(pool, reply.selection_id))
     changes = await client.nc.subscribe(subjects.TOOL_STATE_CHANGED)
 
-    await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
+    await fail(client, tenant, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
     seen: list[ToolState] = []
     while ToolState.QUARANTINED not in seen:
@@ -100,7 +98,7 @@ async def test_release_without_the_admin_token_is_refused(client: ToolselClient)
 async def test_a_shared_tool_failing_for_one_tenant_is_quarantined_for_that_tenant_alone(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:
-    """A tenant's failures, real or a flood, quarantine a shared tool for that tenant: another tenant that
+    """A tenant's failures quarantine a shared tool for that tenant: another tenant that
     sees the tool keeps it, and an operator releases each tenant's quarantine on its own."""
     noisy, quiet, plugin = unique("noisy"), unique("quiet"), unique("shared")
     await client.sync(plugin_sync(plugin, "*", [tool("get_weather"), tool("send_email")]))  # shared
@@ -112,9 +110,7 @@ async def test_a_shared_tool_failing_for_one_tenant_is_quarantined_for_that_tena
             return "get_weather" in await selected(client, quiet, query)
 
         assert await eventually(synced), "the selector did not pick up the sync"
-        reply = await client.select(query=query, tenant_id=noisy, k=2)
-        assert await eventually(lambda: stored(pool, reply.selection_id))
-        await fail(client, reply.selection_id, plugin, "get_weather", FAILURES_TO_QUARANTINE)
+        await fail(client, noisy, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
         async def dropped_for_noisy() -> bool:
             return "get_weather" not in await selected(client, noisy, query)
@@ -143,3 +139,28 @@ async def test_a_release_for_a_malformed_tenant_is_refused_as_invalid(client: To
     with pytest.raises(ToolselError) as refused:
         await client.request(subjects.ADMIN_QUARANTINE_RELEASE, json.dumps(body).encode(), QuarantineReleased)
     assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.INVALID_REQUEST, "tenant_id")
+
+
+async def test_one_actors_flood_of_failures_counts_a_bounded_number_of_times(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """25 failed calls reported on one selection (its own actor) count as 3 (``learning_credits_per_actor``):
+    the tool is not quarantined, nor even warned about."""
+    tenant, plugin = unique("tenant"), unique("flood")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather"), tool("send_email")]))
+    reply = await client.select(query="weather in Oslo", tenant_id=tenant, k=2)
+    call = ToolCall(plugin_id=plugin, name="get_weather", success=False, error="HTTP 500")
+    await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call]) for _ in range(25)])
+
+    async def counted() -> int:
+        rows = await readmodels.tool_health(pool, plugin, "get_weather")
+        return sum(row["calls"] for row in rows if row["tenant_id"] == tenant)
+
+    assert await eventually(lambda: _at_least(counted, 3))
+    assert await eventually(lambda: consumer_settled(client.nc, f"{subjects.LEARNER_DURABLE_PREFIX}-outcome"))
+    rows = [r for r in await readmodels.tool_health(pool, plugin, "get_weather") if r["tenant_id"] == tenant]
+    assert [(r["calls"], r["state"]) for r in rows] == [(3, "healthy")]
+
+
+async def _at_least(count: Callable[[], Awaitable[int]], n: int) -> bool:
+    return await count() >= n

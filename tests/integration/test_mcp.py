@@ -1,6 +1,7 @@
 """``toolsel mcp`` through the MCP SDK's own client against the embedded stack: in-process, over stdio (the
 command a desktop client launches) and over streamable HTTP."""
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -8,10 +9,13 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel import identities
 from toolsel.client import ToolselClient
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
@@ -132,28 +136,52 @@ async def mistakes_are_tool_errors(connected: Client) -> None:
     assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 500})).is_error
 
 
-def agent_environment(stack: Stack) -> dict[str, str]:
-    """A desktop client's environment: no URL, the home of the running stack (the agent's credentials)."""
+def agent_environment(stack: Stack, url: str | None = None) -> dict[str, str]:
+    """A desktop client's environment: the URL of an identity, else none and the home of the running stack
+    (where the operator's and the default tenant's credentials are)."""
     env = {k: v for k, v in os.environ.items() if k != "TOOLSEL_NATS_URL"}
-    return {**env, "TOOLSEL_HOME": str(stack.settings.home)}
+    return {**env, "TOOLSEL_HOME": str(stack.settings.home), **({"TOOLSEL_NATS_URL": url} if url else {})}
 
 
-async def test_toolsel_mcp_over_stdio(client: ToolselClient, stack: Stack) -> None:
+@contextmanager
+def identity_of(stack: Stack, tenant: str) -> Iterator[identities.Made]:
+    made = identities.create(stack.settings.home, tenant, "desk")
+    try:
+        yield made
+    finally:
+        identities.revoke(stack.settings.home, tenant, "desk")
+
+
+async def test_toolsel_mcp_over_stdio_serves_the_identity_it_was_started_with(
+    client: ToolselClient, stack: Stack
+) -> None:
     tenant, plugin = await catalog(client)
+    assert stack.nats is not None
     command, *args = TOOLSEL_COMMAND
-    server = StdioServerParameters(
-        command=command, args=[*args, "mcp", "--tenant", tenant], env=agent_environment(stack)
-    )
-    async with Client(server) as connected:
-        found = await call(connected, "search_tools", query=EMAIL, limit=1)
-        assert found["tools"][0]["tool"] == f"{plugin}/send_email"
-        reviewed = await call(
-            connected,
-            "review_tools",
-            session=found["session"],
-            reviews=[{"tool": found["tools"][0]["name"], "verdict": "perfect"}],
+    with identity_of(stack, tenant) as made:
+        server = StdioServerParameters(
+            command=command, args=[*args, "mcp"], env=agent_environment(stack, made.nats_url(stack.nats.url))
         )
-        assert reviewed["recorded"] == 1
+        async with Client(server) as connected:
+            found = await call(connected, "search_tools", query=EMAIL, limit=1)
+            assert found["tools"][0]["tool"] == f"{plugin}/send_email"
+            reviewed = await call(
+                connected,
+                "review_tools",
+                session=found["session"],
+                reviews=[{"tool": found["tools"][0]["name"], "verdict": "perfect"}],
+            )
+            assert reviewed["recorded"] == 1
+        other = await asyncio.to_thread(
+            subprocess.run,
+            [command, *args, "mcp", "--tenant", "someone-else"],
+            env=agent_environment(stack, made.nats_url(stack.nats.url)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert other.returncode == 2
+        assert "its own tenant" in other.stderr
 
 
 def free_port() -> int:
@@ -164,9 +192,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving_http(stack: Stack, port: int, tenant: str) -> Iterator[None]:
+def serving_http(stack: Stack, port: int) -> Iterator[None]:
     """``toolsel mcp --transport http`` as a child process, stopped afterwards."""
-    args = ["mcp", "--transport", "http", "--port", str(port), "--tenant", tenant]
+    args = ["mcp", "--transport", "http", "--port", str(port)]
     process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=agent_environment(stack), stdout=subprocess.DEVNULL)
     try:
         yield
@@ -175,16 +203,50 @@ def serving_http(stack: Stack, port: int, tenant: str) -> Iterator[None]:
         process.wait(timeout=30)
 
 
-async def test_toolsel_mcp_over_streamable_http(client: ToolselClient, stack: Stack) -> None:
-    tenant, plugin = await catalog(client)
+def with_token(url: str, token: str) -> Any:
+    """The SDK's streamable HTTP transport, sending ``token`` as the bearer."""
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+async def test_toolsel_mcp_over_streamable_http_serves_each_token_its_own_tenant(
+    client: ToolselClient, stack: Stack
+) -> None:
+    (tenant, plugin), (other, _) = await catalog(client), await catalog(client)
     port = free_port()
-    with serving_http(stack, port, tenant):
+    url = f"http://127.0.0.1:{port}/mcp"
+    with serving_http(stack, port), identity_of(stack, tenant) as mine, identity_of(stack, other) as theirs:
 
         async def listening() -> bool:
             with socket.socket() as probe:
                 return probe.connect_ex(("127.0.0.1", port)) == 0
 
         assert await eventually(listening, timeout_s=60), "toolsel mcp --transport http did not listen"
-        async with Client(f"http://127.0.0.1:{port}/mcp") as connected:
+        async with Client(with_token(url, mine.bearer)) as connected:
             found = await call(connected, "search_tools", query=EMAIL, limit=1)
             assert found["tools"][0]["tool"] == f"{plugin}/send_email"
+        async with Client(with_token(url, theirs.bearer)) as connected:
+            # the other tenant's own catalog, and no session of the first identity
+            assert (await call(connected, "search_tools", query=EMAIL, limit=1))["tools"][0]["tool"] != (
+                f"{plugin}/send_email"
+            )
+            assert "unknown or expired" in await refused(
+                connected, "review_tools", session=found["session"], none_of_these=True
+            )
+        async with httpx2.AsyncClient() as http:
+            headers = {"Accept": "application/json, text/event-stream"}
+            for token in (None, "nobody:nothing", f"{mine.identity.scope.user}:wrong", "garbage"):
+                sent = headers | ({"Authorization": f"Bearer {token}"} if token else {})
+                answer = await http.post(url, json=INITIALIZE, headers=sent)
+                assert answer.status_code == 401, (token, answer.status_code)
+            identities.revoke(stack.settings.home, tenant, "desk")
+            answer = await http.post(url, json=INITIALIZE, headers=headers | {"Authorization": f"Bearer {mine.bearer}"})
+            assert answer.status_code == 401
+            identities.create(stack.settings.home, tenant, "desk")  # for identity_of to revoke

@@ -16,9 +16,9 @@ from nats.aio.client import Client
 from contracts import OutcomeEvent, PosteriorsUpdated, PosteriorUpdate, SelectReply, ToolCall, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
-from toolsel.embedded import CONFIG_FILE, CREDENTIALS_FILE, nats_config, nats_server_binary
+from toolsel.embedded import CONFIG_FILE, CREDENTIALS_FILE, nats_config, nats_server_binary, password_variable
 from toolsel.messaging import NATS_USERS
-from toolsel.stack import Stack
+from toolsel.stack import AGENT, Stack
 
 COMPOSE_CONFIG = Path(__file__).parents[2] / "compose.nats.conf"
 
@@ -88,7 +88,7 @@ async def test_an_agent_cannot_forge_posteriors_and_the_answers_do_not_change(
         )
         return PosteriorsUpdated(updates=[update]).model_dump_json().encode()
 
-    agent = await connect("agent")
+    agent = await connect(AGENT)
     await agent.nc.publish(subjects.POSTERIORS_UPDATED, forged(1e9))
     assert await agent.refused(subjects.POSTERIORS_UPDATED)
     await asyncio.sleep(0.5)  # what a selector would have taken in by now
@@ -108,12 +108,12 @@ async def test_an_agent_cannot_forge_posteriors_and_the_answers_do_not_change(
 @pytest.mark.parametrize(
     ("user", "subject"),
     [
-        ("agent", subjects.REGISTRY_CHANGED),
-        ("agent", subjects.TOOL_STATE_CHANGED),
-        ("agent", subjects.SELECTION_EVENTS),
-        ("agent", subjects.ADMIN_TOOLS_LIST),
-        ("agent", subjects.dead_letter("outcome")),
-        ("agent", f"$JS.API.STREAM.PURGE.{subjects.EVENTS_STREAM}"),
+        (AGENT, subjects.REGISTRY_CHANGED),
+        (AGENT, subjects.TOOL_STATE_CHANGED),
+        (AGENT, subjects.SELECTION_EVENTS),
+        (AGENT, subjects.ADMIN_TOOLS_LIST),
+        (AGENT, subjects.dead_letter("outcome")),
+        (AGENT, f"$JS.API.STREAM.PURGE.{subjects.EVENTS_STREAM}"),
         ("selector", subjects.POSTERIORS_UPDATED),
         ("indexer", subjects.TOOL_STATE_CHANGED),
         ("learner", subjects.REGISTRY_CHANGED),
@@ -127,10 +127,17 @@ async def test_what_a_user_may_not_publish(connect: Connect, user: str, subject:
 
 
 @pytest.mark.parametrize(
-    "subject", [subjects.SELECT, subjects.SYNC, f"{subjects.NOTIFY_PREFIX}.>", subjects.OUTCOME_EVENTS]
+    "subject",
+    [
+        subjects.any_scope(subjects.SELECT_ROOT),
+        subjects.any_scope(subjects.SYNC_ROOT),
+        f"{subjects.NOTIFY_PREFIX}.>",
+        subjects.any_scope(subjects.OUTCOME_ROOT),
+        "_INBOX.>",
+    ],
 )
 async def test_an_agent_cannot_listen_in_or_answer_for_a_service(connect: Connect, subject: str) -> None:
-    agent = await connect("agent")
+    agent = await connect(AGENT)
     await agent.nc.subscribe(subject, queue=subjects.SELECTOR_QUEUE)
     assert await agent.refused(f'subscription to "{subject}"')
 
@@ -139,19 +146,19 @@ async def test_an_agent_selects_and_reports_with_the_homes_credentials(
     client: ToolselClient, stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No URL: the client finds the embedded NATS of the stack in TOOLSEL_HOME and logs in as an agent."""
-    tenant, plugin = unique("tenant"), unique("weather")
-    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather")]))
+    plugin = unique("weather")
+    await sync_and_wait(client, plugin_sync(plugin, "default", [tool("get_weather")]))
     monkeypatch.delenv("TOOLSEL_NATS_URL", raising=False)
     monkeypatch.setenv("TOOLSEL_HOME", str(stack.settings.home))
     async with ToolselClient() as agent:
-        assert agent.url.startswith("nats://agent:")
-        reply = await agent.select(query="weather in Oslo", tenant_id=tenant, k=1)
+        assert agent.url.startswith("nats://default.agent:")
+        reply = await agent.select(query="weather in Oslo", k=1)
         call = ToolCall(plugin_id=plugin, name=reply.tools[0].name, success=True)
         await agent.report([OutcomeEvent(selection_id=reply.selection_id, calls=[call])])
         assert (await agent.health("selector")).service == "selector"
 
 
-@pytest.mark.parametrize("login", ["", "agent:wrong@", "nobody:nothing@"])
+@pytest.mark.parametrize("login", ["", "default.agent:wrong@", "nobody:nothing@"])
 async def test_no_way_in_without_a_password(stack: Stack, login: str) -> None:
     assert stack.nats is not None
     with pytest.raises((nats.errors.Error, OSError)):
@@ -169,14 +176,14 @@ def test_the_credentials_are_private_to_the_owner(stack: Stack) -> None:
 def test_compose_gives_nats_the_same_users_and_permissions(tmp_path: Path) -> None:
     """compose.nats.conf is what the embedded server runs, with the passwords from the environment; the
     server accepts it. Regenerate it with the expression below when the permissions change."""
-    expected = nats_config({user: f"$TOOLSEL_NATS_{user.upper()}_PASSWORD" for user in NATS_USERS})
+    expected = nats_config({user: f"${password_variable(user)}" for user in NATS_USERS})
     assert COMPOSE_CONFIG.read_text() == expected, "compose.nats.conf is stale: regenerate it from nats_config"
-    env = {**os.environ, **{f"TOOLSEL_NATS_{user.upper()}_PASSWORD": f"pw-{user}" for user in NATS_USERS}}
+    env = {**os.environ, **{password_variable(user): f"pw-{user}" for user in NATS_USERS}}
     checked = subprocess.run(
         [str(nats_server_binary()), "-t", "-c", str(COMPOSE_CONFIG)], env=env, capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    missing = {k: v for k, v in env.items() if k != "TOOLSEL_NATS_AGENT_PASSWORD"}
+    missing = {k: v for k, v in env.items() if k != "TOOLSEL_NATS_DEFAULT_AGENT_PASSWORD"}
     refused = subprocess.run(
         [str(nats_server_binary()), "-t", "-c", str(COMPOSE_CONFIG)], env=missing, capture_output=True, text=True
     )

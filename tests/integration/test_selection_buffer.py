@@ -12,6 +12,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from contracts import SelectionEvent, subjects
 from tests.conftest import running_stack
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel import identities
 from toolsel.client import ToolselClient
 from toolsel.messaging import Outbox
 from toolsel.stack import Stack
@@ -57,10 +58,12 @@ async def test_no_selection_event_is_lost_when_nats_restarts(own_stack: Stack) -
         await sync_and_wait(client, plugin_sync(unique("mail"), tenant, [tool(n) for n in TOOLS]))
 
         async def agent() -> None:
-            async with ToolselClient(own_stack.nats.login("agent"), timeout_s=5) as mine:
+            assert own_stack.nats is not None
+            made = identities.create(own_stack.settings.home, tenant, "agent")
+            async with ToolselClient(made.nats_url(own_stack.nats.url), timeout_s=5) as mine:
                 while not stopping.is_set():
                     try:
-                        reply = await mine.select(query="email the report to my boss", tenant_id=tenant, k=2)
+                        reply = await mine.select(query="email the report to my boss", k=2)
                     except Exception:  # NATS is away: no answer, so no selection the agent knows of
                         await asyncio.sleep(0.05)
                     else:

@@ -16,7 +16,7 @@ import psutil
 
 from tests.integration.test_up_crash import _gone, _stack_file, _up, home_env
 from toolsel.client import ToolselClient
-from toolsel.stack import TOOLSEL_COMMAND, restart_delay, running_stack, stack_info
+from toolsel.stack import AGENT, TOOLSEL_COMMAND, restart_delay, running_stack, stack_info
 
 
 def _toolsel(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -43,10 +43,10 @@ def _healthy(home: Path, timeout_s: float = 60) -> subprocess.CompletedProcess[s
 
 
 async def _selects(home: Path) -> bool:
-    endpoints = running_stack(home, "agent")
+    endpoints = running_stack(home, AGENT)
     assert endpoints is not None
     async with ToolselClient(endpoints.nats_url) as agent:
-        return (await agent.select(query="weather in Oslo", tenant_id="t", k=1)).selection_id is not None
+        return (await agent.select(query="weather in Oslo", k=1)).selection_id is not None
 
 
 def test_the_restart_delay_doubles_after_quick_exits_up_to_its_limit() -> None:

@@ -19,6 +19,7 @@ from contracts import (
 )
 from toolsel.chaos.figures import answer, changed
 from toolsel.chaos.stage import QUERIES, Stage, eventually
+from toolsel.stack import AGENT
 
 NAME = "get_weather"
 REFUSAL_S = 30.0
@@ -57,7 +58,7 @@ async def forged(stage: Stage, repeats: int) -> dict[str, Any]:
         if "permissions violation" in str(error).lower():
             refusals.append(str(error))
 
-    agent = await nats.connect(stage.stack.nats.login("agent"), error_cb=on_error, allow_reconnect=False)
+    agent = await nats.connect(stage.stack.nats.login(AGENT), error_cb=on_error, allow_reconnect=False)
     messages = forgeries(tenant, tenant, context_key)
     try:
         for _ in range(repeats):

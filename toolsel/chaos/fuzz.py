@@ -111,7 +111,7 @@ async def fuzz_events(stage: Stage, hostile: Hostile, count: int, letters: DeadL
     figures: dict[str, Any] = {}
     for kind, template in (await _templates(stage)).items():
         bodies = [hostile.event(kind, template) for _ in range(count)]
-        await stage.publish(f"{subjects.EVENTS_PREFIX}.{kind}", bodies)
+        await stage.publish(subjects.OPERATOR_EVENTS[kind], bodies)
         stuck = await stage.settle(durable(kind), SETTLE_S)
         await letters.quiet()
         mine = letters.letters.pop(kind, [])

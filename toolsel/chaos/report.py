@@ -80,7 +80,52 @@ def _mcp_stdio(f: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _crossed(f: Mapping[str, Any]) -> str:
+    return (
+        f"the victim's answers changed on {f['victim_answers_changed']} questions, its tools with anything learnt "
+        f"{f['victim_tools_learnt']}, lost {f['victim_tools_lost']}: {f['cross_tenant_changes']} cross-tenant changes"
+    )
+
+
+def _eavesdrop(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"a spy subscribed to {len(f['patterns'])} inbox patterns ({', '.join(f['patterns'])}) while the victim "
+        f"made {f['victim_selections']} selections",
+        f"subscriptions refused {f['subscriptions_refused']}; replies read {f['replies_read']}",
+    ]
+
+
+def _spoof(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"a spy named the victim's tenant in {f['requests']} requests (selections, dry runs, syncs) and "
+        f"{f['feedback']} feedback events",
+        f"requests refused {f['requests_refused']}, accepted {f['requests_accepted']}; feedback dead-lettered "
+        f"{f['feedback_refused']}",
+        _crossed(f),
+    ]
+
+
+def _reuse(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"a spy reported {f['hostile_events']} failed outcomes and broken reviews on {f['victim_selections']} of "
+        f"the victim's selections; dead-lettered as another identity's {f['refused']}",
+        _crossed(f),
+    ]
+
+
+def _claim(f: Mapping[str, Any]) -> list[str]:
+    return [
+        f"a spy published {f['claims']} events claiming the msg-ids of {f['victim_selections']} victim selections "
+        f"as each was answered",
+        f"selection events stored {f['stored']}, suppressed {f['suppressed']}",
+    ]
+
+
 LINES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
+    "eavesdrop": _eavesdrop,
+    "spoof": _spoof,
+    "id-reuse": _reuse,
+    "msg-id-claim": _claim,
     "fuzz": _fuzz,
     "oversize": _oversize,
     "mcp-stdio": _mcp_stdio,

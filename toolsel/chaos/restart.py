@@ -31,15 +31,16 @@ async def nats_restart(stage: Stage, selections: int) -> dict[str, Any]:
     answered: list[UUID] = []
     refused = 0
     enough = asyncio.Event()
+    url = stage.identity(tenant)
 
     async def agent(number: int) -> None:
         nonlocal refused
-        async with ToolselClient(nats.login("agent"), timeout_s=5) as mine:
+        async with ToolselClient(url, timeout_s=5) as mine:
             turn = number
             while not enough.is_set():
                 turn += 1
                 try:
-                    reply = await mine.select(query=QUERIES[turn % len(TOOLS)], tenant_id=tenant, k=2)
+                    reply = await mine.select(query=QUERIES[turn % len(TOOLS)], k=2)
                 except Exception:  # NATS is away: no answer, so no selection the agent knows of
                     refused += 1
                     await asyncio.sleep(0.05)

@@ -20,6 +20,7 @@ from toolsel.chaos.mcp_lines import mcp_lines
 from toolsel.chaos.oversize import oversize
 from toolsel.chaos.restart import nats_restart
 from toolsel.chaos.stage import Stage
+from toolsel.chaos.tenancy import eavesdrop, id_reuse, msg_id_claim, spoof
 from toolsel.chaos.tenants import tenants
 from toolsel.client import ToolselClient
 from toolsel.evaluation.session import UNSET
@@ -28,11 +29,27 @@ from toolsel.stack import Stack
 from toolsel.store import create_pool
 
 Scenario = Literal[
-    "forged", "tenants", "oversize", "mcp-stdio", "kill", "kill-nats", "kill-postgres", "nats-restart", "fuzz"
+    "forged",
+    "tenants",
+    "eavesdrop",
+    "spoof",
+    "id-reuse",
+    "msg-id-claim",
+    "oversize",
+    "mcp-stdio",
+    "kill",
+    "kill-nats",
+    "kill-postgres",
+    "nats-restart",
+    "fuzz",
 ]
 SCENARIOS: tuple[Scenario, ...] = (
     "forged",
     "tenants",
+    "eavesdrop",
+    "spoof",
+    "id-reuse",
+    "msg-id-claim",
     "oversize",
     "mcp-stdio",
     "kill",
@@ -51,6 +68,9 @@ STACK_ENV = {
 """Nothing forgotten, so each applied outcome adds exactly 1 to its posterior (the kill scenario counts on it); a
 killed service back within seconds; an outcome whose selection never comes dead-lettered after 8 s."""
 SUPERVISE_EVERY_S = 0.2
+REUSED_SELECTIONS = 3
+"""Id reuse: the victim's selections the hostile events are spread over (the attack the scenario replays aimed
+25 failures at three)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,9 @@ class Options:
     """Oversize: select requests whose whole reply would be over the NATS message size."""
     mcp_rounds: int = 10
     """MCP stdio: times each kind of malformed line is sent."""
+    attacks: int = 100
+    """Eavesdrop, spoof, id reuse, msg-id claim: the victim's selections listened to or claimed, the spoofing
+    attempts of each kind, the hostile outcomes and reviews on the victim's selections."""
     seed: int = 0
     scenarios: tuple[Scenario, ...] = SCENARIOS
 
@@ -113,6 +136,14 @@ async def _scenario(stage: Stage, name: Scenario, options: Options) -> dict[str,
             return await forged(stage, options.forgeries)
         case "tenants":
             return await tenants(stage, options.rounds)
+        case "eavesdrop":
+            return await eavesdrop(stage, options.attacks)
+        case "spoof":
+            return await spoof(stage, options.attacks)
+        case "id-reuse":
+            return await id_reuse(stage, options.attacks, REUSED_SELECTIONS)
+        case "msg-id-claim":
+            return await msg_id_claim(stage, options.attacks)
         case "oversize":
             return await oversize(stage, options.oversize)
         case "mcp-stdio":

@@ -11,6 +11,7 @@ import asyncpg
 import nats.errors
 
 from contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
+from toolsel import identities
 from toolsel.client import ToolselClient
 from toolsel.messaging import consumer_backlog, consumer_settled
 from toolsel.stack import Stack
@@ -67,6 +68,12 @@ class Stage:
 
     def name(self, what: str) -> str:
         return f"chaos-{self.run}-{what}"
+
+    def identity(self, tenant: str, name: str = "agent") -> str:
+        """The NATS URL of a new identity of ``tenant`` (the stack's NATS admits it at once)."""
+        if self.stack.nats is None:
+            raise RuntimeError("identities need the stack's own NATS server")
+        return identities.create(self.stack.settings.home, tenant, name).nats_url(self.stack.nats.url)
 
     def restarts(self) -> int:
         """Services the supervisor has restarted so far."""

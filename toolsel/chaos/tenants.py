@@ -61,7 +61,7 @@ async def _stream(stage: Stage, tenant: str, plugin: str, other: str, shared: st
     return sent
 
 
-async def _touched(stage: Stage, plugin: str, tenant: str) -> list[str]:
+async def learnt_tools(stage: Stage, plugin: str, tenant: str) -> list[str]:
     """The plugin's tools with anything learnt for ``tenant``: calls, ratings or a posterior."""
     learnt = {r["key"] for r in await catalog.posteriors(stage.pool) if r["tenant_id"] == tenant}
     touched = []
@@ -88,9 +88,9 @@ async def tenants(stage: Stage, rounds: int) -> dict[str, Any]:
 
         moved = await eventually(learnt, timeout_s=LEARN_S, every_s=0.5)
         quiet_changed = changed(quiet_before, await _answers(stage, quiet))
-        touched = await _touched(stage, quiet, quiet)
-        shared_touched = await _touched(stage, shared, quiet)
-        shared_learnt = await _touched(stage, shared, streaming)
+        touched = await learnt_tools(stage, quiet, quiet)
+        shared_touched = await learnt_tools(stage, shared, quiet)
+        shared_learnt = await learnt_tools(stage, shared, streaming)
     finally:  # shared tools are offered to every tenant: leave none behind for the scenarios that follow
         await stage.client.remove_plugin(shared)
     return {

@@ -1,8 +1,11 @@
 """The MCP server (official MCP Python SDK): registers the toolshed's three tools and serves them over stdio
 or streamable HTTP. The caller owns the connected client, so one NATS connection serves every MCP session."""
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -22,9 +25,17 @@ INSTRUCTIONS = (
 MAX_LIMIT = 20
 
 
-def create_server(toolshed: Toolshed) -> MCPServer:
-    """An MCP server whose tools answer from this toolshed."""
-    server: MCPServer = MCPServer("toolsel", instructions=INSTRUCTIONS, version=__version__)
+def create_server(
+    toolshed: Toolshed | Callable[[], Toolshed], verifier: TokenVerifier | None = None, url: str = ""
+) -> MCPServer:
+    """An MCP server whose tools answer from this toolshed, or from the one the function picks for the caller
+    (``toolsel.mcp.tenants.PerIdentity``); with a ``verifier`` of bearer tokens every HTTP request must carry one
+    it accepts (``url``: where the server is reached)."""
+    shed = toolshed if callable(toolshed) else lambda: toolshed
+    auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if verifier is not None else None  # type: ignore[arg-type]
+    server: MCPServer = MCPServer(
+        "toolsel", instructions=INSTRUCTIONS, version=__version__, token_verifier=verifier, auth=auth
+    )
 
     @server.tool()
     async def search_tools(
@@ -36,7 +47,7 @@ def create_server(toolshed: Toolshed) -> MCPServer:
         """Search for tools by what you need to do. Returns tools you can call (with their input schema, a usage
         hint and related tools), workflow hints for their categories, and a session id to pass back."""
         try:
-            return await toolshed.search(query, limit, page, session)
+            return await shed().search(query, limit, page, session)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
 
@@ -51,7 +62,7 @@ def create_server(toolshed: Toolshed) -> MCPServer:
         """Say how the offered tools fit your need: perfect, related, unrelated or broken; or none_of_these.
         Tools you mark unrelated or broken are not offered again in this session."""
         try:
-            return await toolshed.review(session, reviews, none_of_these)
+            return await shed().review(session, reviews, none_of_these)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
 
@@ -62,7 +73,7 @@ def create_server(toolshed: Toolshed) -> MCPServer:
     ) -> OutcomeResult:
         """Optional: report the calls you made to offered tools and whether they worked."""
         try:
-            return await toolshed.report(session, calls)
+            return await shed().report(session, calls)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
 

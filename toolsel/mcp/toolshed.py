@@ -136,22 +136,27 @@ class Call(BaseModel):
 
 @dataclass
 class Toolshed:
-    """The three MCP tools over one connected client; every agent of this server shares its tenant."""
+    """The three MCP tools over one connected client, for one identity: the client's (its tenant is the
+    sender's own), or for the operator's client the tenant named here."""
 
     client: ToolselClient
     sessions: Sessions
-    tenant_id: str = "default"
+    tenant_id: str | None = None
+    """None: the client's identity's tenant (left for the selector to take from the sender)."""
     user_id: str | None = None
+    tier: str | None = None
+    role: str | None = None
 
     async def search(self, query: str, limit: int, page: int = 1, session: str | None = None) -> SearchResult:
         current = self.sessions.open(session)
+        named = {"tenant_id": self.tenant_id, "tier": self.tier, "role": self.role}
         request = SelectRequest(
             query=query,
-            tenant_id=self.tenant_id,
             user_id=self.user_id,
             session_id=current.id,
             k=limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
+            **{field: value for field, value in named.items() if value is not None},
         )
         reply = await self.client.select(request)
         current.record(reply.selection_id, query, page, reply.tools)

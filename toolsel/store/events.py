@@ -18,21 +18,22 @@ Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 INSERT_SELECTIONS = """
 INSERT INTO selection_events (selection_id, occurred_at, tenant_id, user_id, session_id, query, page, tier, role,
-    context_key, method, tools, candidate_count, latency_ms, tokens_selected, tokens_catalog)
+    context_key, method, tools, candidate_count, latency_ms, tokens_selected, tokens_catalog, owner)
 SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::int[], $16::int[])
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::int[], $16::int[],
+    $17::text[])
 ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
 """
 
 SELECTION_KEYS = """
-SELECT selection_id, tenant_id, user_id, session_id, query, context_key,
+SELECT selection_id, tenant_id, owner, user_id, session_id, query, context_key,
        ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys,
        ARRAY(SELECT t ->> 'sub_query' FROM jsonb_array_elements(tools) t) AS needs,
        ARRAY(SELECT (t ->> 'similarity')::float8 FROM jsonb_array_elements(tools) t) AS similarities
 FROM selection_events"""
-"""A stored selection: who asked (tenant, user, session), its query and context, its tools' ``plugin/name``
-keys in rank order and beside them the part of the query each was offered for (NULL: the whole query) and its
-recorded cosine (NULL: not recorded), unpacked by the database."""
+"""A stored selection: who asked (tenant, the owner's scope, user, session), its query and context, its tools'
+``plugin/name`` keys in rank order and beside them the part of the query each was offered for (NULL: the whole
+query) and its recorded cosine (NULL: not recorded), unpacked by the database."""
 
 SELECTIONS_OF = SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])"
 
@@ -97,6 +98,7 @@ async def insert_selections(conn: Conn, events: Sequence[SelectionEvent]) -> int
             e.latency_ms,
             e.tokens_selected,
             e.tokens_catalog,
+            e.owner,
         )
         for e in events
     ]

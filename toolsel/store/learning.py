@@ -66,6 +66,8 @@ WHERE c.tenant_id = u.tenant AND c.actor = u.actor AND c.tool_id = u.tool_id
 
 OUTCOME_CREDITS = _credit_table("session_credits")
 """The successes of each actor's outcomes that counted per tool (a replay recomputes them from the outcomes)."""
+FAILURE_CREDITS = _credit_table("failure_credits")
+"""The failed calls of each actor that counted per tool (a replay recomputes them from the outcomes)."""
 REVIEW_CREDITS = _credit_table("review_credits")
 """The reviews of each actor that taught a tool's usage memory (a replay keeps them: it keeps that memory too)."""
 
@@ -140,9 +142,9 @@ SELECT tool_id, tenant_id FROM tool_quarantine
 WHERE released_at IS NULL AND since <= now() - make_interval(secs => least($1 * power(2, strikes - 1), $2))
 """
 
-LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality, session_credits IN EXCLUSIVE MODE"
+LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality, session_credits, failure_credits IN EXCLUSIVE MODE"
 RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
-RESET_CREDITS = "DELETE FROM session_credits"
+RESET_CREDITS = ("DELETE FROM session_credits", "DELETE FROM failure_credits")
 RESET_COUNTERS = """
 UPDATE tool_quality SET calls = 0, successes = 0, failures = 0, rating_sum = 0, rating_count = 0,
     latency_sum_ms = 0, latency_count = 0, latency_hist = '{}', last_success_at = NULL,
@@ -314,7 +316,8 @@ async def reset_counters(conn: asyncpg.Connection) -> None:
     tables until commit: running learners wait and add their batches on top of the rebuilt state."""
     await conn.execute(LOCK_FOR_REBUILD)
     await conn.execute(RESET_POSTERIORS)
-    await conn.execute(RESET_CREDITS)
+    for reset in RESET_CREDITS:
+        await conn.execute(reset)
     await conn.execute(RESET_COUNTERS)
 
 

@@ -6,8 +6,10 @@ from contracts import subjects
 
 STREAM_PATTERNS = (*subjects.EVENTS_STREAM_SUBJECTS, *subjects.DLQ_STREAM_SUBJECTS)
 NOTIFY_SUBJECTS = (subjects.REGISTRY_CHANGED, subjects.TOOL_STATE_CHANGED, subjects.POSTERIORS_UPDATED)
+TENANT = "t.acme.bot"
 EVENT_SUBJECTS = (
     subjects.SELECTION_EVENTS,
+    *(subjects.scoped(root, TENANT) for root in subjects.SCOPED_ROOTS if root.startswith(subjects.EVENTS_PREFIX)),
     subjects.OUTCOME_EVENTS,
     subjects.REVIEW_EVENTS,
     subjects.FEEDBACK_EVENTS,
@@ -47,8 +49,8 @@ def test_matcher(pattern: str, subject: str, expected: bool) -> None:
 
 def test_request_subjects_cover_select_sync_and_every_health() -> None:
     requests = subjects.request_subjects()
-    assert subjects.SELECT in requests
-    assert subjects.SYNC in requests
+    assert subjects.any_scope(subjects.SELECT_ROOT) in requests
+    assert subjects.any_scope(subjects.SYNC_ROOT) in requests
     for service in ("selector", "learner", "indexer"):
         assert f"toolsel.rpc.health.{service}" in requests
 
@@ -69,6 +71,22 @@ def test_notify_subjects_are_outside_the_streams(pattern: str, subject: str) -> 
 def test_event_subjects_are_captured_by_the_events_stream(subject: str) -> None:
     assert any(matches(p, subject) for p in subjects.EVENTS_STREAM_SUBJECTS)
     assert not any(matches(p, subject) for p in subjects.DLQ_STREAM_SUBJECTS)
+
+
+@pytest.mark.parametrize("root", subjects.SCOPED_ROOTS)
+def test_a_scoped_subject_names_its_sender_and_is_what_its_service_reads(root: str) -> None:
+    subject = subjects.scoped(root, TENANT)
+    assert subjects.scope_of(subject, root) == TENANT
+    assert matches(subjects.any_scope(root), subject)
+    assert matches(subjects.any_scope(root), subjects.scoped(root, subjects.OPERATOR_SCOPE))
+    assert subjects.scope_of("toolsel.other", root) is None
+
+
+def test_no_root_reads_another_roots_scopes() -> None:
+    for root in subjects.SCOPED_ROOTS:
+        for other in subjects.SCOPED_ROOTS:
+            if other != root:
+                assert not matches(subjects.any_scope(root), subjects.scoped(other, TENANT))
 
 
 def test_dead_letters_go_to_the_dlq_stream_only() -> None:

@@ -37,14 +37,14 @@ def _served(settings: Settings) -> dict[str, str | None]:
 
 def test_each_event_kind_has_a_durable_consumer_named_as_before() -> None:
     served = _served(_settings())
-    assert {kind.subject for kind in EVENT_KINDS} == {
+    assert {kind.filter for kind in EVENT_KINDS} == {
         subjects.SELECTION_EVENTS,
-        subjects.OUTCOME_EVENTS,
-        subjects.REVIEW_EVENTS,
-        subjects.FEEDBACK_EVENTS,
+        subjects.any_scope(subjects.OUTCOME_ROOT),
+        subjects.any_scope(subjects.REVIEW_ROOT),
+        subjects.any_scope(subjects.FEEDBACK_ROOT),
     }
     for kind in EVENT_KINDS:
-        assert served[kind.subject] == f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
+        assert served[kind.filter] == f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
 
 
 def test_the_learner_serves_the_learning_and_analytics_admin_areas_and_its_health() -> None:

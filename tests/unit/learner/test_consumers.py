@@ -16,11 +16,13 @@ from faststream.nats import JStream, NatsBroker, TestNatsBroker
 from faststream.nats.annotations import NatsMessage
 from faststream.nats.testing import PatchedMessage
 
-from contracts import OutcomeEvent, subjects
+from contracts import FeedbackEvent, OutcomeEvent, subjects
+from contracts.identity import OPERATOR, tenant_scope
 from services.learner import consumers
-from services.learner.consumers import EventKind
+from services.learner.consumers import EventKind, admitted
 from services.learner.state import Applied, LearnerState
 from toolsel import messaging
+from toolsel.messaging import RequestError
 from toolsel.settings import Settings
 
 Log = list[tuple[str, Any]]
@@ -214,3 +216,14 @@ async def test_json_too_deep_to_decode_is_dead_lettered_at_once(harness: Harness
     assert harness.log == [("ack", None)]
     ((_, reason),) = harness.dead_letters
     assert reason.startswith("malformed: ")
+
+
+def test_an_event_is_admitted_as_its_sender_for_its_senders_tenant() -> None:
+    acme = tenant_scope("acme", "bot")
+    outcome = admitted(OutcomeEvent(selection_id=uuid4()), acme)
+    assert outcome.sender == acme
+    unnamed = FeedbackEvent.model_validate_json('{"plugin_id": "p", "name": "t", "rating": 1}')
+    assert admitted(unnamed, acme).tenant_id == "acme"
+    assert admitted(unnamed, OPERATOR).tenant_id == "default"
+    with pytest.raises(RequestError, match="not the sender's tenant"):
+        admitted(FeedbackEvent(plugin_id="p", name="t", rating=1, tenant_id="beta"), acme)

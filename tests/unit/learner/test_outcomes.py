@@ -15,6 +15,8 @@ from services.learner.outcomes import (
     Stepped,
     actor,
     call_counters,
+    capped_failures,
+    failure_keys,
     observations,
     offered_only,
     step,
@@ -184,3 +186,29 @@ def test_a_tool_not_offered_for_a_part_is_taught_the_whole_query() -> None:
     selection = _selection(["a/mine"])
     assert taught_with(selection, "a/mine") == "weather in Oslo"
     assert taught_with(selection, "x/not-offered") == "weather in Oslo"
+
+
+def _failing(selection: Selection, n: int) -> list[OutcomeEvent]:
+    calls = [ToolCall(plugin_id="a", name="mine", success=False), ToolCall(plugin_id="a", name="mine", success=True)]
+    return [OutcomeEvent(selection_id=selection["selection_id"], calls=calls) for _ in range(n)]
+
+
+def test_one_actors_failed_calls_count_a_bounded_number_of_times_its_successes_untouched() -> None:
+    selection = _selection(["a/mine"], session="s1")
+    selections = {selection["selection_id"]: selection}
+    ids = {key: t.id for key, t in TOOLS.items()}
+    batch = _failing(selection, 5)
+    assert failure_keys(batch, selections, ids) == [("acme", "session:s1", 1)] * 5
+    counted, credits = capped_failures(batch, selections, ids, {("acme", "session:s1", 1): 1}, limit=3)
+    failures = [sum(not c.success for c in e.calls) for e in counted]
+    assert failures == [1, 1, 0, 0, 0]
+    assert [sum(c.success for c in e.calls) for e in counted] == [1] * 5
+    assert credits == {("acme", "session:s1", 1): 3}
+
+
+def test_another_actors_failures_have_their_own_bound() -> None:
+    first, second = _selection(["a/mine"], session=None), _selection(["a/mine"], session=None)
+    selections = {s["selection_id"]: s for s in (first, second)}
+    ids = {key: t.id for key, t in TOOLS.items()}
+    counted, _ = capped_failures([*_failing(first, 4), *_failing(second, 4)], selections, ids, {}, limit=2)
+    assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]

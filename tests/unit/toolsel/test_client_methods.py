@@ -17,6 +17,8 @@ from contracts import (
     ToolQuery,
     subjects,
 )
+from contracts.identity import tenant_scope
+from toolsel.client import ToolselClient
 from toolsel.client_methods import AsyncMethods, Event, Request, SyncMethods, table
 
 T = TypeVar("T")
@@ -57,8 +59,9 @@ def test_every_request_subject_and_event_kind_has_a_row() -> None:
     rows = table().values()
     requests = {r.subject for r in rows if isinstance(r, Request)}
     events = {r.subject for r in rows if isinstance(r, Event)}
-    assert requests == {subjects.SELECT, *subjects.ADMIN_SUBJECTS}
-    assert events == {subjects.OUTCOME_EVENTS, subjects.REVIEW_EVENTS, subjects.FEEDBACK_EVENTS}
+    assert requests == {subjects.SELECT_ROOT, *subjects.ADMIN_SUBJECTS}
+    assert events == {subjects.OUTCOME_ROOT, subjects.REVIEW_ROOT, subjects.FEEDBACK_ROOT}
+    assert {subjects.SELECT_ROOT, *events} <= set(subjects.SCOPED_ROOTS)  # sent under the client's scope
     for row in rows:
         if isinstance(row, Request):
             assert row.admin == issubclass(row.message, AdminRequest), row.name
@@ -82,7 +85,7 @@ async def test_positional_arguments_and_fields_build_the_request() -> None:
 async def test_select_takes_the_query_first() -> None:
     client = Recorder()
     await client.select("send an email", k=3)
-    assert client.sent == [(subjects.SELECT, SelectRequest(query="send an email", k=3))]
+    assert client.sent == [(subjects.SELECT_ROOT, SelectRequest(query="send an email", k=3))]
 
 
 async def test_events_are_published_and_returned() -> None:
@@ -91,7 +94,7 @@ async def test_events_are_published_and_returned() -> None:
     event = await client.none_of_these(selection)
     assert isinstance(event, ReviewEvent)
     assert event.none_of_these
-    assert client.published == [(subjects.REVIEW_EVENTS, event)]
+    assert client.published == [(subjects.REVIEW_ROOT, event)]
 
 
 async def test_bad_calls_fail_before_anything_is_sent() -> None:
@@ -111,3 +114,30 @@ def test_the_sync_wrapper_has_the_same_methods() -> None:
     assert isinstance(reply, ToolList)
     assert client.inner.sent == [(subjects.ADMIN_TOOLS_LIST, ToolQuery(plugin_id="mail"))]
     assert client.show_tool.__name__ == "show_tool"
+
+
+@pytest.mark.parametrize(
+    ("url", "select", "outcome", "inbox"),
+    [
+        (
+            "nats://acme.bot:pw@h:4222",
+            "toolsel.rpc.select.t.acme.bot",
+            "toolsel.events.outcome.t.acme.bot",
+            "_INBOX.t.acme.bot",
+        ),
+        ("nats://operator:pw@h:4222", subjects.SELECT, subjects.OUTCOME_EVENTS, "_INBOX"),
+    ],
+)
+def test_a_client_sends_under_the_scope_of_its_user(url: str, select: str, outcome: str, inbox: str) -> None:
+    client = ToolselClient(url)
+    assert client.subject(subjects.SELECT_ROOT) == select
+    assert client.subject(subjects.OUTCOME_ROOT) == outcome
+    assert client.subject(subjects.ADMIN_TOOLS_LIST) == subjects.ADMIN_TOOLS_LIST
+    assert client.scope.inbox_prefix == inbox
+
+
+def test_an_operator_client_acts_for_an_identity_on_its_own_connection() -> None:
+    operator = ToolselClient("nats://operator:pw@h:4222")
+    acting = operator.acting_as(tenant_scope("beta", "web"))
+    assert acting.subject(subjects.SELECT_ROOT) == "toolsel.rpc.select.t.beta.web"
+    assert operator.subject(subjects.SELECT_ROOT) == subjects.SELECT

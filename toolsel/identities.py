@@ -1,0 +1,153 @@
+"""Tenants' identities, made, listed and revoked by the operator. Each is bound to one tenant: a NATS user
+(``<tenant>.<name>``, publishing only under its scope, see ``contracts.identity``) whose password is also its
+bearer token for MCP over HTTP (``<tenant>.<name>:<secret>``), optionally naming the user, role and tier that
+MCP selections are made for.
+
+They are kept in ``identities.json`` in the home (0600) with only a bcrypt hash of each secret, which the NATS
+server checks itself: the secret is shown once, when made. Making or revoking one rewrites the embedded NATS
+server's configuration and has it reload (``toolsel.embedded.reload_nats``).
+"""
+
+import fcntl
+import hashlib
+import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import bcrypt
+
+from contracts.identity import Scope, tenant_scope
+from toolsel.embedded import login_url, reload_nats, write_private
+from toolsel.messaging import NATS_USERS
+
+IDENTITIES_FILE = "identities.json"
+LOCK_FILE = "identities.lock"
+
+
+class IdentityError(ValueError):
+    """An identity that cannot be made (a bad or taken name) or revoked (none such)."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    tenant: str
+    name: str
+    secret_hash: str
+    """bcrypt, as the NATS server checks it."""
+    created_at: str
+    user_id: str | None = None
+    role: str | None = None
+    tier: str | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant, self.name)
+
+
+@dataclass(frozen=True)
+class Made:
+    """A new identity and its secret: the only time the secret is known outside the caller."""
+
+    identity: Identity
+    secret: str
+
+    @property
+    def bearer(self) -> str:
+        """Its bearer token for MCP over HTTP."""
+        return f"{self.identity.scope.user}:{self.secret}"
+
+    def nats_url(self, url: str) -> str:
+        """``url`` with its NATS credentials."""
+        return login_url(url, self.identity.scope.user, self.secret)
+
+
+def load(home: Path) -> dict[str, Identity]:
+    """Every identity, by NATS user."""
+    try:
+        rows = json.loads((home / IDENTITIES_FILE).read_text())
+    except FileNotFoundError:
+        return {}
+    return {user: Identity(**row) for user, row in rows.items()}
+
+
+def admitted(home: Path) -> list[tuple[Scope, str]]:
+    """What the NATS server admits besides its built-in users: each identity's scope and hash."""
+    return [(i.scope, i.secret_hash) for i in load(home).values()]
+
+
+@contextmanager
+def _editing(home: Path) -> Iterator[dict[str, Identity]]:
+    """The identities, held against concurrent edits, written back (and the NATS server reloaded) after."""
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / LOCK_FILE).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        identities = load(home)
+        yield identities
+        write_private(home / IDENTITIES_FILE, json.dumps({u: asdict(i) for u, i in identities.items()}, indent=2))
+        reload_nats(home / "nats", [(i.scope, i.secret_hash) for i in identities.values()])
+
+
+def create(
+    home: Path, tenant: str, name: str, *, user_id: str | None = None, role: str | None = None, tier: str | None = None
+) -> Made:
+    """A new identity of ``tenant``; ``IdentityError`` when the names are not single subject tokens or taken."""
+    try:
+        scope = tenant_scope(tenant, name)
+    except ValueError as error:
+        raise IdentityError(str(error)) from None
+    secret = secrets.token_urlsafe(32)
+    identity = Identity(
+        tenant,
+        name,
+        bcrypt.hashpw(secret.encode(), bcrypt.gensalt()).decode(),
+        datetime.now(UTC).isoformat(timespec="seconds"),
+        user_id,
+        role,
+        tier,
+    )
+    with _editing(home) as identities:
+        if scope.user in identities or scope.user in NATS_USERS:
+            raise IdentityError(f"{tenant}/{name} exists: revoke it first, or choose another name")
+        identities[scope.user] = identity
+    return Made(identity, secret)
+
+
+def revoke(home: Path, tenant: str, name: str) -> Identity:
+    """Remove an identity: the NATS server closes its connections and admits it no more, and its bearer token
+    is refused from then on."""
+    with _editing(home) as identities:
+        gone = identities.pop(Scope(tenant, name).user, None)
+        if gone is None:
+            raise IdentityError(f"no identity {tenant}/{name}")
+    return gone
+
+
+class Verifier:
+    """Checks bearer tokens against the identities in ``home``: a token verified once is remembered (by its
+    SHA-256) while the file is unchanged, so bcrypt's cost is paid once per token, and a revocation takes
+    effect on the next request."""
+
+    def __init__(self, home: Path):
+        self.path = home / IDENTITIES_FILE
+        self.home = home
+        self._seen: dict[str, Identity] = {}
+        self._version: float | None = None
+
+    def verify(self, token: str) -> Identity | None:
+        version = self.path.stat().st_mtime if self.path.exists() else None
+        if version != self._version:
+            self._seen.clear()
+            self._version = version
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        if digest in self._seen:
+            return self._seen[digest]
+        user, _, secret = token.partition(":")
+        identity = load(self.home).get(user)
+        if identity is None or not secret or not bcrypt.checkpw(secret.encode(), identity.secret_hash.encode()):
+            return None
+        self._seen[digest] = identity
+        return identity
