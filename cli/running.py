@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
 from contracts import ErrorCode
-from toolsel.client import ToolselClient, ToolselError
+from toolsel.client import SyncTooLarge, ToolselClient, ToolselError
 from toolsel.client_methods import Request
 from toolsel.embedded import admin_token, redacted
 from toolsel.render import console, errors, rows_csv, rows_table
@@ -32,6 +32,8 @@ USAGE = 2
 """Exit code of bad input: a file, a field or an option the command cannot use."""
 FAILED = 1
 """Exit code of a failure: the stack refused, is away, or broke."""
+INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
 class Format(StrEnum):
@@ -122,6 +124,8 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         fail(_why(error), USAGE if error.detail.code is ErrorCode.INVALID_REQUEST else FAILED)
     except ValidationError as error:
         fail(first_problem(error), USAGE)
+    except SyncTooLarge as error:
+        fail(str(error), USAGE)
     except nats.errors.NoRespondersError:
         fail("no service answers that request: is every service up? (`toolsel status`)")
     except nats.errors.TimeoutError:

@@ -15,6 +15,10 @@ DLQ_PREFIX: Final = "toolsel.dlq"
 # request/reply (core NATS, queue groups)
 SELECT: Final = f"{RPC_PREFIX}.select"
 SYNC: Final = f"{RPC_PREFIX}.sync"
+SYNC_PART: Final = f"{SYNC}.part"
+"""One part of a sync too large for one NATS message."""
+SYNC_UPLOAD: Final = f"{SYNC}.upload"
+"""Apply the sync whose parts were sent to ``SYNC_PART``."""
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 
 # admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
@@ -129,4 +133,4 @@ def dead_letter(kind: str) -> str:
 
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
-    return (SELECT, SYNC, *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))
+    return (SELECT, SYNC, SYNC_PART, SYNC_UPLOAD, *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))

@@ -1,12 +1,15 @@
 """A small async client for toolsel over NATS: what agents, plugins, the CLI and the tests call."""
 
 import asyncio
+import base64
+import hashlib
 import json
 import os
 import threading
 from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from uuid import uuid4
 
 import nats
 from nats.aio.client import Client
@@ -22,7 +25,9 @@ from contracts import (
     OutcomeEvent,
     PluginSync,
     ReviewEvent,
+    SyncPartReceived,
     SyncReport,
+    SyncUpload,
     payload_signature,
     subjects,
 )
@@ -34,11 +39,17 @@ R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
 SYNC_TIMEOUT_S = 1800.0
 """A sync replies once its tools are embedded: a catalog of thousands takes minutes on a busy small machine."""
+PART_ENVELOPE_BYTES = 1024
+"""Room a ``SyncPart`` leaves in a NATS message for its JSON around the base64 data."""
 EVENT_SUBJECTS: dict[type[BaseModel], str] = {
     OutcomeEvent: subjects.OUTCOME_EVENTS,
     ReviewEvent: subjects.REVIEW_EVENTS,
     FeedbackEvent: subjects.FEEDBACK_EVENTS,
 }
+
+
+class SyncTooLarge(ValueError):
+    """A sync over ``TOOLSEL_SYNC_MAX_BYTES``: refused before anything is sent."""
 
 
 class ToolselError(Exception):
@@ -79,11 +90,13 @@ class ToolselClient(AsyncMethods):
         timeout_s: float = 10.0,
         admin_token: str | None = None,
         sync_timeout_s: float = SYNC_TIMEOUT_S,
+        sync_max_bytes: int | None = None,
     ):
         self.url = url or ""
         self.user = user
         self.timeout_s = timeout_s
         self.sync_timeout_s = sync_timeout_s
+        self.sync_max_bytes = sync_max_bytes or Settings().sync_max_bytes
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self._nc: Client | None = None
 
@@ -115,12 +128,35 @@ class ToolselClient(AsyncMethods):
         return reply_type.model_validate(body)
 
     async def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
-        """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature."""
+        """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature. One
+        over ``sync_max_bytes`` raises ``SyncTooLarge`` before anything is sent; one larger than a NATS message
+        travels in parts (``upload``)."""
         payload = sync.model_dump(mode="json")
         if signing_key is not None:
             payload["credential"] = payload_signature(payload, signing_key)
+        body = json.dumps(payload).encode()
+        if len(body) > self.sync_max_bytes:
+            raise SyncTooLarge(
+                f"the sync of {sync.plugin_id} is {len(body):,} bytes, over the limit of {self.sync_max_bytes:,}"
+                " (TOOLSEL_SYNC_MAX_BYTES): split the plugin, or raise the limit for the indexer and the client"
+            )
+        if len(body) <= self.nc.max_payload:
+            return await self.request(subjects.SYNC, body, SyncReport, timeout_s=self.sync_timeout_s)
+        return await self.upload(body)
+
+    async def upload(self, body: bytes) -> SyncReport:
+        """Send a sync's JSON in parts that each fit a NATS message, then ask the indexer to apply the whole."""
+        upload_id = uuid4()
+        size = (self.nc.max_payload - PART_ENVELOPE_BYTES) // 4 * 3  # base64 makes 4 bytes of every 3
+        parts = [body[start : start + size] for start in range(0, len(body), size)]
+        for number, data in enumerate(parts):
+            part = {"upload_id": str(upload_id), "part": number, "data": base64.b64encode(data).decode()}
+            await self.request(subjects.SYNC_PART, json.dumps(part).encode(), SyncPartReceived)
+        whole = SyncUpload(
+            upload_id=upload_id, parts=len(parts), size=len(body), sha256=hashlib.sha256(body).hexdigest()
+        )
         return await self.request(
-            subjects.SYNC, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
+            subjects.SYNC_UPLOAD, whole.model_dump_json().encode(), SyncReport, timeout_s=self.sync_timeout_s
         )
 
     async def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:

@@ -239,6 +239,8 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
     agent_publish = [
         subjects.SELECT,
         subjects.SYNC,
+        subjects.SYNC_PART,
+        subjects.SYNC_UPLOAD,
         health,
         subjects.OUTCOME_EVENTS,
         subjects.REVIEW_EVENTS,
@@ -275,7 +277,13 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
         ),
         "indexer": service(
             [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
-            [subjects.SYNC, *subjects.ADMIN_REGISTRY_SUBJECTS, subjects.health("indexer")],
+            [
+                subjects.SYNC,
+                subjects.SYNC_PART,
+                subjects.SYNC_UPLOAD,
+                *subjects.ADMIN_REGISTRY_SUBJECTS,
+                subjects.health("indexer"),
+            ],
         ),
         "agent": {"publish": {"allow": agent_publish}, "subscribe": {"allow": [INBOX]}},
         "operator": {
