@@ -222,7 +222,7 @@ def rules_update(
     conditions: Annotated[str | None, typer.Option(help="JSON, replaces the rule's conditions")] = None,
     priority: Annotated[int | None, typer.Option()] = None,
     tenant: Annotated[str | None, typer.Option(help="tenant the rule applies to, * for all")] = None,
-    active: Annotated[bool | None, typer.Option("--active/--inactive")] = None,
+    active: Annotated[bool | None, typer.Option("--active/--no-active")] = None,
     fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:

@@ -53,11 +53,14 @@ def feedback_submit(
     async def main() -> None:
         async with client() as connected:
             try:
-                await connected.show_tool(plugin, name)
+                shown = await connected.show_tool(plugin, name)
             except ToolselError as error:
                 if error.detail.code is ErrorCode.NOT_FOUND:
                     fail(f"unknown tool {tool}: the registry has no such tool, nothing was sent")
                 warn(f"could not check that {tool} exists ({error}); sending anyway")
+            else:
+                if shown.tool.deleted_at is not None:
+                    fail(f"tool {tool} was removed on {shown.tool.deleted_at:%Y-%m-%d}: nothing was sent")
             await connected.report([event])
 
     run(main)

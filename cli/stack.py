@@ -12,6 +12,8 @@ from rich.table import Table
 
 from cli.demo import reset_demo, run_demo
 from cli.running import (
+    FAILED,
+    NO_STACK,
     USAGE,
     AsJson,
     ObjectFormat,
@@ -175,7 +177,7 @@ def status(
 
     print_reply(health, chosen(as_json, fmt), show)
     if any(s.error is not None for s in health.services):
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
 @app.command()
@@ -199,7 +201,10 @@ def env(
         fail(f"unknown NATS user {user!r}: operator or agent", USAGE)
     endpoints = configured_endpoints(current, user)
     if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL")
+        fail(
+            "no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL",
+            NO_STACK,
+        )
     exports = {
         "TOOLSEL_HOME": str(current.home),
         "TOOLSEL_NATS_URL": endpoints.nats_url,

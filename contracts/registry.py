@@ -118,6 +118,9 @@ class SyncReport(Message):
     """The whole sync: writing the declaration and embedding what it changed."""
     write_ms: float = 0.0
     """Of ``duration_ms``, writing the declaration (one transaction); the rest is embedding."""
+    catalog_version: int = 0
+    """The registry's version once this sync was written: a selector whose health reports a ``catalog_version``
+    at least this one serves what the sync declared."""
 
 
 MAX_SYNC_PARTS = 4096

@@ -19,7 +19,7 @@ from services.indexer.hashing import embedding_hash
 from services.indexer.review import needs_review, status_after_update
 from services.indexer.state import IndexerState
 from toolsel.messaging import RequestError
-from toolsel.store import registry
+from toolsel.store import catalog, registry
 
 log = logging.getLogger("toolsel.indexer")
 
@@ -129,7 +129,9 @@ async def run_sync(state: IndexerState, sync: PluginSync, payload: Mapping[str, 
     started = time.perf_counter()
     report = await apply_sync(state.pool, sync, flagged_selectable=settings.flagged_tools_selectable)
     embedded = await state.embed()
-    report = report.model_copy(update={"embedded": embedded, "duration_ms": (time.perf_counter() - started) * 1000})
+    took_ms = (time.perf_counter() - started) * 1000
+    version = await catalog.catalog_version(state.pool)
+    report = report.model_copy(update={"embedded": embedded, "duration_ms": took_ms, "catalog_version": version})
     state.syncs += 1
     if report.inserted or report.updated or report.deleted or embedded:
         await state.changed(sync.plugin_id, "sync")

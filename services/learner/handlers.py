@@ -96,6 +96,8 @@ EVENT_KINDS: tuple[EventKind[Any], ...] = (
     EventKind("selection", subjects.SELECTION_EVENTS, SelectionEvent, selections, _unknown_selection),
     EventKind("outcome", subjects.OUTCOME_EVENTS, OutcomeEvent, outcomes, _unknown_selection),
     EventKind("review", subjects.REVIEW_EVENTS, ReviewEvent, reviews, _unknown_selection),
-    EventKind("feedback", subjects.FEEDBACK_EVENTS, FeedbackEvent, feedback, lambda e: f"unknown tool {e.key}"),
+    EventKind(
+        "feedback", subjects.FEEDBACK_EVENTS, FeedbackEvent, feedback, lambda e: f"unknown or removed tool {e.key}"
+    ),
 )
 """kind -> subject -> model -> apply: the one place that says which events the learner consumes."""

@@ -151,6 +151,7 @@ class Toolshed:
             user_id=self.user_id,
             session_id=current.id,
             k=limit,
+            max_tools=limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
         )
         reply = await self.client.select(request)
