@@ -26,7 +26,10 @@ from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console
 
 app = typer.Typer()
-feedback_app = typer.Typer(help="People's ratings of tools (seed 004's tool-feedback).", no_args_is_help=True)
+feedback_app = typer.Typer(
+    help="People's ratings of tools (0..1, with a comment) and the quality they and the calls give each tool.",
+    no_args_is_help=True,
+)
 app.add_typer(feedback_app, name="feedback")
 
 

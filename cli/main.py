@@ -28,7 +28,10 @@ from cli import (
 from cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
 
 app = typer.Typer(
-    help="toolsel: which few tools an LLM agent should see.", no_args_is_help=True, pretty_exceptions_enable=False
+    help="toolsel: which few tools an LLM agent should see.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's paragraph reads as one: no break where its source line ends
 )
 for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos):
     app.add_typer(group.app)

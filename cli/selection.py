@@ -27,6 +27,7 @@ from cli.running import (
 from contracts import PluginSync, SelectReply, SyncReport
 from toolsel.client import ToolselClient
 from toolsel.render import EXPLAIN, console, selection_view, sync_table
+from toolsel.settings import Settings
 
 app = typer.Typer()
 
@@ -38,11 +39,17 @@ def select(
     query: str,
     page: Annotated[str, typer.Option(help="page the user is on")] = "",
     tenant: Annotated[str, typer.Option(help="tenant / organisation id")] = "default",
-    tier: str = "free",
+    tier: Annotated[str, typer.Option(help="the user's plan (visibility rules, the learning context)")] = "free",
     user: Annotated[str | None, typer.Option(help="user id (visibility rules, history)")] = None,
     role: Annotated[str | None, typer.Option(help="the user's role (visibility rules)")] = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,
-    k: Annotated[int | None, typer.Option(help="tools to retrieve (pins may add more)")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            help="tools to retrieve, 1..50 (pinned tools may add more)",
+            show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
+        ),
+    ] = None,
     retrieval: Annotated[str, typer.Option(help="hybrid, vector or bm25")] = "hybrid",
     rerank: Annotated[bool, typer.Option(help="--no-rerank: the retrieval order alone, no pins")] = True,
     seed: Annotated[int | None, typer.Option(help="seed the Thompson sample (reproducible)")] = None,

