@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from cli.running import (
+    USAGE,
     AsJson,
     Format,
     ObjectFormat,
@@ -18,6 +19,7 @@ from cli.running import (
     Rows,
     ask,
     chosen,
+    fail,
     parse_json,
     validated,
 )
@@ -101,11 +103,11 @@ def mappings_create(
     plugin: str,
     pattern: str,
     category: str,
-    priority: int = 0,
+    priority: Annotated[int | None, typer.Option(help="0 for a new mapping; an existing one keeps its own")] = None,
     fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
-    """Map PATTERN (/exact, /prefix*, *suffix, *contains*) to PLUGIN's CATEGORY."""
+    """Map PATTERN (/exact, /prefix*, *suffix, *contains*) to PLUGIN's CATEGORY, or re-prioritise that mapping."""
 
     def show(m: PageMapping) -> None:
         _say(f"mapped pages {m.page_pattern} to {m.plugin_id}'s category {m.category} (priority {m.priority})")
@@ -140,14 +142,13 @@ def _rule(
     tenant: str,
     active: bool,
 ) -> RuleFields:
-    parsed = parse_json(conditions, "--conditions")
     fields = {
         "tenant_id": tenant,
         "rule_type": rule_type,
         "effect": effect,
         "target_kind": target_kind,
         "target": target,
-        "conditions": parsed,
+        "conditions": parse_json(conditions, "--conditions"),
         "priority": priority,
         "active": active,
     }
@@ -208,20 +209,31 @@ def rules_create(
 @rules_app.command("update")
 def rules_update(
     rule_id: int,
-    rule_type: RuleType,
-    effect: Effect,
-    target_kind: TargetKind,
-    target: str,
-    conditions: Conditions = "{}",
-    priority: int = 0,
-    tenant: Tenant = "*",
-    active: bool = True,
+    target: Annotated[str | None, typer.Argument(help="plugin/name or plugin/category")] = None,
+    rule_type: Annotated[str | None, typer.Option("--type", help="org, user, page, role, tier or composite")] = None,
+    effect: Annotated[str | None, typer.Option(help="allow or deny")] = None,
+    target_kind: Annotated[str | None, typer.Option(help="tool or category")] = None,
+    conditions: Annotated[str | None, typer.Option(help="JSON, replaces the rule's conditions")] = None,
+    priority: Annotated[int | None, typer.Option()] = None,
+    tenant: Annotated[str | None, typer.Option(help="tenant the rule applies to, * for all")] = None,
+    active: Annotated[bool | None, typer.Option("--active/--no-active")] = None,
     fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
-    """Replace the fields of rule RULE_ID."""
-    rule = _rule(rule_type, effect, target_kind, target, conditions, priority, tenant, active)
-    ask(ToolselClient.update_rule, {"id": rule_id, "rule": rule}, "rule", chosen(as_json, fmt), _ruled("updated"))
+    """Change the fields of rule RULE_ID that you name; the others keep their values."""
+    patch = {
+        "tenant_id": tenant,
+        "rule_type": rule_type,
+        "effect": effect,
+        "target_kind": target_kind,
+        "target": target,
+        "conditions": None if conditions is None else parse_json(conditions, "--conditions"),
+        "priority": priority,
+        "active": active,
+    }
+    if all(value is None for value in patch.values()):
+        fail("name at least one field to change (see --help)", USAGE)
+    ask(ToolselClient.update_rule, {"id": rule_id, "rule": patch}, "rule", chosen(as_json, fmt), _ruled("updated"))
 
 
 @rules_app.command("delete")

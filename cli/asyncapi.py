@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from cli.running import fail
+from cli.running import USAGE, fail
 from toolsel.settings import Settings
 
 app = typer.Typer()
@@ -39,14 +39,18 @@ def asyncapi(
     check: Annotated[bool, typer.Option(help="fail if the committed documents are stale")] = False,
 ) -> None:
     """Write (or check) the AsyncAPI document of each service, generated from the apps."""
-    stale = []
-    for name, text in documents().items():
-        path = out / f"{name}.json"
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(str(path))
-        else:
-            out.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+    generated = documents()
+    if not check:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in generated.items():
+            (out / f"{name}.json").write_text(text)
+        return
+    paths = {name: out / f"{name}.json" for name in generated}
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if len(missing) == len(paths):
+        fail(f"no AsyncAPI documents in {out}: check them in the repository, or name their folder with --out", USAGE)
+    if missing:
+        fail(f"missing AsyncAPI documents: {', '.join(missing)}; run `toolsel asyncapi`")
+    stale = [str(paths[name]) for name, text in generated.items() if paths[name].read_text() != text]
     if stale:
         fail(f"stale AsyncAPI documents: {', '.join(stale)}; run `toolsel asyncapi`")

@@ -1,16 +1,19 @@
 """The scenario of ``toolsel demo``: sync the packaged catalog, select, report outcomes, show the ranking move and
-say what it left behind; ``toolsel demo --reset`` removes it. Every demo plugin id starts with ``demo-``, so the
-demo never touches a plugin of the user's own."""
+say what it left behind; ``toolsel demo --reset`` removes it. Every demo plugin id starts with ``demo-`` and the
+demo's tools belong to its own tenant, ``demo``: the demo never touches a plugin of the user's own, and its tools
+(pinned ones included) never appear in the user's answers."""
 
 import asyncio
 import json
 import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
 from rich.progress import track
 
-from contracts import OutcomeEvent, PluginSync, SelectReply, ToolCall
+from contracts import SHARED_TENANT, OutcomeEvent, PluginSync, QuarantineEntry, SelectReply, ToolCall
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console, selection_view, sync_table
 
@@ -25,29 +28,55 @@ LEARNING = ("relevance", "quality", "thompson", "alpha", "beta")
 """The parts of the score the demo shows: what the outcomes move."""
 DEMO_PREFIX = "demo-"
 """Put before every plugin id of the packaged catalog: the demo's plugins are told apart from the user's."""
+DEMO_TENANT = "demo"
+"""The tenant the demo's tools are synced for and its selections are made as."""
+CATALOG_WAIT_S = 60.0
+"""How long the demo waits for the selector to serve the catalog it synced."""
 
 
 def demo_catalog() -> list[PluginSync]:
     """The packaged demo catalog (MetaTool plugin descriptions, MIT; see toolsel/demo/NOTICE.md), its plugin ids
     prefixed with ``DEMO_PREFIX``."""
     raw: dict[str, Any] = json.loads(resources.files("toolsel.demo").joinpath("catalog.json").read_text("utf-8"))
-    return [PluginSync.model_validate(p | {"plugin_id": DEMO_PREFIX + p["plugin_id"]}) for p in raw["plugins"]]
+    return [
+        PluginSync.model_validate(p | {"plugin_id": DEMO_PREFIX + p["plugin_id"], "tenant_id": DEMO_TENANT})
+        for p in raw["plugins"]
+    ]
 
 
 async def _wait_for_learning(client: ToolselClient, query: str, page: str, key: str, alpha: float) -> SelectReply:
     """Poll (dry runs) until the selector reflects the learner's posterior for ``key``."""
     deadline = time.monotonic() + 30
     while True:
-        reply = await client.select(query=query, page=page, dry_run=True, seed=7, k=10)
+        reply = await client.select(query=query, page=page, dry_run=True, seed=7, k=10, tenant_id=DEMO_TENANT)
         seen = {f"{t.plugin_id}/{t.name}": t.breakdown.alpha for t in reply.tools}
         if seen.get(key, 0) >= alpha or time.monotonic() > deadline:
             return reply
         await asyncio.sleep(0.2)
 
 
+async def _catalog_served(client: ToolselClient, version: int) -> bool:
+    """Wait until the selector reports a catalog at least as new as ``version`` (the last sync's); False when it
+    did not within ``CATALOG_WAIT_S``."""
+    deadline = time.monotonic() + CATALOG_WAIT_S
+    while time.monotonic() < deadline:
+        health = await client.health("selector")
+        if int(health.details.get("catalog_version", 0)) >= version:
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+async def _forget_shared_copies(client: ToolselClient) -> None:
+    """Remove the demo's tools that an earlier version of the demo synced for every tenant (``*``)."""
+    for plugin in demo_catalog():
+        await client.remove_plugin(plugin.plugin_id, SHARED_TENANT)
+
+
 async def reset_demo(client: ToolselClient) -> None:
     """Remove every demo plugin: tools soft-deleted, categories and page mappings dropped."""
-    reports = [await client.remove_plugin(p.plugin_id) for p in demo_catalog()]
+    await _forget_shared_copies(client)
+    reports = [await client.remove_plugin(p.plugin_id, DEMO_TENANT) for p in demo_catalog()]
     console.print(sync_table(reports))
     console.print(
         f"removed the demo: {sum(r.deleted for r in reports)} tools of {len(reports)} {DEMO_PREFIX}* plugins "
@@ -55,31 +84,42 @@ async def reset_demo(client: ToolselClient) -> None:
     )
 
 
-async def _quarantined(client: ToolselClient) -> list[str]:
-    """The demo's tools the learner has quarantined, as lines to print (none when the admin API refuses)."""
+def quarantined_since(entries: Iterable[QuarantineEntry], started: datetime) -> list[str]:
+    """The demo's tools quarantined since ``started`` (not what an earlier run left), as lines to print."""
+    return [
+        f"{e.plugin_id}/{e.name} for {e.tenant_id} ({e.reason})"
+        for e in entries
+        if e.plugin_id.startswith(DEMO_PREFIX) and e.tenant_id == DEMO_TENANT and e.since >= started
+    ]
+
+
+async def _quarantined(client: ToolselClient, started: datetime) -> list[str]:
+    """``quarantined_since`` of the learner's quarantine list (nothing when the admin API refuses)."""
     try:
         listed = await client.list_quarantine()
     except ToolselError:
         return []
-    return [
-        f"{e.plugin_id}/{e.name} for {e.tenant_id} ({e.reason})"
-        for e in listed.entries
-        if e.plugin_id.startswith(DEMO_PREFIX)
-    ]
+    return quarantined_since(listed.entries, started)
 
 
 async def run_demo(client: ToolselClient) -> None:
+    started = datetime.now(UTC)
     catalog = demo_catalog()
+    await _forget_shared_copies(client)
     reports = [await client.sync(p) for p in track(catalog, description="syncing the demo catalog")]
     console.print(sync_table(reports))
     tools = sum(len(p.tools) for p in catalog)
-    console.print(f"synced {tools} demo tools as {len(catalog)} plugins named {DEMO_PREFIX}*.")
+    console.print(
+        f"synced {tools} demo tools as {len(catalog)} plugins named {DEMO_PREFIX}*, for the tenant {DEMO_TENANT!r}."
+    )
+    if not await _catalog_served(client, max(r.catalog_version for r in reports)):
+        console.print(f"[yellow]the selector has not loaded that catalog within {CATALOG_WAIT_S:.0f} s[/]")
     for query, page in DEMO_QUERIES:
-        reply = await client.select(query=query, page=page, dry_run=True, seed=1)
+        reply = await client.select(query=query, page=page, dry_run=True, seed=1, tenant_id=DEMO_TENANT)
         console.print(selection_view(reply, f"{query!r} on page {page or '-'}"))
 
     query, page = LEARNING_QUERY
-    before = await client.select(query=query, page=page, dry_run=True, seed=7, k=10)
+    before = await client.select(query=query, page=page, dry_run=True, seed=7, k=10, tenant_id=DEMO_TENANT)
     console.print(selection_view(before, f"before learning: {query!r}", LEARNING))
     first, second = [t for t in before.tools if not t.pinned][:2]
     console.print(
@@ -87,7 +127,7 @@ async def run_demo(client: ToolselClient) -> None:
     )
     wins = failures = 0
     for _ in track(range(ROUNDS), description="selections and outcomes"):
-        reply = await client.select(query=query, page=page)
+        reply = await client.select(query=query, page=page, tenant_id=DEMO_TENANT)
         calls = [
             ToolCall(plugin_id=t.plugin_id, name=t.name, success=t.key == second.key, latency_ms=120.0)
             for t in reply.tools
@@ -107,7 +147,7 @@ async def run_demo(client: ToolselClient) -> None:
         f"The demo recorded {ROUNDS} selections and their outcomes: {wins} successful calls of {second.name}, "
         f"{failures} failed calls of {first.name}."
     )
-    for line in await _quarantined(client):
+    for line in await _quarantined(client, started):
         console.print(
             f"[yellow]The learner quarantined {line}[/]: that tenant is offered it no more until it is released "
             f"(`toolsel admin quarantine list`, `toolsel admin quarantine release PLUGIN NAME`)."

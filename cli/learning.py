@@ -26,7 +26,10 @@ from toolsel.client import ToolselClient, ToolselError
 from toolsel.render import console
 
 app = typer.Typer()
-feedback_app = typer.Typer(help="People's ratings of tools (seed 004's tool-feedback).", no_args_is_help=True)
+feedback_app = typer.Typer(
+    help="People's ratings of tools (0..1, with a comment) and the quality they and the calls give each tool.",
+    no_args_is_help=True,
+)
 app.add_typer(feedback_app, name="feedback")
 
 
@@ -53,11 +56,14 @@ def feedback_submit(
     async def main() -> None:
         async with client() as connected:
             try:
-                await connected.show_tool(plugin, name)
+                shown = await connected.show_tool(plugin, name)
             except ToolselError as error:
                 if error.detail.code is ErrorCode.NOT_FOUND:
                     fail(f"unknown tool {tool}: the registry has no such tool, nothing was sent")
                 warn(f"could not check that {tool} exists ({error}); sending anyway")
+            else:
+                if shown.tool.deleted_at is not None:
+                    fail(f"tool {tool} was removed on {shown.tool.deleted_at:%Y-%m-%d}: nothing was sent")
             await connected.report([event])
 
     run(main)

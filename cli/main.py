@@ -26,10 +26,13 @@ from cli import (
     stack,
     tools,
 )
-from cli.running import FAILED, USAGE, complain, first_problem
+from cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
 
 app = typer.Typer(
-    help="toolsel: which few tools an LLM agent should see.", no_args_is_help=True, pretty_exceptions_enable=False
+    help="toolsel: which few tools an LLM agent should see.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's paragraph reads as one: no break where its source line ends
 )
 for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos):
     app.add_typer(group.app)
@@ -72,7 +75,7 @@ def main() -> None:
     try:
         code = app(sys.argv[1:], prog_name="toolsel", standalone_mode=False)
     except typer.Abort:
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except Exception as error:
         if refused := _refusal(error):
             code, message = refused

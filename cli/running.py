@@ -1,6 +1,6 @@
 """What every command shares: the settings, a client of the running stack, a database pool, how input files are
 read, how replies are printed (table, JSON or CSV), and how a failure becomes one line on stderr and an exit
-code: 2 for bad input (usage), 1 for a failure."""
+code, one per kind of failure (the table in docs/operators.md#exit-codes)."""
 
 import asyncio
 import json
@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from contracts import ErrorCode
 from contracts.common import too_deep
-from toolsel.client import ToolselClient, ToolselError
+from toolsel.client import SyncTooLarge, ToolselClient, ToolselError
 from toolsel.client_methods import Request
 from toolsel.embedded import admin_token, redacted
 from toolsel.render import console, errors, printable_json, rows_csv, rows_table
@@ -29,10 +29,17 @@ from toolsel.store import create_pool
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
 
-USAGE = 2
-"""Exit code of bad input: a file, a field or an option the command cannot use."""
 FAILED = 1
-"""Exit code of a failure: the stack refused, is away, or broke."""
+"""Exit code of a failure: the stack answered with a refusal (unauthorized, not found, conflict) or an error, a
+service is unhealthy, or the command broke."""
+USAGE = 2
+"""Exit code of bad input: a file, a field or an option the command cannot use (also when the stack refused it as
+``invalid_request``)."""
+NO_STACK = 3
+"""Exit code when there is no toolsel to ask: none running or configured, NATS out of reach, no service answering
+the request, or no reply in time."""
+INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
 class Format(StrEnum):
@@ -103,7 +110,7 @@ async def client() -> AsyncIterator[ToolselClient]:
     current = settings()
     endpoints = configured_endpoints(current)
     if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", USAGE)
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
     async with ToolselClient(endpoints.nats_url, admin_token=operator_token(current)) as connected:
         yield connected
 
@@ -115,21 +122,23 @@ def _why(error: ToolselError) -> str:
 
 
 def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run one coroutine; a typed error reply or an unreachable stack exits 1, invalid input exits 2, each with
-    one line that says why."""
+    """Run one coroutine; each failure is one line that says why and exits with its kind's code: invalid input
+    ``USAGE``, a refusal or error reply ``FAILED``, no stack to ask ``NO_STACK``."""
     try:
         return asyncio.run(main())
     except ToolselError as error:
         fail(_why(error), USAGE if error.detail.code is ErrorCode.INVALID_REQUEST else FAILED)
     except ValidationError as error:
         fail(first_problem(error), USAGE)
+    except SyncTooLarge as error:
+        fail(str(error), USAGE)
     except nats.errors.NoRespondersError:
-        fail("no service answers that request: is every service up? (`toolsel status`)")
+        fail("no service answers that request: is every service up? (`toolsel status`)", NO_STACK)
     except nats.errors.TimeoutError:
-        fail("the stack did not answer in time: see `toolsel status` and the services' logs")
+        fail("the stack did not answer in time: see `toolsel status` and the services' logs", NO_STACK)
     except (nats.errors.NoServersError, ConnectionRefusedError):
         url = getattr(configured_endpoints(settings()), "nats_url", None)
-        fail(f"cannot reach NATS at {redacted(url) if url else 'the configured URL'}: is toolsel up?")
+        fail(f"cannot reach NATS at {redacted(url) if url else 'the configured URL'}: is toolsel up?", NO_STACK)
 
 
 def first_problem(error: ValidationError) -> str:

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from rich.markup import escape
 
 from cli.running import (
+    INTERRUPTED,
     USAGE,
     AsJson,
     Format,
@@ -26,6 +27,7 @@ from cli.running import (
 from contracts import PluginSync, SelectReply, SyncReport
 from toolsel.client import ToolselClient
 from toolsel.render import EXPLAIN, console, selection_view, sync_table
+from toolsel.settings import Settings
 
 app = typer.Typer()
 
@@ -37,11 +39,17 @@ def select(
     query: str,
     page: Annotated[str, typer.Option(help="page the user is on")] = "",
     tenant: Annotated[str, typer.Option(help="tenant / organisation id")] = "default",
-    tier: str = "free",
+    tier: Annotated[str, typer.Option(help="the user's plan (visibility rules, the learning context)")] = "free",
     user: Annotated[str | None, typer.Option(help="user id (visibility rules, history)")] = None,
     role: Annotated[str | None, typer.Option(help="the user's role (visibility rules)")] = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,
-    k: Annotated[int | None, typer.Option(help="tools to retrieve (pins may add more)")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            help="tools to retrieve, 1..50 (pinned tools may add more)",
+            show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
+        ),
+    ] = None,
     retrieval: Annotated[str, typer.Option(help="hybrid, vector or bm25")] = "hybrid",
     rerank: Annotated[bool, typer.Option(help="--no-rerank: the retrieval order alone, no pins")] = True,
     seed: Annotated[int | None, typer.Option(help="seed the Thompson sample (reproducible)")] = None,
@@ -108,6 +116,21 @@ def _ref(ref: str) -> dict[Literal["plugin_id", "name"], str]:
     return {"plugin_id": plugin, "name": name}
 
 
+def interrupted_sync(plugins: list[str], reported: int) -> str:
+    """What an interrupted ``toolsel sync`` did: the syncs whose reports came back, the one on its way (which the
+    indexer applies whole, or not at all, whether or not anyone waits for its report) and those never sent."""
+    parts = [f"interrupted: {reported} of {len(plugins)} syncs reported back"]
+    if reported < len(plugins):
+        plugin = plugins[reported]
+        parts.append(
+            f"the sync of {plugin} was on its way: if the indexer received it, it applies all of it even now"
+            f" (one transaction, then embedding), else none of it; `toolsel tools list --plugin {plugin}` shows which"
+        )
+    if reported + 1 < len(plugins):
+        parts.append(f"not sent: {', '.join(plugins[reported + 1 :])}")
+    return "; ".join(parts)
+
+
 class SyncReports(BaseModel):
     """``toolsel sync --format json``: the report of each plugin synced."""
 
@@ -128,9 +151,16 @@ def sync(file: Path, fmt: Output = Format.table, as_json: AsJson = False) -> Non
     many = "plugins" in raw
     syncs = [validated(PluginSync, p, f"{file}: plugins.{i}" if many else str(file)) for i, p in enumerate(declared)]
 
+    done: list[SyncReport] = []
+
     async def main() -> SyncReports:
         async with client() as connected:
-            return SyncReports(reports=[await connected.sync(s) for s in syncs])
+            for declared in syncs:
+                done.append(await connected.sync(declared))
+        return SyncReports(reports=done)
 
-    reports = run(main)
+    try:
+        reports = run(main)
+    except KeyboardInterrupt:
+        fail(interrupted_sync([s.plugin_id for s in syncs], len(done)), INTERRUPTED)
     print_reply(reports, chosen(as_json, fmt), lambda r: console.print(sync_table(r.reports)), rows="reports")

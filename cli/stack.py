@@ -12,6 +12,7 @@ from rich.table import Table
 
 from cli.demo import reset_demo, run_demo
 from cli.running import (
+    NO_STACK,
     USAGE,
     AsJson,
     ObjectFormat,
@@ -211,7 +212,10 @@ def env(
         fail(f"unknown NATS user {user!r}: operator or agent", USAGE)
     endpoints = configured_endpoints(current, OPERATOR if user == OPERATOR else AGENT)
     if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL")
+        fail(
+            "no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL",
+            NO_STACK,
+        )
     exports = {
         "TOOLSEL_HOME": str(current.home),
         "TOOLSEL_NATS_URL": endpoints.nats_url,

@@ -176,6 +176,12 @@ def tools_drift(
     """Tools whose embedding is missing, stale or older than the drift age."""
 
     def show(report: DriftReport) -> None:
+        if not report.tools:
+            where = f"{plugin}'s tools" if plugin else "the tools"
+            console.print(
+                f"nothing drifted: every embedding of {where} is current and younger than {report.days:g} days"
+            )
+            return
         title = f"embedding drift (older than {report.days:g} days)"
         table = new_table(title, "tool", "reason", "status", "days since embedded")
         for t in report.tools:

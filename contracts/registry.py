@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 from uuid import UUID, uuid4
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Base64Bytes, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from contracts.common import (
     SHARED_TENANT,
@@ -151,6 +151,42 @@ class SyncReport(Message):
     embedded: int = 0
     flagged: int = 0
     duration_ms: float = 0.0
+    """The whole sync: writing the declaration and embedding what it changed."""
+    write_ms: float = 0.0
+    """Of ``duration_ms``, writing the declaration (one transaction); the rest is embedding."""
+    catalog_version: int = 0
+    """The registry's version once this sync was written: a selector whose health reports a ``catalog_version``
+    at least this one serves what the sync declared."""
+
+
+MAX_SYNC_PARTS = 4096
+"""Parts one sync may travel in (``SyncPart``)."""
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class SyncPart(Message):
+    """One slice of a sync's JSON too large for one NATS message; ``ToolselClient.sync`` cuts and sends them."""
+
+    upload_id: UUID
+    part: int = Field(ge=0, lt=MAX_SYNC_PARTS)
+    data: Base64Bytes
+
+
+class SyncPartReceived(Message):
+    upload_id: UUID
+    part: int
+    staged_bytes: int
+    """Bytes of the upload staged so far."""
+
+
+class SyncUpload(Message):
+    """Apply the sync whose ``parts`` were sent: the indexer joins them in order, checks the size and SHA-256 of
+    the whole, and applies it as if it had come in one message."""
+
+    upload_id: UUID
+    parts: int = Field(ge=1, le=MAX_SYNC_PARTS)
+    size: int = Field(ge=1)
+    sha256: Sha256Hex
 
 
 class RegistryChanged(Message):

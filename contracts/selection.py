@@ -46,6 +46,9 @@ class SelectRequest(Message):
     session_id: Identifier | None = None
     k: int | None = Field(default=None, ge=1, le=50)
     """How many tools to retrieve (pins may add more); the selector's default when absent."""
+    max_tools: int | None = Field(default=None, ge=1, le=100)
+    """The most tools the reply may hold, pins and related tools included (the lowest ranked go first); unset,
+    pins may take the count past ``k``."""
     filters: SelectFilters = Field(default_factory=SelectFilters)
     dry_run: bool = False
     """Answer without recording a selection event (admin test-selection, evaluation)."""

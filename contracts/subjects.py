@@ -28,6 +28,12 @@ SYNC_ROOT: Final = f"{RPC_PREFIX}.sync"
 SELECT: Final = f"{SELECT_ROOT}.{OPERATOR_SCOPE}"
 """The operator's select subject (any tenant, named in the request)."""
 SYNC: Final = f"{SYNC_ROOT}.{OPERATOR_SCOPE}"
+SYNC_PART_ROOT: Final = f"{RPC_PREFIX}.sync_part"
+"""One part of a sync too large for one NATS message."""
+SYNC_UPLOAD_ROOT: Final = f"{RPC_PREFIX}.sync_upload"
+"""Apply the sync whose parts the same sender sent to ``SYNC_PART_ROOT``."""
+SYNC_ROOTS: Final = (SYNC_ROOT, SYNC_PART_ROOT, SYNC_UPLOAD_ROOT)
+"""What the indexer answers: a sync in one message, or in parts."""
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 
 # admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
@@ -121,7 +127,16 @@ OPERATOR_EVENTS: Final = {
     "sync": SYNC_EVENTS,
 }
 """Each durable event kind and the subject the operator publishes it on."""
-SCOPED_ROOTS: Final = (SELECT_ROOT, SYNC_ROOT, OUTCOME_ROOT, REVIEW_ROOT, FEEDBACK_ROOT, SYNC_EVENTS_ROOT)
+SCOPED_ROOTS: Final = (
+    SELECT_ROOT,
+    SYNC_ROOT,
+    SYNC_PART_ROOT,
+    SYNC_UPLOAD_ROOT,
+    OUTCOME_ROOT,
+    REVIEW_ROOT,
+    FEEDBACK_ROOT,
+    SYNC_EVENTS_ROOT,
+)
 """Every subject a client sends on, each under its sender's scope."""
 
 # broadcasts to every selector (core NATS, no stream: a selector that misses one reloads on its cache TTL)
@@ -174,4 +189,8 @@ def dead_letter(kind: str) -> str:
 
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
-    return (any_scope(SELECT_ROOT), any_scope(SYNC_ROOT), *ADMIN_SUBJECTS, *(health(s) for s in SERVICES))
+    return (
+        *(any_scope(root) for root in (SELECT_ROOT, *SYNC_ROOTS)),
+        *ADMIN_SUBJECTS,
+        *(health(s) for s in SERVICES),
+    )

@@ -1,9 +1,13 @@
 """Shared fixtures. Integration tests start one real stack per session: embedded NATS with JetStream, embedded
-PostgreSQL with pgvector, and the three services as child processes with the real embedding model."""
+PostgreSQL with pgvector, and the three services as child processes with the real embedding model.
+
+Every temporary file of the run (pytest's own, the stacks' homes, what child processes write) goes under one
+directory that is removed when the run ends: the tests leave nothing in the system's temporary directory."""
 
 import asyncio
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +24,26 @@ from toolsel.store import create_pool
 
 PLUGIN_SECRETS = {"guarded": "s3cret"}
 """Plugins that must prove themselves in the integration stack."""
+RUN_TEMP = "TOOLSEL_TEST_RUN_TEMP"
+"""Names, in the environment, the temporary directory of the run (a pytest started inside it keeps to it)."""
+made: list[str] = []
+"""The temporary directory this process made for the run, removed when the run ends."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point ``tempfile`` (and, through TMPDIR, every child process) at a directory of this run's own. It is
+    readable by others: PostgreSQL runs as another user when the tests run as root."""
+    if RUN_TEMP in os.environ:
+        return
+    root = tempfile.mkdtemp(prefix="toolsel-tests-")
+    os.chmod(root, 0o755)
+    os.environ[RUN_TEMP] = os.environ["TMPDIR"] = tempfile.tempdir = root
+    made.append(root)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for root in made:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

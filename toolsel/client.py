@@ -1,6 +1,8 @@
 """A small async client for toolsel over NATS: what agents, plugins, the CLI and the tests call."""
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import os
@@ -10,6 +12,7 @@ from copy import copy
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import urlsplit
+from uuid import uuid4
 
 import nats
 from nats.aio.client import Client
@@ -25,7 +28,9 @@ from contracts import (
     OutcomeEvent,
     PluginSync,
     ReviewEvent,
+    SyncPartReceived,
     SyncReport,
+    SyncUpload,
     payload_signature,
     subjects,
 )
@@ -39,6 +44,8 @@ R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
 SYNC_TIMEOUT_S = 1800.0
 """A sync replies once its tools are embedded: a catalog of thousands takes minutes on a busy small machine."""
+PART_ENVELOPE_BYTES = 1024
+"""Room a ``SyncPart`` leaves in a NATS message for its JSON around the base64 data."""
 EVENT_SUBJECTS: dict[type[BaseModel], str] = {
     OutcomeEvent: subjects.OUTCOME_ROOT,
     ReviewEvent: subjects.REVIEW_ROOT,
@@ -54,6 +61,10 @@ def wire(message: BaseModel) -> bytes:
 
 
 log = logging.getLogger(__name__)
+
+
+class SyncTooLarge(ValueError):
+    """A sync over ``TOOLSEL_SYNC_MAX_BYTES``: refused before anything is sent."""
 
 
 class ToolselError(Exception):
@@ -104,6 +115,7 @@ class ToolselClient(AsyncMethods):
         sync_timeout_s: float = SYNC_TIMEOUT_S,
         connect_timeout_s: float = 2.0,
         reconnect_attempts: int = 3,
+        sync_max_bytes: int | None = None,
     ):
         self.url = url or ""
         self.user = user
@@ -112,6 +124,7 @@ class ToolselClient(AsyncMethods):
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_attempts = reconnect_attempts
         """-1: reconnect for as long as it takes (a client that must outlive a NATS restart)."""
+        self.sync_max_bytes = sync_max_bytes or Settings().sync_max_bytes
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self.scope = scope_of_user(urlsplit(self.url).username) if self.url else scope_of_user(user)
         """Who the client sends as (its subjects' scope)."""
@@ -164,12 +177,35 @@ class ToolselClient(AsyncMethods):
         return reply_type.model_validate(body)
 
     async def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
-        """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature."""
+        """Sync a declaration; with ``signing_key`` the credential is the payload's HMAC-SHA256 signature. One
+        over ``sync_max_bytes`` raises ``SyncTooLarge`` before anything is sent; one larger than a NATS message
+        travels in parts (``upload``)."""
         payload = sync.model_dump(mode="json")
         if signing_key is not None:
             payload["credential"] = payload_signature(payload, signing_key)
+        body = json.dumps(payload).encode()
+        if len(body) > self.sync_max_bytes:
+            raise SyncTooLarge(
+                f"the sync of {sync.plugin_id} is {len(body):,} bytes, over the limit of {self.sync_max_bytes:,}"
+                " (TOOLSEL_SYNC_MAX_BYTES): split the plugin, or raise the limit for the indexer and the client"
+            )
+        if len(body) <= self.nc.max_payload:
+            return await self.request(subjects.SYNC_ROOT, body, SyncReport, timeout_s=self.sync_timeout_s)
+        return await self.upload(body)
+
+    async def upload(self, body: bytes) -> SyncReport:
+        """Send a sync's JSON in parts that each fit a NATS message, then ask the indexer to apply the whole."""
+        upload_id = uuid4()
+        size = (self.nc.max_payload - PART_ENVELOPE_BYTES) // 4 * 3  # base64 makes 4 bytes of every 3
+        parts = [body[start : start + size] for start in range(0, len(body), size)]
+        for number, data in enumerate(parts):
+            part = {"upload_id": str(upload_id), "part": number, "data": base64.b64encode(data).decode()}
+            await self.request(subjects.SYNC_PART_ROOT, json.dumps(part).encode(), SyncPartReceived)
+        whole = SyncUpload(
+            upload_id=upload_id, parts=len(parts), size=len(body), sha256=hashlib.sha256(body).hexdigest()
+        )
         return await self.request(
-            subjects.SYNC_ROOT, json.dumps(payload).encode(), SyncReport, timeout_s=self.sync_timeout_s
+            subjects.SYNC_UPLOAD_ROOT, whole.model_dump_json().encode(), SyncReport, timeout_s=self.sync_timeout_s
         )
 
     async def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:

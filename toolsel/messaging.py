@@ -322,7 +322,11 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
         ),
         "indexer": service(
             [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
-            [subjects.any_scope(subjects.SYNC_ROOT), *subjects.ADMIN_REGISTRY_SUBJECTS, subjects.health("indexer")],
+            [
+                *(subjects.any_scope(root) for root in subjects.SYNC_ROOTS),
+                *subjects.ADMIN_REGISTRY_SUBJECTS,
+                subjects.health("indexer"),
+            ],
         ),
         DEFAULT_AGENT.user: identity_permissions(DEFAULT_AGENT),
         "operator": {

@@ -1,7 +1,9 @@
 """Readable terminal output: rich tables for replies, reports and status, sized for where they go.
 
 On a terminal a table fits its width, wrapping long identifiers rather than cutting them; piped (a file, ``less``,
-another program) the width is unbounded, so nothing is cut or squeezed (``COLUMNS`` still wins when set)."""
+another program) the width is unbounded, so nothing is cut or squeezed (``COLUMNS`` still wins when set). A listing
+or a selection too wide for the terminal is drawn as records instead (a field per line), so that no identifier or
+number is split across columns."""
 
 import csv
 import io
@@ -13,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
@@ -75,6 +77,40 @@ def new_table(title: str, *columns: str | Column, **options: Any) -> Table:
     return PrintableTable(*folded, title=escape(printable(title)), title_justify="left", **options)
 
 
+CELL_FRAME = 3
+"""Characters a rich table adds per column: the border or separator before it and a space either side (one more
+closes the row)."""
+
+
+def natural_width(header: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """The width of a table of these cells with no cell wrapped."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    return sum(widths) + CELL_FRAME * len(widths) + 1
+
+
+class Fitted:
+    """A table where it fits the width it is drawn in; where it does not, the same content as records (one
+    block per row, a field per line), so a narrow terminal splits no identifier or number across columns."""
+
+    def __init__(self, table: Table, width: int, records: RenderableType):
+        self.table, self.width, self.records = table, width, records
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table if self.width <= options.max_width else self.records
+
+
+def records(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Group:
+    """Each row as a block of ``field  value`` lines under the title; an empty listing names its fields."""
+    if not rows:
+        return Group(Text(title, style="italic"), Text(f"none (fields: {', '.join(header)})"))
+    label = max(len(h) for h in header)
+    blocks: list[RenderableType] = [Text(title, style="italic")]
+    for row in rows:
+        blocks += [Text(f"{h:<{label}}  {v}", overflow="fold") for h, v in zip(header, row, strict=True)]
+        blocks.append(Text(""))
+    return Group(*blocks)
+
+
 def clipped(text: str, width: int) -> str:
     """``text`` cut to ``width`` with "…" on a terminal, where a long value would fill screens; whole when piped,
     where a program may look for it."""
@@ -88,20 +124,23 @@ EXPLAIN = ("similarity", "bm25", "relevance", "quality", "recency", "fitness", "
 def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | None = None) -> Group:
     """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them), then one line about the
     selection: how many tools (given the ``k`` asked for, how many pinned ones came on top of it), the time, the
-    method, the context and the tokens. The line is not a caption, which rich squeezes to the table's width."""
-    table = new_table(
-        title,
-        Column("#", justify="right"),
-        "tool",
-        Column("score", justify="right"),
-        *(Column(part, justify="right") for part in parts),
-        "note",
-    )
+    method, the context and the tokens. The line is not a caption, which rich squeezes to the table's width. Too
+    wide for the terminal, each tool is a record: its rank, name and note, then its scores."""
+    header = ["#", "tool", "score", *parts, "note"]
+    rows = []
     for i, tool in enumerate(reply.tools, 1):
         note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
         values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
-        table.add_row(str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note)
-    return Group(table, Text(selection_summary(reply, k), style="dim"))
+        rows.append([str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note])
+    table = new_table(title, *(Column(h, justify="left" if h in ("tool", "note") else "right") for h in header))
+    for row in rows:
+        table.add_row(*row)
+    stacked: list[RenderableType] = [Text(title, style="italic")]
+    for row in rows:
+        scores = "  ".join(f"{h}={v}" for h, v in zip(header[2:-1], row[2:-1], strict=True))
+        stacked += [Text(f"{row[0]:>2}. {row[1]}  {row[-1]}".rstrip(), overflow="fold"), Text(f"    {scores}")]
+    fitted = Fitted(table, natural_width(header, rows), Group(*stacked))
+    return Group(fitted, Text(selection_summary(reply, k), style="dim"))
 
 
 def selection_summary(reply: SelectReply, k: int | None = None) -> str:
@@ -151,13 +190,15 @@ def cell(value: Any) -> str:
     return printable(str(value))
 
 
-def rows_table(title: str, rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> Table:
+def rows_table(title: str, rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> Fitted:
     """Dicts of one shape as a table: a column per key (``columns`` name them when there are no rows). Cells are
     plain text: a value that looks like rich markup is shown as it is."""
-    table = new_table(title, *(rows[0] if rows else columns))
-    for row in rows:
-        table.add_row(*(Text(cell(v)) for v in row.values()))
-    return table
+    header = list(rows[0] if rows else columns)
+    cells = [[cell(v) for v in row.values()] for row in rows]
+    table = new_table(title, *header)
+    for row in cells:
+        table.add_row(*(Text(c) for c in row))
+    return Fitted(table, natural_width(header, cells), records(title, header, cells))
 
 
 def rows_csv(rows: list[dict[str, Any]], columns: Sequence[str] = ()) -> str:

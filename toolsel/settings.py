@@ -110,6 +110,12 @@ class Settings(BaseSettings):
     not given keep their default; 0 turns a signal off."""
     recency_half_life_days: float = Field(default=14.0, gt=0)
     """Days after a tool's last successful call at which its recency score halves."""
+    rating_prior: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The neutral rating: an unrated tool is taken to have it, a rating above it lifts a tool's quality and one
+    below lowers it (a tool's ratings are drawn towards it, ``rating_prior_weight``)."""
+    rating_prior_weight: float = Field(default=2.0, ge=0.0)
+    """How many ratings of ``rating_prior`` a tool's own ratings are averaged with: its first rating moves it a
+    third of the way."""
     latency_reference_ms: float = 1000.0
     """A tool this slow (median) gets half of the latency part of the performance score."""
     tier_order: list[str] = Field(default_factory=lambda: ["free", "open_source", "pro", "teams", "enterprise"])
@@ -328,6 +334,11 @@ class Settings(BaseSettings):
     """Refuse syncs of plugins with no secret configured (production); off, such plugins sync freely."""
     flagged_tools_selectable: bool = False
     """When off, a tool flagged for review is set to ``draft`` (not selectable) until an operator approves it."""
+    sync_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Largest sync (its JSON, in bytes) a client sends and the indexer accepts. One larger than a NATS message
+    travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync.part``)."""
+    sync_upload_ttl_s: float = Field(default=600.0, gt=0)
+    """How long the staged parts of a sync that was never completed are kept."""
 
     # supervision and delivery
     restart_backoff_s: float = Field(default=1.0, gt=0)

@@ -226,10 +226,12 @@ class PageMappingList(Message):
 
 
 class PageMappingWrite(AdminRequest, PageMappingSpec):
-    """Create (or re-prioritise) one mapping of a plugin's category; ``priority`` is ignored by a delete.
-    A plugin's next sync replaces its mappings with what it declares."""
+    """Create (or re-prioritise) one mapping of a plugin's category; ``priority`` is ignored by a delete, and an
+    existing mapping keeps its priority when none is given (a new one gets 0). A plugin's next sync replaces its
+    mappings with what it declares."""
 
     plugin_id: Slug
+    priority: int | None = Field(default=None, ge=-1000, le=1000)  # type: ignore[assignment]
 
 
 # visibility rules
@@ -237,6 +239,10 @@ class PageMappingWrite(AdminRequest, PageMappingSpec):
 RuleType = Literal["org", "user", "page", "role", "tier", "composite"]
 RULE_TYPES: Final[tuple[str, ...]] = get_args(RuleType)
 """Kinds of rule, as the selector's policy applies them."""
+RuleEffect = Literal["allow", "deny"]
+RuleTargetKind = Literal["tool", "category"]
+RuleTarget = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}/[^\s/][^/]{0,127}$")]
+"""``plugin/name`` (a tool) or ``plugin/category``."""
 CONDITION_KEYS: Final[tuple[str, ...]] = ("org", "user", "page", "role", "tier")
 OPERATORS: Final[tuple[str, ...]] = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
 
@@ -265,9 +271,9 @@ class RuleFields(Frozen):
 
     tenant_id: TenantScope = SHARED_TENANT
     rule_type: RuleType
-    effect: Literal["allow", "deny"]
-    target_kind: Literal["tool", "category"]
-    target: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}/[^\s/][^/]{0,127}$")]
+    effect: RuleEffect
+    target_kind: RuleTargetKind
+    target: RuleTarget
     conditions: dict[str, ConditionValue] = Field(default_factory=dict, max_length=5)
     priority: int = Field(default=0, ge=-1000, le=1000)
     active: bool = True
@@ -282,11 +288,25 @@ class RuleCreate(AdminRequest):
     rule: RuleFields
 
 
+class RulePatch(Frozen):
+    """The fields of a rule to change; a field left out (or null) keeps its value. The rule they make is
+    validated as a whole."""
+
+    tenant_id: TenantScope | None = None
+    rule_type: RuleType | None = None
+    effect: RuleEffect | None = None
+    target_kind: RuleTargetKind | None = None
+    target: RuleTarget | None = None
+    conditions: dict[str, ConditionValue] | None = Field(default=None, max_length=5)
+    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    active: bool | None = None
+
+
 class RuleUpdate(AdminRequest):
-    """Replace a rule's fields (send the whole rule: it is validated as one)."""
+    """Change the fields of a rule that ``rule`` names; the others keep their values."""
 
     id: int = Field(ge=1, le=INT32_MAX)
-    rule: RuleFields
+    rule: RulePatch
 
 
 class RuleKey(AdminRequest):

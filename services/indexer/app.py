@@ -11,10 +11,11 @@ from faststream.nats import NatsMessage, PullSub
 from faststream.nats.annotations import NatsMessage as RequestMessage
 from pydantic import ValidationError
 
-from contracts import PluginSync, RegistryChanged, SyncReport, subjects
+from contracts import PluginSync, RegistryChanged, SyncPart, SyncPartReceived, SyncReport, SyncUpload, subjects
 from services.indexer.admin import admin_routers
 from services.indexer.state import STATE, IndexerState, State
 from services.indexer.sync import run_sync
+from services.indexer.uploads import stage_part, uploaded_payload
 from toolsel.messaging import (
     RequestError,
     add_health,
@@ -49,6 +50,29 @@ def create_app(settings: Settings) -> FastStream:
     )
     async def sync_request(sync: PluginSync, msg: RequestMessage, state: State) -> SyncReport:
         return await run_sync(state, sync, json.loads(msg.body), sender(msg.raw_message.subject, subjects.SYNC_ROOT))
+
+    @rpc.subscriber(
+        subjects.any_scope(subjects.SYNC_PART_ROOT),
+        queue=subjects.INDEXER_QUEUE,
+        title="sync-part",
+        description="Stage one part of a sync too large for one message (refused past TOOLSEL_SYNC_MAX_BYTES).",
+    )
+    async def sync_part(part: SyncPart, msg: RequestMessage, state: State) -> SyncPartReceived:
+        return await stage_part(state, part, sender(msg.raw_message.subject, subjects.SYNC_PART_ROOT))
+
+    @rpc.subscriber(
+        subjects.any_scope(subjects.SYNC_UPLOAD_ROOT),
+        queue=subjects.INDEXER_QUEUE,
+        title="sync-upload",
+        description=(
+            "Join the parts of a sync that the same sender staged, check their size and digest, and apply it like"
+            " a sync."
+        ),
+    )
+    async def sync_upload(upload: SyncUpload, msg: RequestMessage, state: State) -> SyncReport:
+        scope = sender(msg.raw_message.subject, subjects.SYNC_UPLOAD_ROOT)
+        payload = await uploaded_payload(state, upload, scope)
+        return await run_sync(state, PluginSync.model_validate(payload), payload, scope)
 
     @broker.subscriber(
         subjects.any_scope(subjects.SYNC_EVENTS_ROOT),

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from contracts import ToolSpec
+from contracts import SHARED_TENANT, ToolSpec
 from services.indexer.hashing import content_hash
 
 
@@ -16,6 +16,7 @@ class StoredTool:
     deleted: bool
     spec_json: str
     """The stored spec as JSON text: a sync compares hashes, and parses only the specs of the tools it updates."""
+    tenant_id: str = SHARED_TENANT
 
     @cached_property
     def spec(self) -> dict[str, Any]:
@@ -35,6 +36,14 @@ class SyncPlan:
 def changed_fields(old: dict[str, object], new: dict[str, object]) -> list[str]:
     """Top-level fields whose values differ, sorted."""
     return sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
+
+
+def split_by_tenant(stored: dict[str, StoredTool], tenant_id: str) -> tuple[dict[str, StoredTool], dict[str, str]]:
+    """The tools a sync for ``tenant_id`` manages (that tenant's, and deleted ones it may revive) and the live
+    tools of the plugin's other tenants (name -> tenant), which it neither changes nor removes."""
+    owned = {name: t for name, t in stored.items() if t.deleted or t.tenant_id == tenant_id}
+    others = {name: t.tenant_id for name, t in stored.items() if name not in owned}
+    return owned, others
 
 
 def plan_sync(stored: dict[str, StoredTool], declared: list[ToolSpec]) -> SyncPlan:

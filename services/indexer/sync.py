@@ -12,15 +12,15 @@ from typing import Any
 
 import asyncpg
 
-from contracts import PluginSync, SyncReport
+from contracts import ErrorCode, PluginSync, SyncReport
 from contracts.identity import OPERATOR, Scope
 from services.indexer.auth import authorise
-from services.indexer.diff import StoredTool, SyncPlan, plan_sync
+from services.indexer.diff import StoredTool, SyncPlan, plan_sync, split_by_tenant
 from services.indexer.hashing import embedding_hash
 from services.indexer.review import needs_review, status_after_update
 from services.indexer.state import IndexerState
 from toolsel.messaging import RequestError
-from toolsel.store import registry
+from toolsel.store import catalog, registry
 from toolsel.tenancy import tenant_for
 
 log = logging.getLogger("toolsel.indexer")
@@ -39,7 +39,7 @@ class Origin:
 async def stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, StoredTool]:
     """The plugin's tools as the diff compares them, by name (deleted ones too)."""
     rows = await registry.stored_tools(conn, plugin_id)
-    return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], r["spec"]) for r in rows}
+    return {r["name"]: StoredTool(r["id"], r["content_hash"], r["deleted"], r["spec"], r["tenant_id"]) for r in rows}
 
 
 async def write_plan(
@@ -71,20 +71,36 @@ async def write_plan(
     return sum(r.flag_review for r in rewrites)
 
 
+def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
+    """A sync may not take over a live tool that the plugin holds for another tenant (``conflict``)."""
+    for i, spec in enumerate(sync.tools):
+        if spec.name in others:
+            raise RequestError(
+                ErrorCode.CONFLICT,
+                f"{sync.plugin_id}/{spec.name} is live for tenant {others[spec.name]!r}, not {sync.tenant_id!r}: "
+                "remove it there first",
+                f"tools.{i}.name",
+            )
+
+
 async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
     """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
-    Embedding is a separate pass."""
+    The sync manages the plugin's tools of its own tenant only; while other tenants' tools of the plugin stay
+    live, their categories and page mappings are kept (the declared ones are added). Embedding is a separate
+    pass."""
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await registry.lock_plugin(conn, sync.plugin_id)
-        stored = await stored_tools(conn, sync.plugin_id)
-        plan = plan_sync(stored, sync.tools)
+        owned, others = split_by_tenant(await stored_tools(conn, sync.plugin_id), sync.tenant_id)
+        refuse_foreign(sync, others)
+        plan = plan_sync(owned, sync.tools)
         origin = Origin(
             sync.plugin_id, sync.tenant_id, sync.plugin_version, f"sync {sync.plugin_id} {sync.plugin_version}"
         )
-        flagged = await write_plan(conn, origin, plan, stored, flagged_selectable)
-        await registry.replace_categories(conn, sync.plugin_id, sync.categories)
-        await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings)
+        flagged = await write_plan(conn, origin, plan, owned, flagged_selectable)
+        sole_owner = not others
+        await registry.replace_categories(conn, sync.plugin_id, sync.categories, drop_undeclared=sole_owner)
+        await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings, drop_undeclared=sole_owner)
     return SyncReport(
         event_id=sync.event_id,
         plugin_id=sync.plugin_id,
@@ -93,7 +109,7 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
         unchanged=len(plan.unchanged),
         deleted=len(plan.delete),
         flagged=flagged,
-        duration_ms=(time.perf_counter() - started) * 1000,
+        write_ms=(time.perf_counter() - started) * 1000,
     )
 
 
@@ -117,9 +133,12 @@ async def run_sync(
     except RequestError as refused:
         log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)
         raise
+    started = time.perf_counter()
     report = await apply_sync(state.pool, sync, flagged_selectable=settings.flagged_tools_selectable)
     embedded = await state.embed()
-    report = report.model_copy(update={"embedded": embedded})
+    took_ms = (time.perf_counter() - started) * 1000
+    version = await catalog.catalog_version(state.pool)
+    report = report.model_copy(update={"embedded": embedded, "duration_ms": took_ms, "catalog_version": version})
     state.syncs += 1
     if report.inserted or report.updated or report.deleted or embedded:
         await state.changed(sync.plugin_id, "sync")

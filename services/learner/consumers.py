@@ -20,6 +20,7 @@ import asyncio
 import functools
 import logging
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -167,10 +168,16 @@ async def _failed(state: LearnerState, kind: str, msg: Msg, error: Exception) ->
     await msg.nak(delay=state.settings.failed_event_delay_s)
 
 
+DURABLE_PUSH_WARNING = "The JetStream Push consumer with the `durable` option"
+"""FastStream's warning that a durable push consumer cannot scale out: ours has a queue group of the durable's
+name, so every learner takes its share of the events (silenced where the consumers are made)."""
+
+
 def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
     """A durable consumer per kind (a queue group per durable: learners share the work)."""
     events, stream = NatsRouter(), events_stream()
     settings = state.settings
+    warnings.filterwarnings("ignore", message=DURABLE_PUSH_WARNING, category=RuntimeWarning)
     for kind in kinds:
         durable = f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
         subscriber = events.subscriber(

@@ -106,7 +106,12 @@ EVENT_KINDS: tuple[EventKind[Any], ...] = (
     EventKind("outcome", subjects.OUTCOME_ROOT, OutcomeEvent, outcomes, _unknown_selection, scoped=True),
     EventKind("review", subjects.REVIEW_ROOT, ReviewEvent, reviews, _unknown_selection, scoped=True),
     EventKind(
-        "feedback", subjects.FEEDBACK_ROOT, FeedbackEvent, feedback, lambda e: f"unknown tool {e.key}", scoped=True
+        "feedback",
+        subjects.FEEDBACK_ROOT,
+        FeedbackEvent,
+        feedback,
+        lambda e: f"unknown or removed tool {e.key}",
+        scoped=True,
     ),
 )
 """kind -> subject -> model -> apply: the one place that says which events the learner consumes."""

@@ -63,6 +63,8 @@ class SelectorState:
     """Open while the app runs (the lifespan opens and closes it)."""
     selections: int = 0
     refreshers: list[asyncio.Task[None]] = field(default_factory=list)
+    catalog_version: int = 0
+    """The registry's version read just before the catalog in use (``store.catalog_version``)."""
     reviews_version: tuple[int, int, int] | None = None
     """The review index's (entries, highest id, reviews) when last loaded: reloaded only when it changes."""
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -159,6 +161,7 @@ def _requests(
     def health() -> dict[str, int]:
         return {
             "tools": len(state.selector.catalog),
+            "catalog_version": state.catalog_version,
             "selections": state.selections,
             "selection_events_buffered": len(outbox.queue),
             "selection_events_dropped": outbox.dropped,
@@ -257,7 +260,9 @@ async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
 async def _load_registry(state: SelectorState) -> None:
     """A reference swap: requests in flight keep the copy they started with."""
     selector = state.selector
+    version = await store.catalog_version(state.store)  # before the tools: the copy holds at least this version
     selector.catalog = await _read_catalog(state.store, selector.settings)
+    state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(state.store))
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
 
@@ -329,9 +334,8 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     selector = state.selector
     selector.embedder = embedder
     state.embedding = ThreadPoolExecutor(settings.embedding_workers, thread_name_prefix="embed")
-    selector.catalog = await _read_catalog(state.pool, settings)
+    await _load_registry(state)  # the catalog, its version and the rules
     sources: tuple[tuple[str, Load], ...] = (
-        ("rules", _load_rules),
         ("posteriors", _load_posteriors),
         ("usage", _load_usage),
         ("reviews", _load_reviews),

@@ -148,7 +148,7 @@ def build_catalog(
         if r["embedding"] is not None:
             vectors[i] = r["embedding"].to_numpy()
             has_vector[i] = True
-    quarantined, rating, calls, perf = values_of(rows, settings.latency_reference_ms)
+    quarantined, rating, calls, perf = values_of(rows, settings)
     catalog = Catalog(
         keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
         plugin_ids=[r["plugin_id"] for r in rows],
@@ -172,7 +172,7 @@ def build_catalog(
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
     )
     # before anyone holds the copy: each tenant's evidence finds its rows through the catalog's own index
-    catalog.evidence.update(evidence_by_tenant(evidence, catalog.rows, settings.latency_reference_ms))
+    catalog.evidence.update(evidence_by_tenant(evidence, catalog.rows, settings))
     _ = (
         catalog.rows,
         catalog.category_rows,
@@ -188,7 +188,7 @@ def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], se
     quarantine costs no rebuild of the catalog. Tools not in this copy are left to the next registry reload."""
     known = [r for r in base if r["key"] in cat.rows]
     at = np.array([cat.rows[r["key"]] for r in known], dtype=np.int64)
-    new_quarantined, new_rating, new_calls, new_perf = values_of(known, settings.latency_reference_ms)
+    new_quarantined, new_rating, new_calls, new_perf = values_of(known, settings)
     quarantined, rating = cat.quarantined.copy(), cat.rating.copy()
     calls, perf = cat.calls.copy(), cat.performance.copy()
     quarantined[at], rating[at], calls[at], perf[at] = new_quarantined, new_rating, new_calls, new_perf
@@ -198,7 +198,7 @@ def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], se
         rating=rating,
         calls=calls,
         performance=perf,
-        evidence=evidence_by_tenant(evidence, cat.rows, settings.latency_reference_ms),
+        evidence=evidence_by_tenant(evidence, cat.rows, settings),
         _standings={},
     )
     for name, value in vars(cat).items():  # the indexes already built stay built

@@ -220,6 +220,10 @@ class Selector:
             final = stages.inject_pins(chosen, pinned, cat.pin_weight)
             if chosen.size:
                 final, related = self._with_related(final, int(chosen[0]), allowed, k)
+            if request.max_tools is not None:  # pins first, then the ranking, then related tools: cut from the end
+                final = final[: request.max_tools]
+                related = {row: top for row, top in related.items() if row in final}
+                explored = explored[np.isin(explored, final)]
         counts["returned"] = int(final.size)
         offered_for = [None if i is None else parts[i] for i in retrieval.needs(final, part_rankings)]
         reply, event = self._reply(

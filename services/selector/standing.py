@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from services.selector.stages import Mask, Rows, Scores
+from toolsel.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Standing:
     """The rows the tenant may see at all: its own and the shared ones."""
     quarantined: Mask
     rating: Scores
-    """Average quality rating of the tool's results (1.0 until someone rates it)."""
+    """The lift the tool's ratings give its quality (``rating_lift``: 1.0 until someone rates it)."""
     calls: Scores
     performance: Scores
     """Mean of a latency score and the success share of calls; 0.5 before the first call."""
@@ -56,9 +57,11 @@ def popularity(calls: Scores) -> Scores:
     return out
 
 
-def average_rating(rating_sum: float | None, rating_count: int | None) -> float:
-    """Mean of the ratings given so far; 1.0 (no penalty) before the first."""
-    return (rating_sum or 0.0) / rating_count if rating_count else 1.0
+def rating_lift(rating_sum: float | None, rating_count: int | None, prior: float, prior_weight: float) -> float:
+    """How the ratings given so far move a tool's quality: their mean, drawn towards the neutral ``prior`` as if
+    ``prior_weight`` ratings of it came first, relative to that prior. 1.0 before the first rating; a rating above
+    the prior lifts the tool (above 1.0), one below lowers it."""
+    return ((rating_sum or 0.0) + prior * prior_weight) / ((rating_count or 0) + prior_weight) / prior
 
 
 def performance(
@@ -81,11 +84,12 @@ Row = Mapping[str, Any]
 ``latency_sum_ms``, ``latency_count`` (None where there is none yet)."""
 
 
-def values_of(rows: Sequence[Row], reference_ms: float) -> tuple[Mask, Scores, Scores, Scores]:
-    """(quarantined, rating, calls, performance) of each row of evidence."""
+def values_of(rows: Sequence[Row], settings: Settings) -> tuple[Mask, Scores, Scores, Scores]:
+    """(quarantined, rating lift, calls, performance) of each row of evidence."""
+    prior, weight, reference_ms = settings.rating_prior, settings.rating_prior_weight, settings.latency_reference_ms
     return (
         np.array([bool(r["quarantined"]) for r in rows], dtype=bool),
-        np.array([average_rating(r["rating_sum"], r["rating_count"]) for r in rows], dtype=np.float64),
+        np.array([rating_lift(r["rating_sum"], r["rating_count"], prior, weight) for r in rows], dtype=np.float64),
         np.array([r["calls"] or 0 for r in rows], dtype=np.float64),
         np.array(
             [
@@ -97,9 +101,7 @@ def values_of(rows: Sequence[Row], reference_ms: float) -> tuple[Mask, Scores, S
     )
 
 
-def evidence_by_tenant(
-    rows: Sequence[Row], catalog_rows: Mapping[str, int], reference_ms: float
-) -> dict[str, Evidence]:
+def evidence_by_tenant(rows: Sequence[Row], catalog_rows: Mapping[str, int], settings: Settings) -> dict[str, Evidence]:
     """Each tenant's own evidence of shared tools (rows with ``key`` and ``tenant_id``), on catalog rows; rows of
     tools not in the catalog are left out."""
     grouped: dict[str, list[Row]] = {}
@@ -108,7 +110,7 @@ def evidence_by_tenant(
             grouped.setdefault(r["tenant_id"], []).append(r)
     result = {}
     for tenant, mine in grouped.items():
-        quarantined, rating, calls, perf = values_of(mine, reference_ms)
+        quarantined, rating, calls, perf = values_of(mine, settings)
         at = np.array([catalog_rows[r["key"]] for r in mine], dtype=np.int64)
         result[tenant] = Evidence(at, quarantined, rating, calls, perf)
     return result

@@ -42,6 +42,11 @@ TOOLS = {
 }
 
 
+GUARDED_TENANT = "guarded-tenant"
+"""The one tenant the tests sync the guarded plugin (tests/conftest.py) for: a sync may not take over another
+tenant's live tools."""
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid4().hex[:8]}"
 
@@ -95,15 +100,20 @@ async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:
     return report
 
 
-def run_cli(endpoints: Endpoints, *args: str, admin_token: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``toolsel ARGS`` against the test stack (with the environment's admin token unless one is given)."""
-    env = {
+def cli_env(endpoints: Endpoints, admin_token: str | None = None) -> dict[str, str]:
+    """The environment of a ``toolsel`` command against the test stack."""
+    return {
         **os.environ,
         "TOOLSEL_NATS_URL": endpoints.nats_url,
         "TOOLSEL_DATABASE_URL": endpoints.database_url,
         "COLUMNS": "200",
         **({"TOOLSEL_ADMIN_TOKEN": admin_token} if admin_token else {}),
     }
+
+
+def run_cli(endpoints: Endpoints, *args: str, admin_token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``toolsel ARGS`` against the test stack (with the environment's admin token unless one is given)."""
+    env = cli_env(endpoints, admin_token)
     return subprocess.run([*TOOLSEL_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -126,3 +136,15 @@ async def dead_letters(url: str, kind: str) -> list[tuple[bytes, str]]:
             found.append((msg.data, (msg.headers or {}).get("toolsel-reason", "")))
     finally:
         await nc.close()
+
+
+def many_tools(count: int, description_words: int = 8, examples: int = 1) -> list[ToolSpec]:
+    """``count`` distinct tools, with descriptions of about ``description_words`` words: a large catalog."""
+    return [
+        ToolSpec(
+            name=f"tool_{i}",
+            description=f"Tool number {i}. " + "it does one particular thing well " * (description_words // 6),
+            example_queries=[f"use tool {i} for case {j}" for j in range(examples)],
+        )
+        for i in range(count)
+    ]

@@ -23,6 +23,7 @@ from contracts.admin import (
     RuleFields,
     RuleKey,
     RuleList,
+    RulePatch,
     RuleQuery,
     RuleUpdate,
     ToolRegister,
@@ -137,6 +138,8 @@ async def test_page_mappings_create_list_delete(client: ToolselClient) -> None:
     assert created.priority == 5
     listed = await client.admin(subjects.ADMIN_PAGE_MAPPINGS_LIST, PageMappingQuery(plugin_id=plugin), PageMappingList)
     assert [(m.page_pattern, m.priority) for m in listed.mappings] == [("*weather*", 5), ("/inbox*", 0)]
+    unnamed = write.model_copy(update={"priority": None})
+    assert (await client.admin(subjects.ADMIN_PAGE_MAPPINGS_CREATE, unnamed, PageMapping)).priority == 5
     await client.admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, write, PageMapping)
     with pytest.raises(ToolselError) as missing:
         await client.admin(subjects.ADMIN_PAGE_MAPPINGS_DELETE, write, PageMapping)
@@ -157,15 +160,21 @@ async def test_visibility_rules_crud_reach_the_selector(client: ToolselClient) -
         target_kind="tool",
         target=f"{plugin}/send_email",
         conditions={"org": tenant},
+        priority=10,
     )
     rule = await client.admin(subjects.ADMIN_RULES_CREATE, RuleCreate(rule=deny), VisibilityRule)
     assert await eventually(lambda: _not_selected(client, "email my boss the report", tenant, "send_email"))
     listed = await client.admin(subjects.ADMIN_RULES_LIST, RuleQuery(tenant_id=tenant), RuleList)
     assert [r.id for r in listed.rules] == [rule.id]
 
-    paused = deny.model_copy(update={"active": False})
-    updated = await client.admin(subjects.ADMIN_RULES_UPDATE, RuleUpdate(id=rule.id, rule=paused), VisibilityRule)
-    assert updated.active is False
+    paused = RuleUpdate(id=rule.id, rule=RulePatch(active=False))
+    updated = await client.admin(subjects.ADMIN_RULES_UPDATE, paused, VisibilityRule)
+    assert updated == rule.model_copy(update={"active": False})  # the fields it did not name are kept
+    clash = RuleUpdate(id=rule.id, rule=RulePatch(rule_type="page"))
+    with pytest.raises(ToolselError) as invalid:  # a page rule with the org condition it kept
+        await client.admin(subjects.ADMIN_RULES_UPDATE, clash, VisibilityRule)
+    assert (invalid.value.detail.code, invalid.value.detail.field) == (ErrorCode.INVALID_REQUEST, "rule")
+    assert "conditions.org" in invalid.value.detail.message
     assert await eventually(lambda: _selected(client, "email my boss the report", tenant, "send_email"))
     assert not (await client.admin(subjects.ADMIN_RULES_LIST, RuleQuery(tenant_id=tenant), RuleList)).rules
 

@@ -1,10 +1,14 @@
 """The CLI against the running test stack: status, select with the explained breakdown, sync a file."""
 
+import asyncio
 import json
+import signal
 from pathlib import Path
 
-from tests.integration.catalog import plugin_sync, run_cli, tool, unique
-from toolsel.stack import Endpoints
+import asyncpg
+
+from tests.integration.catalog import cli_env, eventually, many_tools, plugin_sync, run_cli, tool, unique
+from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 
 def test_status_exits_zero_when_every_service_answers(endpoints: Endpoints) -> None:
@@ -38,6 +42,35 @@ def test_sync_file_then_select_explain(endpoints: Endpoints, tmp_path: Path) -> 
     explained = run_cli(endpoints, "select", "will it rain in Paris", "--tenant", tenant, "--explain", "--dry-run")
     assert "similarity" in explained.stdout
     assert "thompson" in explained.stdout
+
+
+def _ctrl_c_reaches_it() -> None:
+    """A shell starts background jobs (this test run, perhaps) with SIGINT ignored, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+async def test_an_interrupted_sync_says_the_indexer_applies_it_anyway(
+    endpoints: Endpoints, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    plugin = unique("interrupted")
+    path = tmp_path / "plugin.json"
+    path.write_text(plugin_sync(plugin, unique("tenant"), many_tools(600, examples=12)).model_dump_json())
+    command = [*TOOLSEL_COMMAND, "sync", str(path)]
+    pipe = asyncio.subprocess.PIPE
+    process = await asyncio.create_subprocess_exec(
+        *command, env=cli_env(endpoints), stdout=pipe, stderr=pipe, preexec_fn=_ctrl_c_reaches_it
+    )
+
+    async def written() -> int:
+        count: int = await pool.fetchval("SELECT count(*) FROM tools WHERE plugin_id = $1", plugin)
+        return count
+
+    assert await eventually(written, timeout_s=60) == 600  # written, now embedding: the reply is not back yet
+    process.send_signal(signal.SIGINT)
+    stderr = (await asyncio.wait_for(process.communicate(), timeout=60))[1].decode()
+    assert process.returncode == 130, stderr
+    assert f"0 of 1 syncs reported back; the sync of {plugin} was on its way" in stderr
+    assert f"toolsel tools list --plugin {plugin}" in stderr
 
 
 def test_select_with_bad_input_prints_the_typed_error(endpoints: Endpoints) -> None:

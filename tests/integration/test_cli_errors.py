@@ -2,6 +2,7 @@
 output piped keeps identifiers whole, listings speak JSON and CSV, admin writes confirm in one line, select takes
 every request field."""
 
+import asyncio
 import csv
 import io
 import json
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from tests.integration.catalog import plugin_sync, run_cli, tool, unique
+from toolsel.client import ToolselClient
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 LONG_PLUGIN = "a-plugin-whose-name-is-longer-than-a-narrow-table-shows"
@@ -39,6 +41,17 @@ def _one_error_line(done: subprocess.CompletedProcess[str], code: int) -> str:
 def test_feedback_for_an_unknown_tool_is_refused_before_it_is_sent(endpoints: Endpoints) -> None:
     line = _one_error_line(run_cli(endpoints, "feedback", "submit", "--tool", "hr/nope", "--rating", "0.5"), 1)
     assert "unknown tool hr/nope" in line
+
+
+async def test_feedback_for_a_removed_tool_is_refused_before_it_is_sent(
+    client: ToolselClient, endpoints: Endpoints
+) -> None:
+    plugin, tenant = unique("gone"), unique("t")
+    await client.sync(plugin_sync(plugin, tenant, [tool("get_weather")]))
+    await client.remove_plugin(plugin, tenant)
+    args = ("feedback", "submit", "--tool", f"{plugin}/get_weather", "--rating", "0.9", "--tenant", tenant)
+    line = _one_error_line(await asyncio.to_thread(run_cli, endpoints, *args), 1)
+    assert f"tool {plugin}/get_weather was removed on" in line
 
 
 def test_an_unknown_tool_or_plugin_is_one_line_with_exit_code_1(endpoints: Endpoints) -> None:
@@ -139,10 +152,12 @@ def test_admin_writes_confirm_in_one_line_or_print_json(endpoints: Endpoints, tm
     assert confirmed, done.stdout + done.stderr
     rule_id, named, for_tenant, when = confirmed.groups()
     assert (named, for_tenant, json.loads(when)) == (target, tenant, {"tier": {"lt": "pro"}})
-    updated = run_cli(endpoints, "admin", "rules", "update", rule_id, target, *rule, "--no-active", "--format", "json")
-    assert (json.loads(updated.stdout)["id"], json.loads(updated.stdout)["active"]) == (int(rule_id), False)
+    updated = run_cli(endpoints, "admin", "rules", "update", rule_id, "--no-active", "--format", "json")
+    paused = json.loads(updated.stdout)
+    assert (paused["id"], paused["active"]) == (int(rule_id), False)
+    assert paused["conditions"] == {"tier": {"lt": "pro"}}  # an update keeps what it does not name
     gone = run_cli(endpoints, "admin", "rules", "delete", rule_id)
-    assert gone.stdout.startswith(f"rule {rule_id} deleted: deny tool {target} for tenant {tenant} always")
+    assert gone.stdout.startswith(f"rule {rule_id} deleted: deny tool {target} for tenant {tenant} when")
 
 
 def test_select_takes_every_request_field_and_says_why_pins_exceed_k(endpoints: Endpoints, tmp_path: Path) -> None:

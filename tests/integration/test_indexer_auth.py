@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from contracts import ErrorCode, PluginSync, SyncReport, payload_signature, subjects
-from tests.integration.catalog import plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import GUARDED_TENANT, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
 
 GUARDED, SECRET = "guarded", "s3cret"
@@ -38,7 +38,7 @@ async def _refused(client: ToolselClient, payload: bytes) -> ToolselError:
 async def test_a_signed_sync_is_accepted(client: ToolselClient, pool: asyncpg.Pool) -> None:
     rows = await _guarded_rows(pool)
     try:
-        sync = plugin_sync(GUARDED, unique("tenant"), [tool("send_email"), tool("get_weather")])
+        sync = plugin_sync(GUARDED, GUARDED_TENANT, [tool("send_email"), tool("get_weather")])
         report = await client.sync(sync, signing_key=SECRET)
         assert report.inserted + report.updated + report.unchanged == 2
     finally:
@@ -48,7 +48,7 @@ async def test_a_signed_sync_is_accepted(client: ToolselClient, pool: asyncpg.Po
 
 async def test_a_bad_signature_is_refused_and_changes_nothing(client: ToolselClient, pool: asyncpg.Pool) -> None:
     rows = await _guarded_rows(pool)
-    payload = plugin_sync(GUARDED, unique("tenant"), [tool("send_email")]).model_dump(mode="json")
+    payload = plugin_sync(GUARDED, GUARDED_TENANT, [tool("send_email")]).model_dump(mode="json")
     wrong_key = {**payload, "credential": payload_signature(payload, "not-the-secret")}
     await _refused(client, PluginSync.model_validate(wrong_key).model_dump_json().encode())
     # a genuine signature does not carry over to a payload with other tools
@@ -63,7 +63,7 @@ async def test_another_plugin_cannot_write_a_guarded_namespace(client: ToolselCl
     intruder = unique("intruder")
     # an open plugin's own sync works, but claiming the guarded id with its own (or no) proof does not
     await client.sync(plugin_sync(intruder, unique("tenant"), [tool("send_email")]))
-    claim = plugin_sync(GUARDED, unique("tenant"), [tool("send_email")], credential=intruder)
+    claim = plugin_sync(GUARDED, GUARDED_TENANT, [tool("send_email")], credential=intruder)
     await _refused(client, claim.model_dump_json().encode())
     signed_by_intruder = claim.model_dump(mode="json") | {
         "credential": payload_signature(claim.model_dump(mode="json"), intruder)

@@ -27,6 +27,8 @@ async def test_tools_commands(endpoints: Endpoints, client: ToolselClient) -> No
 
     drift = run_cli(endpoints, "tools", "drift", "--plugin", plugin, "--json")
     assert json.loads(drift.stdout)["tools"] == []
+    said = run_cli(endpoints, "tools", "drift", "--plugin", plugin)
+    assert f"nothing drifted: every embedding of {plugin}'s tools is current" in said.stdout
 
     missing = run_cli(endpoints, "tools", "show", plugin, "nothing_here")
     assert missing.returncode == 1

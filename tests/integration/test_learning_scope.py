@@ -7,6 +7,7 @@ from uuid import UUID
 import asyncpg
 import nats.errors
 import numpy as np
+from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
 from contracts import SelectedTool, SelectionEvent, subjects
@@ -76,6 +77,33 @@ async def test_calls_on_a_selection_that_did_not_offer_the_tool_in_its_tenant_ch
     assert (await client.select(query="weather in Oslo", tenant_id=tenant_a, k=1, dry_run=True)).tools
 
 
+async def dead_letter_reason(dead: JetStreamContext.PushSubscription, event_id: UUID) -> str | None:
+    """The reason of the next dead letter when it is of that feedback event."""
+    try:
+        letter = await dead.next_msg(timeout=0.5)
+    except nats.errors.TimeoutError:
+        return None
+    if FeedbackEvent.model_validate_json(letter.data).event_id != event_id:
+        return None
+    return (letter.headers or {}).get("toolsel-reason", "")
+
+
+async def test_feedback_on_a_removed_tool_is_dead_lettered_and_changes_nothing(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    tenant, plugin = unique("t"), unique("removed")
+    await client.sync(plugin_sync(plugin, tenant, [tool("translate_text")]))
+    await client.remove_plugin(plugin, tenant)
+    late = FeedbackEvent(plugin_id=plugin, name="translate_text", tenant_id=tenant, rating=1.0)
+    js = client.nc.jetstream()
+    dead = await js.subscribe(subjects.dead_letter("feedback"), ordered_consumer=True, deliver_policy=DeliverPolicy.NEW)
+    await client.report([late])
+    reason = await eventually(lambda: dead_letter_reason(dead, late.event_id), timeout_s=30)
+    assert reason is not None, "the feedback on a removed tool was not dead-lettered"
+    assert f"unknown or removed tool {plugin}/translate_text" in reason
+    assert await pool.fetchval("SELECT count(*) FROM tool_feedback WHERE event_id = $1", late.event_id) == 0
+
+
 async def test_feedback_on_another_tenants_tool_is_dead_lettered_and_changes_nothing(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:
@@ -86,17 +114,7 @@ async def test_feedback_on_another_tenants_tool_is_dead_lettered_and_changes_not
     js = client.nc.jetstream()
     dead = await js.subscribe(subjects.dead_letter("feedback"), ordered_consumer=True, deliver_policy=DeliverPolicy.NEW)
     await client.report([refused, accepted])
-
-    async def dead_lettered() -> str | None:
-        try:
-            letter = await dead.next_msg(timeout=0.5)
-        except nats.errors.TimeoutError:
-            return None
-        if FeedbackEvent.model_validate_json(letter.data).event_id != refused.event_id:
-            return None
-        return (letter.headers or {}).get("toolsel-reason", "")
-
-    reason = await eventually(dead_lettered, timeout_s=30)
+    reason = await eventually(lambda: dead_letter_reason(dead, refused.event_id), timeout_s=30)
     assert reason is not None, "the refused feedback was not dead-lettered"
     assert "not visible to tenant" in reason
     assert await stored(pool, "SELECT count(*) FROM tool_feedback WHERE event_id = $1", accepted.event_id, expected=1)

@@ -66,6 +66,17 @@ async def test_search_returns_tools_ready_to_call_with_their_guidance(client: To
         await search_shows_guidance(connected, plugin)
 
 
+async def test_a_search_returns_at_most_its_limit_pins_included(client: ToolselClient) -> None:
+    tenant, plugin = unique("tenant"), unique("pinned")
+    pins = [tool("get_weather", pinned=True), tool("translate_text", pinned=True)]
+    rest = [tool(name) for name in ("send_email", "search_flights", "create_event")]
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [*pins, *rest]))
+    server = create_server(Toolshed(client, Sessions(max_sessions=10, ttl_s=600), tenant_id=tenant))
+    async with Client(server) as connected:
+        found = await call(connected, "search_tools", query=EMAIL, limit=3)
+    assert [t["tool"].split("/")[1] for t in found["tools"]] == ["get_weather", "translate_text", "send_email"]
+
+
 async def search_shows_guidance(connected: Client, plugin: str) -> None:
     listed = {t.name for t in (await connected.list_tools()).tools}
     assert listed == {"search_tools", "review_tools", "report_outcome"}

@@ -1,13 +1,69 @@
 """Plugin sync through NATS: differential by content hash, authorised, one transaction."""
 
+import base64
+import hashlib
 import json
+from uuid import uuid4
 
 import asyncpg
 import pytest
 
-from contracts import ErrorCode
-from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
+from contracts import ErrorCode, SyncPartReceived, SyncReport, SyncUpload, subjects
+from contracts.identity import Scope
+from tests.integration.catalog import (
+    GUARDED_TENANT,
+    TOOLS,
+    eventually,
+    many_tools,
+    plugin_sync,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from toolsel.client import ToolselClient, ToolselError
+
+
+async def test_a_sync_larger_than_one_nats_message_travels_in_parts_and_applies_whole(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    plugin = unique("big")
+    sync = plugin_sync(plugin, unique("tenant"), many_tools(300, description_words=700))
+    assert len(sync.model_dump_json()) > client.nc.max_payload
+    report = await client.sync(sync)
+    assert (report.inserted, report.embedded) == (300, 300)
+    assert report.duration_ms >= report.write_ms > 0
+    live = await pool.fetchval("SELECT count(*) FROM tools WHERE plugin_id = $1 AND deleted_at IS NULL", plugin)
+    assert live == 300
+    assert await pool.fetchval("SELECT count(*) FROM sync_uploads") == 0
+
+
+async def test_an_upload_missing_a_part_is_refused_and_applies_nothing(client: ToolselClient) -> None:
+    body = plugin_sync(unique("torn"), "*", [tool("get_weather")]).model_dump_json().encode()
+    upload_id = uuid4()
+    first = {"upload_id": str(upload_id), "part": 0, "data": base64.b64encode(body[:100]).decode()}
+    staged = await client.request(subjects.SYNC_PART_ROOT, json.dumps(first).encode(), SyncPartReceived)
+    assert staged.staged_bytes == 100
+    whole = SyncUpload(upload_id=upload_id, parts=2, size=len(body), sha256=hashlib.sha256(body).hexdigest())
+    with pytest.raises(ToolselError) as torn:
+        await client.request(subjects.SYNC_UPLOAD_ROOT, whole.model_dump_json().encode(), SyncReport)
+    assert (torn.value.detail.code, torn.value.detail.field) == (ErrorCode.INVALID_REQUEST, "parts")
+
+
+async def test_an_upload_is_its_senders_alone(client: ToolselClient, pool: asyncpg.Pool) -> None:
+    """Parts staged by one sender can be neither completed nor replaced by another who learnt the upload id."""
+    plugin = unique("owned-upload")
+    body = plugin_sync(plugin, "*", [tool("get_weather")]).model_dump_json().encode()
+    upload_id = uuid4()
+    part = {"upload_id": str(upload_id), "part": 0, "data": base64.b64encode(body).decode()}
+    await client.request(subjects.SYNC_PART_ROOT, json.dumps(part).encode(), SyncPartReceived)
+    whole = SyncUpload(upload_id=upload_id, parts=1, size=len(body), sha256=hashlib.sha256(body).hexdigest())
+    other = client.acting_as(Scope(tenant="intruder", name="bot"))
+    with pytest.raises(ToolselError) as refused:
+        await other.request(subjects.SYNC_UPLOAD_ROOT, whole.model_dump_json().encode(), SyncReport)
+    assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.INVALID_REQUEST, "parts")
+    report = await client.request(subjects.SYNC_UPLOAD_ROOT, whole.model_dump_json().encode(), SyncReport)
+    assert report.inserted == 1
+    assert await pool.fetchval("SELECT count(*) FROM tools WHERE plugin_id = $1", plugin) == 1
 
 
 async def test_same_catalog_twice_writes_and_embeds_nothing(client: ToolselClient, pool: asyncpg.Pool) -> None:
@@ -61,11 +117,34 @@ async def test_a_removed_tool_disappears_from_selections(client: ToolselClient) 
     assert await eventually(gone)
 
 
+async def test_a_tenant_sync_manages_only_that_tenants_tools_of_the_plugin(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    plugin, tenant = unique("mail"), unique("acme")
+    await client.sync(plugin_sync(plugin, "*", [tool("send_email")]))
+    await client.sync(plugin_sync(plugin, tenant, [tool("translate_text")]))
+    taken = plugin_sync(plugin, tenant, [tool("translate_text"), tool("send_email")])
+    with pytest.raises(ToolselError) as conflict:
+        await client.sync(taken)
+    assert (conflict.value.detail.code, conflict.value.detail.field) == (ErrorCode.CONFLICT, "tools.1.name")
+    removed = await client.remove_plugin(plugin, tenant)
+    assert removed.deleted == 1
+    live = await pool.fetch("SELECT name, tenant_id FROM tools WHERE plugin_id = $1 AND deleted_at IS NULL", plugin)
+    assert [(r["name"], r["tenant_id"]) for r in live] == [("send_email", "*")]
+    assert await pool.fetchval("SELECT count(*) FROM tool_categories WHERE plugin_id = $1", plugin) == 1
+    assert await pool.fetchval("SELECT count(*) FROM tool_page_mappings WHERE plugin_id = $1", plugin) == 1
+    again = await client.sync(plugin_sync(plugin, tenant, [tool("translate_text")]))
+    assert (again.inserted, again.updated) == (0, 1)  # revived, not duplicated
+    assert (await client.remove_plugin(plugin, tenant)).deleted == 1
+    assert (await client.remove_plugin(plugin)).deleted == 1
+    assert await pool.fetchval("SELECT count(*) FROM tool_categories WHERE plugin_id = $1", plugin) == 0
+
+
 @pytest.mark.parametrize("credential", [None, "wrong"])
 async def test_bad_credential_is_refused_and_changes_nothing(
     client: ToolselClient, pool: asyncpg.Pool, credential: str | None
 ) -> None:
-    sync = plugin_sync("guarded", unique("tenant"), [tool("send_email")], credential=credential)
+    sync = plugin_sync("guarded", GUARDED_TENANT, [tool("send_email")], credential=credential)
     with pytest.raises(ToolselError) as refused:
         await client.sync(sync)
     assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.UNAUTHORIZED, "credential")
@@ -73,7 +152,7 @@ async def test_bad_credential_is_refused_and_changes_nothing(
 
 
 async def test_right_credential_is_accepted(client: ToolselClient) -> None:
-    report = await client.sync(plugin_sync("guarded", unique("tenant"), [tool("send_email")], credential="s3cret"))
+    report = await client.sync(plugin_sync("guarded", GUARDED_TENANT, [tool("send_email")], credential="s3cret"))
     assert report.inserted + report.unchanged + report.updated == 1
 
 

@@ -105,7 +105,7 @@ async def measure_size(
     for sync in syncs:
         report = await client.sync(sync)
         embedded += report.embedded
-        write_s += report.duration_ms / 1000
+        write_s += report.write_ms / 1000
     sync_s = time.perf_counter() - started
     model_s = await embedding_s(client) - model_s
     indexer = await proc_status(pids["indexer"])

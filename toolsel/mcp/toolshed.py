@@ -155,6 +155,7 @@ class Toolshed:
             user_id=self.user_id,
             session_id=current.id,
             k=limit,
+            max_tools=limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
             **{field: value for field, value in named.items() if value is not None},
         )

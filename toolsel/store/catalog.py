@@ -62,6 +62,17 @@ async def _fetch(pool: asyncpg.Pool, sql: str) -> list[asyncpg.Record]:
     return rows
 
 
+CATALOG_VERSION = "SELECT coalesce((extract(epoch FROM max(updated_at)) * 1000000)::bigint, 0) FROM tools"
+"""The registry's version: the microsecond of its latest tool write (an insert, update or soft-delete)."""
+
+
+async def catalog_version(pool: asyncpg.Pool) -> int:
+    """The registry's version now (``CATALOG_VERSION``): a copy of the catalog read after it holds every tool
+    write up to it."""
+    version: int = await pool.fetchval(CATALOG_VERSION)
+    return version
+
+
 async def live_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
     """Active, not deleted tools, with their own tenant's quarantine flag and call statistics; pinned first."""
     return await _fetch(pool, LIVE_TOOLS)

@@ -63,6 +63,7 @@ SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[])
      AS u(event_id, plugin_id, name, tenant, rating, comment, author, at)
 JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name AND t.tenant_id IN (u.tenant, '*')
+             AND t.deleted_at IS NULL
 ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, tenant_id, rating
 """
 
@@ -158,8 +159,8 @@ async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]
 async def insert_feedback(
     conn: asyncpg.Connection, events: Sequence[FeedbackEvent]
 ) -> dict[UUID, tuple[int, str, float]]:
-    """Store feedback on registered tools its tenant may see; returns (tool id, tenant, rating) of each new
-    event."""
+    """Store feedback on live (not removed) tools its tenant may see; returns (tool id, tenant, rating) of each
+    new event."""
     rows = await conn.fetch(
         INSERT_FEEDBACK,
         [e.event_id for e in events],

@@ -52,7 +52,9 @@ RESTORED_COLUMNS = (
 
 LOCK_PLUGIN = "SELECT pg_advisory_xact_lock(hashtext($1))"
 
-STORED_TOOLS = "SELECT id, name, content_hash, deleted_at IS NOT NULL AS deleted, spec FROM tools WHERE plugin_id = $1"
+STORED_TOOLS = (
+    "SELECT id, name, tenant_id, content_hash, deleted_at IS NOT NULL AS deleted, spec FROM tools WHERE plugin_id = $1"
+)
 
 TOOL_RECORD = f"""
 SELECT {SUMMARY_COLUMNS}, id, content_hash, spec, to_jsonb(t) - 'embedding' AS record
@@ -186,8 +188,11 @@ CATEGORY_PARENTS = "SELECT plugin_id, name, parent FROM tool_categories"
 DELETE_PAGE_MAPPINGS = "DELETE FROM tool_page_mappings WHERE plugin_id = $1"
 
 UPSERT_PAGE_MAPPING = """
-INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority) VALUES ($1, $2, $3, $4)
-ON CONFLICT (plugin_id, page_pattern, category) DO UPDATE SET priority = excluded.priority
+INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority)
+VALUES ($1, $2, $3, coalesce($4::integer, 0))
+ON CONFLICT (plugin_id, page_pattern, category) DO UPDATE
+SET priority = coalesce($4::integer, tool_page_mappings.priority)
+RETURNING priority
 """
 
 PAGE_MAPPINGS = """
@@ -220,6 +225,8 @@ UPDATE tool_visibility_rules SET tenant_id = $2, rule_type = $3, effect = $4, ta
 WHERE id = $1 RETURNING {RULE_COLUMNS}
 """
 
+LOCKED_RULE = f"SELECT {RULE_COLUMNS} FROM tool_visibility_rules WHERE id = $1 FOR UPDATE"
+
 DELETE_RULE = f"DELETE FROM tool_visibility_rules WHERE id = $1 RETURNING {RULE_COLUMNS}"
 
 
@@ -232,7 +239,7 @@ async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
 
 
 async def stored_tools(conn: Conn, plugin_id: str) -> list[asyncpg.Record]:
-    """Every tool of the plugin, deleted ones too: id, name, content_hash, deleted and spec (JSON text)."""
+    """Every tool of the plugin, deleted ones too: id, name, tenant_id, content_hash, deleted and spec (JSON text)."""
     rows: list[asyncpg.Record] = await conn.fetch(STORED_TOOLS, plugin_id)
     return rows
 
@@ -436,12 +443,15 @@ async def version_snapshot(conn: Conn, tool_id: int, version: int) -> dict[str, 
 # categories and page mappings
 
 
-async def replace_categories(conn: Conn, plugin_id: str, categories: Sequence[CategorySpec]) -> None:
-    """Make the plugin's categories exactly these."""
+async def replace_categories(
+    conn: Conn, plugin_id: str, categories: Sequence[CategorySpec], *, drop_undeclared: bool = True
+) -> None:
+    """Make the plugin's categories exactly these (or, without ``drop_undeclared``, add or rewrite these)."""
     await conn.executemany(
         UPSERT_CATEGORIES, [(plugin_id, c.name, c.parent, c.description, c.workflow_hint) for c in categories]
     )
-    await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
+    if drop_undeclared:
+        await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
 
 
 async def category_exists(conn: Conn, plugin_id: str, name: str) -> bool:
@@ -459,9 +469,12 @@ async def category_parents(conn: Conn) -> dict[tuple[str, str], str | None]:
     return {(r["plugin_id"], r["name"]): r["parent"] for r in await conn.fetch(CATEGORY_PARENTS)}
 
 
-async def replace_page_mappings(conn: Conn, plugin_id: str, mappings: Sequence[PageMappingSpec]) -> None:
-    """Make the plugin's page mappings exactly these."""
-    await conn.execute(DELETE_PAGE_MAPPINGS, plugin_id)
+async def replace_page_mappings(
+    conn: Conn, plugin_id: str, mappings: Sequence[PageMappingSpec], *, drop_undeclared: bool = True
+) -> None:
+    """Make the plugin's page mappings exactly these (or, without ``drop_undeclared``, add or re-prioritise these)."""
+    if drop_undeclared:
+        await conn.execute(DELETE_PAGE_MAPPINGS, plugin_id)
     await conn.executemany(UPSERT_PAGE_MAPPING, [(plugin_id, m.page_pattern, m.category, m.priority) for m in mappings])
 
 
@@ -470,9 +483,13 @@ async def page_mappings(conn: Conn, plugin_id: str | None, category: str | None)
     return [PageMapping(**r) for r in await conn.fetch(PAGE_MAPPINGS, plugin_id, category)]
 
 
-async def upsert_page_mapping(conn: Conn, plugin_id: str, mapping: PageMappingSpec) -> None:
-    """Map a page pattern to a category; an existing mapping takes the new priority."""
-    await conn.execute(UPSERT_PAGE_MAPPING, plugin_id, mapping.page_pattern, mapping.category, mapping.priority)
+async def upsert_page_mapping(
+    conn: Conn, plugin_id: str, page_pattern: str, category: str, priority: int | None
+) -> int:
+    """Map a page pattern to a category; an existing mapping takes the new priority, or keeps its own when
+    ``priority`` is None (a new one gets 0). Returns the priority the mapping has."""
+    stored: int = await conn.fetchval(UPSERT_PAGE_MAPPING, plugin_id, page_pattern, category, priority)
+    return stored
 
 
 async def delete_page_mapping(conn: Conn, plugin_id: str, page_pattern: str, category: str) -> int | None:
@@ -509,6 +526,12 @@ async def rules(conn: Conn, tenant_id: str | None, include_inactive: bool) -> li
 async def insert_rule(conn: Conn, rule: RuleFields) -> VisibilityRule:
     """The new rule with its id and creation time."""
     return _rule(await conn.fetchrow(INSERT_RULE, *_rule_values(rule)))
+
+
+async def locked_rule(conn: asyncpg.Connection, rule_id: int) -> VisibilityRule | None:
+    """The rule, locked against other writers until the transaction ends; None when there is no such rule."""
+    row = await conn.fetchrow(LOCKED_RULE, rule_id)
+    return None if row is None else _rule(row)
 
 
 async def update_rule(conn: Conn, rule_id: int, rule: RuleFields) -> VisibilityRule | None:

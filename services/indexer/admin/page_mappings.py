@@ -29,9 +29,11 @@ def router() -> NatsRouter:
         async with state.pool.acquire() as conn, conn.transaction():
             await registry.lock_plugin(conn, request.plugin_id)
             await check_category(conn, request.plugin_id, request.category, "category")
-            await registry.upsert_page_mapping(conn, request.plugin_id, request)
+            priority = await registry.upsert_page_mapping(
+                conn, request.plugin_id, request.page_pattern, request.category, request.priority
+            )
         await state.changed(request.plugin_id, "page mapping created")
-        return _mapping(request, request.priority)
+        return _mapping(request, priority)
 
     @area.handler(subjects.ADMIN_PAGE_MAPPINGS_DELETE, "Delete a page mapping (not_found when there is none).")
     async def page_mappings_delete(request: PageMappingWrite, state: State) -> PageMapping:

@@ -1,11 +1,24 @@
 """Admin ``rules.*``: the visibility rules the selectors' policy applies."""
 
+import asyncpg
 from faststream.nats import NatsRouter
+from pydantic import ValidationError
 
-from contracts import ErrorCode, RuleCreate, RuleKey, RuleList, RuleQuery, RuleUpdate, VisibilityRule, subjects
+from contracts import (
+    ErrorCode,
+    RuleCreate,
+    RuleFields,
+    RuleKey,
+    RuleList,
+    RulePatch,
+    RuleQuery,
+    RuleUpdate,
+    VisibilityRule,
+    subjects,
+)
 from services.indexer.admin.area import AdminArea
 from services.indexer.state import State
-from toolsel.messaging import RequestError
+from toolsel.messaging import RequestError, validation_reply
 from toolsel.store import registry
 
 
@@ -13,6 +26,24 @@ def _found(rule: VisibilityRule | None, rule_id: int) -> VisibilityRule:
     if rule is None:
         raise RequestError(ErrorCode.NOT_FOUND, f"no visibility rule {rule_id}", "id")
     return rule
+
+
+def patched(rule: VisibilityRule, patch: RulePatch) -> RuleFields:
+    """The rule with the fields the patch names changed and the others kept, validated as a whole rule."""
+    fields = {**rule.model_dump(include=set(RuleFields.model_fields)), **patch.model_dump(exclude_none=True)}
+    try:
+        return RuleFields.model_validate(fields)
+    except ValidationError as invalid:
+        error = validation_reply(invalid).error
+        field = f"rule.{error.field}" if error.field else "rule"
+        raise RequestError(ErrorCode.INVALID_REQUEST, error.message, field) from invalid
+
+
+async def update(pool: asyncpg.Pool, request: RuleUpdate) -> VisibilityRule:
+    """Read the rule, patch it and write it back in one transaction (so two patches never lose each other's)."""
+    async with pool.acquire() as conn, conn.transaction():
+        rule = _found(await registry.locked_rule(conn, request.id), request.id)
+        return _found(await registry.update_rule(conn, request.id, patched(rule, request.rule)), request.id)
 
 
 def router() -> NatsRouter:
@@ -28,9 +59,9 @@ def router() -> NatsRouter:
         await state.changed("*", "visibility rule created")
         return rule
 
-    @area.handler(subjects.ADMIN_RULES_UPDATE, "Replace a visibility rule's fields.")
+    @area.handler(subjects.ADMIN_RULES_UPDATE, "Change the fields of a visibility rule that the request names.")
     async def rules_update(request: RuleUpdate, state: State) -> VisibilityRule:
-        rule = _found(await registry.update_rule(state.pool, request.id, request.rule), request.id)
+        rule = await update(state.pool, request)
         await state.changed("*", "visibility rule updated")
         return rule
 

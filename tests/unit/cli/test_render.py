@@ -12,7 +12,7 @@ from rich.console import Console, RenderableType
 
 from contracts import SelectReply
 from toolsel import render
-from toolsel.render import PIPED_WIDTH, cell, clipped, rows_csv, rows_table, selection_view
+from toolsel.render import EXPLAIN, PIPED_WIDTH, cell, clipped, rows_csv, rows_table, selection_view
 
 ROWS = [
     {"tool": "developer-productivity-tools/create_pull_request_with_reviewers", "score": 0.12345, "tags": ["a"]},
@@ -110,3 +110,46 @@ def test_control_characters_are_escaped_in_json() -> None:
     shown = render.printable_json(json.dumps(CONTROLS, ensure_ascii=False))
     assert not render.CONTROL.search(shown)
     assert json.loads(shown) == CONTROLS
+
+
+def _explained() -> SelectReply:
+    """A demo-like reply: long identifiers, every part of the score."""
+    names = [
+        ("demo-toolsel-core", "search_tools"),
+        ("demo-travel-suite", "WeatherTool"),
+        ("demo-travel-suite", "TripTool"),
+    ]
+    breakdown = {part: 0.123456 for part in EXPLAIN if part not in ("alpha", "beta")} | {"alpha": 12.5, "beta": 3.25}
+    tools = [
+        {"plugin_id": p, "name": n, "description": "d", "parameters": {}, "score": 0.91234, "pinned": i == 0,
+         "breakdown": breakdown}
+        for i, (p, n) in enumerate(names)
+    ]  # fmt: skip
+    return SelectReply.model_validate(
+        {"selection_id": uuid4(), "tools": tools, "context_key": "free:/travel:general", "method": "hybrid",
+         "tokens": {"selected": 120, "catalog": 24742, "saved": 24622}, "latency_ms": 10.04}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_an_explained_selection_on_a_narrow_terminal_keeps_every_identifier_and_number_whole(width: int) -> None:
+    text = _render(width, selection_view(_explained(), "find me a cheap flight to Paris next week", EXPLAIN))
+    assert all(len(line) <= width for line in text.splitlines())
+    words = text.split()
+    for tool in _explained().tools:
+        assert any(tool.key in word for word in words), tool.key
+    assert "score=0.912" in words
+    assert {"similarity=0.123", "alpha=12.5", "beta=3.25"} <= set(words)
+    assert "24742" in words
+
+
+def test_an_explained_selection_that_fits_stays_a_table() -> None:
+    text = _render(200, selection_view(_explained(), "q", EXPLAIN))
+    assert any("demo-travel-suite/TripTool" in line and "12.5" in line for line in text.splitlines())
+
+
+def test_a_listing_too_wide_for_the_terminal_is_records_with_its_fields_whole() -> None:
+    text = _render(30, rows_table("rules", [], ["tenant_id", "rule_type", "target_kind", "conditions"]))
+    assert "target_kind" in text.replace(",", " ").split()
+    wide = _render(50, rows_table("tools", [ROWS[0] | {"note": "a long note that takes room"}]))
+    assert "0.123" in wide.split()

@@ -1,7 +1,7 @@
 """Differential sync planning by content hash."""
 
 from contracts import ToolSpec
-from services.indexer.diff import StoredTool, changed_fields, plan_sync
+from services.indexer.diff import StoredTool, changed_fields, plan_sync, split_by_tenant
 from services.indexer.hashing import content_hash
 
 
@@ -9,8 +9,8 @@ def _spec(name: str, description: str = "does things") -> ToolSpec:
     return ToolSpec(name=name, description=description)
 
 
-def _stored(tool_id: int, spec: ToolSpec, deleted: bool = False) -> StoredTool:
-    return StoredTool(tool_id, content_hash(spec), deleted, spec.model_dump_json())
+def _stored(tool_id: int, spec: ToolSpec, deleted: bool = False, tenant_id: str = "*") -> StoredTool:
+    return StoredTool(tool_id, content_hash(spec), deleted, spec.model_dump_json(), tenant_id)
 
 
 def test_plan_classifies_insert_update_unchanged_delete() -> None:
@@ -70,3 +70,16 @@ def test_changed_fields_of_real_specs() -> None:
     old = ToolSpec(name="t", description="d", tags=["a"]).model_dump(mode="json")
     new = ToolSpec(name="t", description="d", tags=["b"], pin_weight=3).model_dump(mode="json")
     assert changed_fields(old, new) == ["pin_weight", "tags"]
+
+
+def test_a_tenant_sync_owns_its_tools_and_the_deleted_ones_never_another_tenants_live_ones() -> None:
+    stored = {
+        "shared": _stored(1, _spec("shared")),
+        "mine": _stored(2, _spec("mine"), tenant_id="acme"),
+        "theirs_gone": _stored(3, _spec("theirs_gone"), deleted=True, tenant_id="globex"),
+        "theirs": _stored(4, _spec("theirs"), tenant_id="globex"),
+    }
+    owned, others = split_by_tenant(stored, "acme")
+    assert sorted(owned) == ["mine", "theirs_gone"]
+    assert others == {"shared": "*", "theirs": "globex"}
+    assert plan_sync(owned, []).delete == [2]

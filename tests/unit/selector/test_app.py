@@ -96,6 +96,12 @@ class FakeStore:
         self.reads.append(sql)
         return self.rows.get(sql, [])
 
+    async def fetchval(self, sql: str) -> int:
+        assert sql == store.CATALOG_VERSION
+        if self.down:
+            raise ConnectionError("the store is down")
+        return len(self.rows.get(store.LIVE_TOOLS, []))
+
     async def fetchrow(self, sql: str) -> tuple[int, int, int]:
         assert sql == store.REVIEW_INDEX_VERSION
         return len(self.rows.get(store.REVIEW_INDEX, [])), 0, 0
@@ -180,6 +186,7 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
     health = HealthReply.model_validate_json((await broker.request(None, subjects.health("selector"))).body)
     assert health.details == {
         "tools": 1,
+        "catalog_version": 1,
         "selections": 2,
         "selection_events_buffered": 0,
         "selection_events_dropped": 0,

@@ -71,6 +71,14 @@ def test_pins_come_first_by_weight_and_may_exceed_k() -> None:
     assert len(got) == 4
 
 
+def test_max_tools_caps_the_reply_pins_included_and_the_event_offers_what_it_holds() -> None:
+    tools = [*TOOLS, T("health", "health check", 6, pinned=True, pin_weight=50)]
+    reply, event = selector(tools).select(SelectRequest(query="weather in Oslo", k=3, max_tools=3))
+    assert [t.name for t in reply.tools] == ["health", "search_tools", "get_weather"]
+    assert event is not None
+    assert [t.name for t in event.tools] == ["health", "search_tools", "get_weather"]
+
+
 @pytest.mark.parametrize(
     "request_fields",
     [

@@ -4,11 +4,12 @@ tools in its place; another tenant's evidence never shows."""
 from typing import Any
 
 import numpy as np
+import pytest
 
 from contracts import SelectRequest
 from services.selector.catalog import with_standing
 from services.selector.selector import Selector
-from services.selector.standing import evidence_by_tenant, performance
+from services.selector.standing import evidence_by_tenant, performance, rating_lift
 from tests.unit.selector.factory import AxisEmbedder, T, catalog
 from toolsel.settings import Settings
 
@@ -22,16 +23,16 @@ def evidence(key: str, tenant: str, **values: Any) -> dict[str, Any]:
 
 def test_each_tenants_evidence_lands_on_its_catalog_rows_and_unknown_tools_are_left_out() -> None:
     rows = [
-        evidence("p/b", "acme", quarantined=True, rating_sum=1.5, rating_count=3, calls=4, failures=4),
+        evidence("p/b", "acme", quarantined=True, rating_sum=0.3, rating_count=3, calls=4, failures=4),
         evidence("p/a", "globex", calls=2),
         evidence("p/gone", "acme", calls=9),
     ]
-    found = evidence_by_tenant(rows, ROWS, reference_ms=1000.0)
+    found = evidence_by_tenant(rows, ROWS, Settings())
     assert set(found) == {"acme", "globex"}
     acme = found["acme"]
     assert acme.rows.tolist() == [1]
     assert acme.quarantined.tolist() == [True]
-    assert acme.rating.tolist() == [0.5]
+    assert acme.rating.tolist() == [pytest.approx((0.3 + 0.5 * 2) / (3 + 2) / 0.5)]
     assert acme.calls.tolist() == [4.0]
     assert acme.performance.tolist() == [performance(4, 4, None, None, 1000.0)]
     assert found["globex"].rows.tolist() == [0]
@@ -40,13 +41,13 @@ def test_each_tenants_evidence_lands_on_its_catalog_rows_and_unknown_tools_are_l
 def test_a_tenants_own_evidence_replaces_the_base_for_it_alone() -> None:
     cat = catalog([T("a", "a", 0), T("b", "b", 1), T("own", "o", 2, tenant="acme")])
     object.__setattr__(cat, "rating", np.array([0.9, 0.8, 0.7]))
-    acme = evidence("p/b", "acme", quarantined=True, rating_sum=0.2, rating_count=1)
-    object.__setattr__(cat, "evidence", evidence_by_tenant([acme], ROWS, 1000.0))
+    acme = evidence("p/b", "acme", quarantined=True, rating_sum=0.05, rating_count=1)
+    object.__setattr__(cat, "evidence", evidence_by_tenant([acme], ROWS, Settings()))
 
     mine, theirs = cat.standing("acme"), cat.standing("globex")
     assert mine.visible.tolist() == [True, True, True]
     assert theirs.visible.tolist() == [True, True, False]
-    assert (mine.quarantined.tolist(), mine.rating.tolist()) == ([False, True, False], [0.9, 0.2, 0.7])
+    assert (mine.quarantined.tolist(), mine.rating.tolist()) == ([False, True, False], [0.9, pytest.approx(0.7), 0.7])
     assert (theirs.quarantined.tolist(), theirs.rating.tolist()) == ([False, False, False], [0.9, 0.8, 0.7])
     assert cat.rating.tolist() == [0.9, 0.8, 0.7]  # the base itself is untouched
     assert cat.standing("acme") is mine  # kept for the next request
@@ -55,7 +56,7 @@ def test_a_tenants_own_evidence_replaces_the_base_for_it_alone() -> None:
 def test_a_shared_tool_quarantined_for_one_tenant_is_still_selected_for_another() -> None:
     cat = catalog([T("send_email", "send an email", 0), T("read_inbox", "email inbox", 1)])
     quarantined = evidence("p/send_email", "acme", quarantined=True, calls=18, failures=18)
-    object.__setattr__(cat, "evidence", evidence_by_tenant([quarantined], {"p/send_email": 0}, 1000.0))
+    object.__setattr__(cat, "evidence", evidence_by_tenant([quarantined], {"p/send_email": 0}, Settings()))
     selector = Selector(Settings(exploration_slots=0), cat, AxisEmbedder({"email": 0}))  # type: ignore[arg-type]
 
     def names(tenant: str) -> list[str]:
@@ -71,7 +72,7 @@ def test_a_new_standing_keeps_the_catalogs_indexes_and_replaces_only_what_health
     indexes = (cat.rows, cat.category_rows, cat.filter_rows, cat.related)
     before = cat.standing("acme")
     base = [evidence("p/b", "*", quarantined=True, calls=5), evidence("p/gone", "*", calls=7)]
-    own = [evidence("p/a", "acme", rating_sum=0.5, rating_count=1)]
+    own = [evidence("p/a", "acme", rating_sum=0.2, rating_count=1)]
 
     fresh = with_standing(cat, base, own, Settings())
 
@@ -80,6 +81,13 @@ def test_a_new_standing_keeps_the_catalogs_indexes_and_replaces_only_what_health
     assert fresh.lexical is cat.lexical
     assert fresh.vectors is cat.vectors
     assert (fresh.quarantined.tolist(), fresh.calls.tolist()) == ([False, True, False], [0.0, 5.0, 0.0])
-    assert fresh.standing("acme").rating.tolist() == [0.5, 1.0, 1.0]
+    assert fresh.standing("acme").rating.tolist() == [pytest.approx(0.8), 1.0, 1.0]
     assert fresh.standing("acme") is not before
     assert cat.quarantined.tolist() == [False, False, False]  # the copy in use is never changed
+
+
+def test_a_rating_above_the_neutral_one_lifts_a_tool_and_one_below_lowers_it() -> None:
+    prior, weight = Settings().rating_prior, Settings().rating_prior_weight
+    assert rating_lift(None, None, prior, weight) == 1.0
+    assert rating_lift(0.9, 1, prior, weight) > 1.0 > rating_lift(0.2, 1, prior, weight)
+    assert rating_lift(0.5 * 4, 4, prior, weight) == pytest.approx(1.0)
