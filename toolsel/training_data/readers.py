@@ -1,0 +1,283 @@
+"""Readers of public tool-use data sets: each turns the contents of its files into labelled queries over a catalog.
+
+A reader sees only ``{relative path: bytes}``; finding and hashing the files is the caller's work. Tool names
+follow the evaluation sets' conventions (``<api>::<endpoint>`` for RapidAPI endpoints) and parameters become a
+JSON schema, so a tool's text is built the same way as at serving time.
+"""
+
+import ast
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from toolsel.evaluation.dataset import Tool
+
+from .model import EXTERNAL, LabelledQuery, SourceSet
+
+Files = Mapping[str, bytes]
+
+
+class SourceFormatError(ValueError):
+    """A source file is not in the shape its reader expects."""
+
+
+def _json(files: Files, path: str) -> Any:
+    try:
+        return json.loads(files[path])
+    except (KeyError, json.JSONDecodeError) as exc:
+        raise SourceFormatError(f"{path}: {exc}") from exc
+
+
+def _jsonl(content: bytes) -> Iterator[dict[str, Any]]:
+    for line in content.decode("utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _matching(files: Files, pattern: str) -> list[str]:
+    return sorted(p for p in files if PurePosixPath(p).match(pattern))
+
+
+def _schema(properties: Mapping[str, dict[str, Any]], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(properties), "required": [r for r in required if r in properties]}
+
+
+# --- ToolLens (COLT): RapidAPI endpoints from ToolBench, queries written for them --------------------------------
+
+_RAPIDAPI_TYPES = {"STRING": "string", "NUMBER": "number", "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object"}
+_TOOLLENS_DOC = re.compile(
+    r"^category_name:(?P<category>.*?), tool_name:(?P<tool>.*?), api_name:(?P<api>.*?), "
+    r"api_description:(?P<description>.*?), required_params: (?P<required>\[.*?\]), "
+    r"optional_params: (?P<optional>\[.*?\]), return_schema:",
+    re.DOTALL,
+)
+
+
+def _rapidapi_property(param: Mapping[str, Any]) -> dict[str, Any]:
+    kind = str(param.get("type") or "string").upper()
+    prop: dict[str, Any] = {"type": _RAPIDAPI_TYPES.get(kind, "string")}
+    if param.get("description"):
+        prop["description"] = str(param["description"])
+    return prop
+
+
+def toollens_tool(text: str) -> Tool:
+    """A ToolLens corpus document (``category_name:…, tool_name:…, api_name:…, api_description:…,
+    required_params: […], optional_params: […], return_schema: …``) as a tool named ``<tool>::<api>``."""
+    match = _TOOLLENS_DOC.match(text)
+    if match is None:
+        raise SourceFormatError(f"not a ToolLens document: {text[:80]!r}")
+    required, optional = json.loads(match["required"]), json.loads(match["optional"])
+    properties = {str(p["name"]): _rapidapi_property(p) for p in [*required, *optional] if p.get("name")}
+    return Tool(
+        f"{match['tool'].strip()}::{match['api'].strip()}",
+        match["description"].strip(),
+        _schema(properties, [str(p["name"]) for p in required if p.get("name")]),
+    )
+
+
+def read_toollens(files: Files) -> SourceSet:
+    corpus = {str(d["_id"]): toollens_tool(str(d["text"])) for d in _jsonl(files["datasets/ToolLens/corpus.jsonl"])}
+    texts = {str(q["_id"]): str(q["text"]) for q in _jsonl(files["datasets/ToolLens/queries.jsonl"])}
+    relevant: dict[str, list[str]] = {}
+    for path in _matching(files, "datasets/ToolLens/qrels/*.tsv"):
+        for row in csv.DictReader(io.StringIO(files[path].decode("utf-8")), delimiter="\t"):
+            if int(row["score"]) > 0 and row["corpus-id"] in corpus:
+                relevant.setdefault(row["query-id"], []).append(corpus[row["corpus-id"]].name)
+    queries = tuple(
+        LabelledQuery(qid, texts[qid], tuple(dict.fromkeys(names)))
+        for qid, names in sorted(relevant.items())
+        if qid in texts
+    )
+    return SourceSet("toollens", "toollens", _unique(corpus.values()), queries)
+
+
+# --- ToolAlpaca: instructions over real public APIs, with the functions a correct answer calls ---------------------
+
+_ALPACA_PARAMS = re.compile(r"\nParameters: (?P<params>\{.*?\})\n(?:Output:|$)", re.DOTALL)
+_ALPACA_PARAM = re.compile(r"^(?P<req>Required|Optional)\. (?P<type>\w+)\. ?(?P<description>.*)$", re.DOTALL)
+
+
+def toolalpaca_tool(api: str, function: str, documentation: str) -> Tool:
+    """One function of a ToolAlpaca API: ``<description>\\nParameters: {name: "Required. type. text"}\\nOutput: …``."""
+    description = documentation.split("\nParameters:", 1)[0].strip()
+    match = _ALPACA_PARAMS.search(documentation)
+    declared: dict[str, str] = json.loads(match["params"]) if match else {}
+    properties: dict[str, dict[str, Any]] = {}
+    required = []
+    for name, text in declared.items():
+        parsed = _ALPACA_PARAM.match(str(text))
+        if parsed is None:
+            properties[name] = {"description": str(text)}
+            continue
+        properties[name] = {"type": parsed["type"], "description": parsed["description"].strip()}
+        if parsed["req"] == "Required":
+            required.append(name)
+    return Tool(f"{api}::{function}", description, _schema(properties, required))
+
+
+def read_toolalpaca(files: Files) -> SourceSet:
+    tools: dict[str, Tool] = {}
+    queries = []
+    for path in _matching(files, "data/eval_*.json"):
+        for api in _json(files, path):
+            name = str(api["Name"])
+            functions = {f: toolalpaca_tool(name, f, str(doc)) for f, doc in api["Function_Description"].items()}
+            tools.update({t.name: t for t in functions.values()})
+            for i, (instruction, answer) in enumerate(zip(api["Instructions"], api["Golden_Answers"], strict=True)):
+                called = tuple(dict.fromkeys(functions[s["Action"]].name for s in answer if s["Action"] in functions))
+                if called:
+                    queries.append(LabelledQuery(f"{PurePosixPath(path).stem}/{name}/{i}", str(instruction), called))
+    return SourceSet("toolalpaca", "toolalpaca", tuple(tools.values()), tuple(queries))
+
+
+# --- API-Bank: dialogues with the APIs called, over API-Bank's API table -------------------------------------------
+
+_APIBANK_DESCRIPTION = re.compile(r'description\s*=\s*"(?P<text>(?:[^"\\]|\\.)*)"', re.DOTALL)
+_APIBANK_INPUTS = re.compile(r"input_parameters\s*=\s*(?P<dict>\{.*?\n\})", re.DOTALL)
+APIBANK_SEARCH = "ToolSearcher"
+"""API-Bank's own retrieval step: a means to find the tool, not what the user asked for."""
+APIBANK_LOGIN = "GetUserToken"
+"""Called before most account APIs; relevant only when nothing else was called (the user asked to log in)."""
+
+
+def apibank_tool(class_name: str, api_info: str) -> Tool:
+    """One row of ``all_apis.csv``: its ``api_info`` holds Python source ``description = "…"`` and
+    ``input_parameters = {name: {'type': …, 'description': …}}``."""
+    described = _APIBANK_DESCRIPTION.search(api_info)
+    inputs = _APIBANK_INPUTS.search(api_info)
+    declared = ast.literal_eval(inputs["dict"]) if inputs else {}
+    if not isinstance(declared, dict):  # ``{ None }``: an API without inputs
+        declared = {}
+    properties = {
+        str(n): {"type": str(p.get("type", "string")), "description": str(p.get("description", ""))}
+        for n, p in declared.items()
+        if isinstance(p, dict)
+    }
+    return Tool(class_name, described["text"].strip() if described else "", _schema(properties, list(properties)))
+
+
+def apibank_relevant(called: Sequence[str]) -> tuple[str, ...]:
+    """The APIs a dialogue's request is about: every API called, less the tool search and, when anything else
+    was called, the login that preceded it."""
+    wanted = [name for name in dict.fromkeys(called) if name != APIBANK_SEARCH]
+    rest = [name for name in wanted if name != APIBANK_LOGIN]
+    return tuple(rest or wanted)
+
+
+def read_apibank(files: Files) -> SourceSet:
+    table = csv.DictReader(io.StringIO(files["api-bank/data/all_apis.csv"].decode("utf-8")))
+    tools = {t.name: t for t in (apibank_tool(row["类名"].strip(), row["api_info"]) for row in table)}
+    queries = []
+    for path in _matching(files, "api-bank/lv1-lv2-samples/*/*.jsonl"):
+        turns = list(_jsonl(files[path]))
+        first = next((str(t["text"]) for t in turns if t.get("role") == "User"), "")
+        called = apibank_relevant([str(t["api_name"]) for t in turns if t.get("role") == "API"])
+        relevant = tuple(name for name in called if name in tools)
+        if first.strip() and relevant:
+            queries.append(LabelledQuery(str(PurePosixPath(path).relative_to("api-bank")), first, relevant))
+    return SourceSet("api_bank", "api_bank", tuple(tools.values()), tuple(queries))
+
+
+# --- CallNavi: questions over ten domains' API schemas ---------------------------------------------------------------
+
+
+def read_callnavi(files: Files) -> SourceSet:
+    tools: dict[str, Tool] = {}
+    queries = []
+    for path in _matching(files, "Dataset/APISchema/*.json"):
+        domain = PurePosixPath(path).stem
+        own = {
+            str(t["name"]): Tool(f"{domain}::{t['name']}", str(t.get("description") or ""), t.get("parameters"))
+            for t in _json(files, path)
+        }
+        tools.update({t.name: t for t in own.values()})
+        for q in _json(files, f"Dataset/Questions/{domain}.json"):
+            text = " ".join(str(m["content"]) for m in q["question"] if m.get("role") == "user")
+            relevant = tuple(dict.fromkeys(own[a].name for a in q["ground_truth"]["API"] if a in own))
+            if text.strip() and relevant:
+                queries.append(LabelledQuery(f"{domain}/{q['id']}", text, relevant))
+    return SourceSet("callnavi", "callnavi", tuple(tools.values()), tuple(queries))
+
+
+# --- Seal-Tools' dev split, over the seal_tools evaluation catalog ---------------------------------------------------
+
+
+def read_seal_dev(files: Files, catalog: Sequence[Tool]) -> SourceSet:
+    names = {t.name for t in catalog}
+    queries = []
+    for q in _jsonl(files["Seal-Tools_Dataset/dev.jsonl"]):
+        relevant = tuple(dict.fromkeys(str(c["api"]) for c in q["calling"] if c.get("api") in names))
+        if relevant:
+            queries.append(LabelledQuery(str(q["id"]), str(q["query"]), relevant))
+    return SourceSet("seal_tools_dev", "seal_tools", tuple(catalog), tuple(queries))
+
+
+def _unique(tools: Iterable[Tool]) -> tuple[Tool, ...]:
+    """One tool per name (a corpus may list an endpoint twice; the copies are the same endpoint)."""
+    return tuple({t.name: t for t in tools}.values())
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """Where a source lives, which of its files are read, and the evaluation set its data counts as."""
+
+    name: str
+    repository: str
+    licence_file: str
+    patterns: tuple[str, ...]
+    group: str
+    read: Callable[[Files, Sequence[Tool]], SourceSet]
+    """Given the files and, for a source over an evaluation set's catalog, that set's tools."""
+    catalog_of: str | None = None
+    """The evaluation set whose catalog the source's queries are labelled over."""
+
+
+SOURCES: tuple[SourceFormat, ...] = (
+    SourceFormat(
+        "toollens",
+        "https://github.com/quchangle1/COLT",
+        "LICENSE",
+        ("datasets/ToolLens/corpus.jsonl", "datasets/ToolLens/queries.jsonl", "datasets/ToolLens/qrels/*.tsv"),
+        "toolbench_stb",
+        lambda files, _: read_toollens(files),
+    ),
+    SourceFormat(
+        "toolalpaca",
+        "https://github.com/tangqiaoyu/ToolAlpaca",
+        "LICENSE",
+        ("data/eval_real.json", "data/eval_simulated.json"),
+        EXTERNAL,
+        lambda files, _: read_toolalpaca(files),
+    ),
+    SourceFormat(
+        "api_bank",
+        "https://github.com/AlibabaResearch/DAMO-ConvAI",
+        "api-bank/LICENSE",
+        ("api-bank/data/all_apis.csv", "api-bank/lv1-lv2-samples/*/*.jsonl"),
+        EXTERNAL,
+        lambda files, _: read_apibank(files),
+    ),
+    SourceFormat(
+        "callnavi",
+        "https://github.com/Etamin/CallNavi",
+        "LICENSE",
+        ("Dataset/APISchema/*.json", "Dataset/Questions/*.json"),
+        EXTERNAL,
+        lambda files, _: read_callnavi(files),
+    ),
+    SourceFormat(
+        "seal_tools_dev",
+        "https://github.com/fairyshine/Seal-Tools",
+        "LICENSE",
+        ("Seal-Tools_Dataset/dev.jsonl",),
+        "seal_tools",
+        read_seal_dev,
+        catalog_of="seal_tools",
+    ),
+)
