@@ -172,8 +172,9 @@ def main(argv: list[str]) -> int:
         print(f"{name}: {len(own)} pairs ({group})", file=sys.stderr)
 
     kept = capped(pairs, args.max_per_tool, args.max_per_source, args.seed)
-    for name, n in Counter(p.source for p in kept).items():
-        manifest_sources[name]["pairs"] = n
+    kept_by_source = Counter(p.source for p in kept)
+    for name, record in manifest_sources.items():
+        record["pairs"] = kept_by_source[name]
     manifest = {
         "built_by": "scripts/build_training_pairs.py",
         "settings": {

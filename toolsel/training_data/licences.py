@@ -6,7 +6,7 @@ NO_ASSERTION = "NOASSERTION"
 """SPDX's word for "no licence could be determined" (a repository without a licence file, or one not known)."""
 
 _KNOWN = (
-    ("Apache-2.0", re.compile(r"Apache License\s+Version 2\.0", re.IGNORECASE)),
+    ("Apache-2.0", re.compile(r"Apache License,?\s+Version 2\.0", re.IGNORECASE)),
     ("MIT", re.compile(r"Permission is hereby granted, free of charge, to any person obtaining a copy", re.IGNORECASE)),
 )
 
