@@ -205,6 +205,38 @@ def read_callnavi(files: Files) -> SourceSet:
     return SourceSet("callnavi", "callnavi", tuple(tools.values()), tuple(queries))
 
 
+# --- NESTFUL (v1): nested call sequences over RapidAPI, Glaive and SGD function specs -------------------------------
+
+NESTFUL_SUBSETS = ("executable/executable", "non-executable/non-executable-glaive", "non-executable/non-executable-sgd")
+
+
+def nestful_tool(spec: Mapping[str, Any]) -> Tool:
+    declared = spec.get("query_parameters") or {}
+    properties = {
+        str(n): {k: v for k, v in p.items() if k in ("type", "description")}
+        for n, p in declared.items()
+        if isinstance(p, dict)
+    }
+    required = [str(n) for n, p in declared.items() if isinstance(p, dict) and p.get("required")]
+    return Tool(str(spec["name"]), str(spec.get("description") or ""), _schema(properties, required))
+
+
+def read_nestful(files: Files) -> SourceSet:
+    """Each input labelled with the functions its sequence calls (the closing ``var_result`` step is no function)."""
+    tools: dict[str, Tool] = {}
+    queries = []
+    for subset in NESTFUL_SUBSETS:
+        own = {str(t["name"]): nestful_tool(t) for t in _json(files, f"data_v1/{subset}-spec.json")}
+        if clash := own.keys() & tools.keys():
+            raise SourceFormatError(f"NESTFUL: {sorted(clash)} named in two specs")
+        tools.update(own)
+        for i, sample in enumerate(_json(files, f"data_v1/{subset}-data.json")):
+            called = tuple(dict.fromkeys(str(c["name"]) for c in sample["output"] if str(c["name"]) in own))
+            if called:
+                queries.append(LabelledQuery(f"{PurePosixPath(subset).name}/{i}", str(sample["input"]), called))
+    return SourceSet("nestful", "nestful", tuple(tools.values()), tuple(queries))
+
+
 # --- Seal-Tools' dev split, over the seal_tools evaluation catalog ---------------------------------------------------
 
 
@@ -270,6 +302,14 @@ SOURCES: tuple[SourceFormat, ...] = (
         ("Dataset/APISchema/*.json", "Dataset/Questions/*.json"),
         EXTERNAL,
         lambda files, _: read_callnavi(files),
+    ),
+    SourceFormat(
+        "nestful",
+        "https://github.com/TathagataChakraborti/NESTFUL",
+        "LICENSE",
+        tuple(f"data_v1/{subset}-{kind}.json" for subset in NESTFUL_SUBSETS for kind in ("spec", "data")),
+        EXTERNAL,
+        lambda files, _: read_nestful(files),
     ),
     SourceFormat(
         "seal_tools_dev",

@@ -13,6 +13,7 @@ from toolsel.training_data.readers import (
     apibank_tool,
     read_apibank,
     read_callnavi,
+    read_nestful,
     read_seal_dev,
     read_toolalpaca,
     read_toollens,
@@ -205,3 +206,52 @@ def test_seal_dev_queries_are_labelled_over_the_evaluation_catalog() -> None:
     assert source.catalog == "seal_tools"
     assert source.tools == tuple(catalog)
     assert [(q.id, q.relevant) for q in source.queries] == [("dev-0", ("getHealthWorkforce",))]
+
+
+def nestful_files(glaive_spec: list[dict[str, object]]) -> dict[str, bytes]:
+    spec = [
+        {
+            "name": "SkyScrapperSearchAirport",
+            "description": "Airports matching a query.",
+            "query_parameters": {"query": {"type": "string", "description": "City", "required": True}},
+        }
+    ]
+    data = [
+        {
+            "input": "Airports of London and New York?",
+            "output": [
+                {"name": "SkyScrapperSearchAirport", "arguments": {}, "label": "var1"},
+                {"name": "SkyScrapperSearchAirport", "arguments": {}, "label": "var2"},
+                {"name": "var_result", "arguments": {}},
+            ],
+        }
+    ]
+    return {
+        "data_v1/executable/executable-spec.json": json.dumps(spec).encode(),
+        "data_v1/executable/executable-data.json": json.dumps(data).encode(),
+        "data_v1/non-executable/non-executable-glaive-spec.json": json.dumps(glaive_spec).encode(),
+        "data_v1/non-executable/non-executable-glaive-data.json": b"[]",
+        "data_v1/non-executable/non-executable-sgd-spec.json": b"[]",
+        "data_v1/non-executable/non-executable-sgd-data.json": b"[]",
+    }
+
+
+def test_nestful_inputs_are_labelled_with_the_functions_their_sequence_calls() -> None:
+    source = read_nestful(nestful_files([]))
+    assert source.tools == (
+        Tool(
+            "SkyScrapperSearchAirport",
+            "Airports matching a query.",
+            {
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "City"}},
+                "required": ["query"],
+            },
+        ),
+    )
+    assert [(q.id, q.relevant) for q in source.queries] == [("executable/0", ("SkyScrapperSearchAirport",))]
+
+
+def test_nestful_refuses_a_function_name_used_by_two_specs() -> None:
+    with pytest.raises(SourceFormatError, match="two specs"):
+        read_nestful(nestful_files([{"name": "SkyScrapperSearchAirport", "description": "other"}]))
