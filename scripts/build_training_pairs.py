@@ -37,7 +37,7 @@ from typing import Any
 from services.indexer.hashing import embedding_text
 from toolsel.bench.catalog import pooled_sets
 from toolsel.evaluation.dataset import BenchSet, Tool, tool_spec
-from toolsel.training_data.licences import NO_ASSERTION, spdx_id
+from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, spdx_id
 from toolsel.training_data.model import LabelledQuery, Pair, SourceSet
 from toolsel.training_data.near_duplicates import NearDuplicateIndex
 from toolsel.training_data.pairs import Screened, assign_group, capped, screen, shared_tools, source_pairs
@@ -107,9 +107,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="Jaccard similarity of word sets from which a query repeats an evaluation query",
     )
     ap.add_argument(
-        "--allow-unlicensed",
-        action="store_true",
-        help="also use sources whose licence could not be determined (skipped by default)",
+        "--licence",
+        action="append",
+        metavar="SPDX",
+        help=f"use sources under this licence (repeatable; default: {', '.join(PERMISSIVE)}); "
+        f"{NO_ASSERTION} admits sources whose licence could not be determined",
     )
     return ap.parse_args(argv)
 
@@ -122,6 +124,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    licences = sorted(set(args.licence or PERMISSIVE))
     formats = {f.name: f for f in SOURCES}
     benches = {b.name: b for b in pooled_sets(args.bench)}
     index = NearDuplicateIndex({name: [q.text for q in b.queries] for name, b in benches.items()}, args.near_duplicate)
@@ -151,8 +154,8 @@ def main(argv: list[str]) -> int:
         licence = spdx_id(licence_path.read_text(encoding="utf-8") if licence_path.is_file() else None)
         record: dict[str, Any] = {"repository": fmt.repository, "commit": commit_of(checkout), "licence": licence}
         manifest_sources[name] = record
-        if licence == NO_ASSERTION and not args.allow_unlicensed:
-            record["skipped"] = f"no licence found ({fmt.licence_file}); --allow-unlicensed to use it"
+        if licence not in licences:
+            record["skipped"] = f"licence {licence} ({fmt.licence_file}) not admitted; --licence {licence} admits it"
             print(f"{name}: skipped, {record['skipped']}", file=sys.stderr)
             continue
         files = read_files(checkout, fmt)
@@ -182,7 +185,7 @@ def main(argv: list[str]) -> int:
             "max_per_tool": args.max_per_tool,
             "max_per_source": args.max_per_source,
             "near_duplicate_jaccard": args.near_duplicate,
-            "allow_unlicensed": args.allow_unlicensed,
+            "licences": licences,
         },
         "pairs": len(kept),
         "pairs_by_group": dict(sorted(Counter(p.group for p in kept).items())),

@@ -237,6 +237,113 @@ def read_nestful(files: Files) -> SourceSet:
     return SourceSet("nestful", "nestful", tuple(tools.values()), tuple(queries))
 
 
+# --- Schema-Guided Dialogue (SGD): each intent a tool, the user turn that opens it the query --------------------------
+
+
+def sgd_tools(schema: Sequence[Mapping[str, Any]]) -> dict[str, Tool]:
+    """One tool per intent, named ``<service>::<intent>``: the intent's description, then the service's; its
+    required and optional slots as parameters."""
+    tools = {}
+    for service in schema:
+        slots = {str(s["name"]): str(s.get("description") or "") for s in service["slots"]}
+        for intent in service["intents"]:
+            wanted = [*intent["required_slots"], *intent.get("optional_slots", {})]
+            properties = {slot: {"type": "string", "description": slots.get(slot, "")} for slot in wanted}
+            name = f"{service['service_name']}::{intent['name']}"
+            description = f"{intent['description']}. {service['description']}".strip(". ")
+            tools[name] = Tool(name, description, _schema(properties, list(intent["required_slots"])))
+    return tools
+
+
+def sgd_openings(dialogue: Mapping[str, Any]) -> Iterator[tuple[int, str, str]]:
+    """``(turn, utterance, '<service>::<intent>')`` for each user turn where a service's active intent changes
+    to a new intent: the request that the intent serves."""
+    active: dict[str, str] = {}
+    for i, turn in enumerate(dialogue["turns"]):
+        if turn["speaker"] != "USER":
+            continue
+        for frame in turn["frames"]:
+            intent = frame.get("state", {}).get("active_intent", "NONE")
+            if intent != "NONE" and active.get(frame["service"]) != intent:
+                yield i, str(turn["utterance"]), f"{frame['service']}::{intent}"
+            active[frame["service"]] = intent
+
+
+def read_sgd(files: Files) -> SourceSet:
+    tools: dict[str, Tool] = {}
+    queries = []
+    for split in sorted({PurePosixPath(p).parts[0] for p in _matching(files, "*/schema.json")}):
+        own = sgd_tools(_json(files, f"{split}/schema.json"))
+        tools.update(own)
+        for path in _matching(files, f"{split}/dialogues_*.json"):
+            for dialogue in _json(files, path):
+                for turn, text, intent in sgd_openings(dialogue):
+                    if intent in own:
+                        queries.append(LabelledQuery(f"{split}/{dialogue['dialogue_id']}/{turn}", text, (intent,)))
+    return SourceSet("sgd", "sgd", tuple(tools.values()), tuple(queries))
+
+
+# --- ToolTalk: conversations whose assistant turns call the APIs of ToolTalk's suites --------------------------------
+
+
+def tooltalk_tools(module_source: str) -> list[Tool]:
+    """The API classes of one of ToolTalk's ``apis/*.py`` modules: those with literal ``description`` and
+    ``parameters`` class attributes (``{name: {type, description, required}}``)."""
+    tools = []
+    for node in ast.parse(module_source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        attributes = {
+            target.id: statement.value
+            for statement in node.body
+            if isinstance(statement, ast.Assign)
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        }
+        if "description" not in attributes or "parameters" not in attributes:
+            continue
+        declared = ast.literal_eval(attributes["parameters"])
+        properties = {str(n): {k: v for k, v in p.items() if k in ("type", "description")} for n, p in declared.items()}
+        required = [str(n) for n, p in declared.items() if p.get("required")]
+        description = ast.literal_eval(attributes["description"])
+        tools.append(Tool(node.name, str(description), _schema(properties, required)))
+    return tools
+
+
+def tooltalk_requests(conversation: Mapping[str, Any]) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """``(turn, request, APIs called)`` for each stretch of the conversation that ends in API calls: the request
+    is what the user said since the previous calls (a request is often spread over turns: "change my password" …
+    "how about X?"), the APIs those the assistant called before the user spoke again."""
+    said: list[str] = []
+    called: list[str] = []
+    for i, turn in enumerate([*conversation["conversation"], {"role": "user", "text": ""}]):
+        if turn["role"] != "user":
+            called += [str(a["request"]["api_name"]) for a in turn.get("apis") or []]
+            continue
+        if called:
+            yield i, " ".join(said), tuple(dict.fromkeys(called))
+            said, called = [], []
+        said.append(str(turn["text"]))
+
+
+def read_tooltalk(files: Files) -> SourceSet:
+    tools = {
+        t.name: t
+        for path in _matching(files, "src/tooltalk/apis/*.py")
+        for t in tooltalk_tools(files[path].decode("utf-8"))
+    }
+    queries = []
+    for path in _matching(files, "data/*/*.json"):
+        conversation = _json(files, path)
+        for turn, text, called in tooltalk_requests(conversation):
+            relevant = tuple(name for name in called if name in tools)
+            if text.strip() and relevant:
+                queries.append(
+                    LabelledQuery(f"{PurePosixPath(path).parent.name}/{conversation['name']}/{turn}", text, relevant)
+                )
+    return SourceSet("tooltalk", "tooltalk", tuple(tools.values()), tuple(queries))
+
+
 # --- Seal-Tools' dev split, over the seal_tools evaluation catalog ---------------------------------------------------
 
 
@@ -310,6 +417,22 @@ SOURCES: tuple[SourceFormat, ...] = (
         tuple(f"data_v1/{subset}-{kind}.json" for subset in NESTFUL_SUBSETS for kind in ("spec", "data")),
         EXTERNAL,
         lambda files, _: read_nestful(files),
+    ),
+    SourceFormat(
+        "sgd",
+        "https://github.com/google-research-datasets/dstc8-schema-guided-dialogue",
+        "LICENSE.txt",
+        ("*/schema.json", "*/dialogues_*.json"),
+        EXTERNAL,
+        lambda files, _: read_sgd(files),
+    ),
+    SourceFormat(
+        "tooltalk",
+        "https://github.com/microsoft/ToolTalk",
+        "LICENSE",
+        ("src/tooltalk/apis/*.py", "data/easy/*.json", "data/tooltalk/*.json"),
+        EXTERNAL,
+        lambda files, _: read_tooltalk(files),
     ),
     SourceFormat(
         "seal_tools_dev",

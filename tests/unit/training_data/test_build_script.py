@@ -90,11 +90,11 @@ def test_pairs_are_tagged_screened_and_embedded_as_served(tmp_path: Path) -> Non
     assert manifest["pairs_by_group"] == {"alpha": 1, "beta": 1, "external": 1}
 
 
-def test_a_source_without_a_licence_is_skipped_unless_allowed(tmp_path: Path) -> None:
+def test_a_source_without_a_licence_is_skipped_unless_admitted(tmp_path: Path) -> None:
     checkout = callnavi_checkout(tmp_path / "CallNavi", None)
     pairs, manifest = build(tmp_path, checkout)
     assert {p["source"] for p in pairs} == {"alpha", "beta"}
     assert manifest["sources"]["callnavi"]["licence"] == "NOASSERTION"
     assert "skipped" in manifest["sources"]["callnavi"]
-    allowed, _ = build(tmp_path, checkout, "--allow-unlicensed")
+    allowed, _ = build(tmp_path, checkout, "--licence", "MIT", "--licence", "NOASSERTION")
     assert [p["source"] for p in allowed].count("callnavi") == 1

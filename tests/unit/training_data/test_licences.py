@@ -19,6 +19,7 @@ of this software and associated documentation files (the "Software"), to deal
 def test_known_licences_are_named() -> None:
     assert spdx_id(APACHE) == "Apache-2.0"
     assert spdx_id(MIT) == "MIT"
+    assert spdx_id("Attribution-ShareAlike 4.0 International\n\n=====") == "CC-BY-SA-4.0"
     assert spdx_id("Licensed under the Apache License, Version 2.0 (the 'License')") == "Apache-2.0"
 
 

@@ -15,10 +15,13 @@ from toolsel.training_data.readers import (
     read_callnavi,
     read_nestful,
     read_seal_dev,
+    read_sgd,
     read_toolalpaca,
     read_toollens,
+    read_tooltalk,
     toolalpaca_tool,
     toollens_tool,
+    tooltalk_tools,
 )
 
 
@@ -255,3 +258,113 @@ def test_nestful_inputs_are_labelled_with_the_functions_their_sequence_calls() -
 def test_nestful_refuses_a_function_name_used_by_two_specs() -> None:
     with pytest.raises(SourceFormatError, match="two specs"):
         read_nestful(nestful_files([{"name": "SkyScrapperSearchAirport", "description": "other"}]))
+
+
+SGD_SCHEMA = [
+    {
+        "service_name": "Alarm_1",
+        "description": "Manage alarms",
+        "slots": [{"name": "new_alarm_time", "description": "Time of the new alarm"}],
+        "intents": [
+            {"name": "GetAlarms", "description": "Get the alarms set", "required_slots": [], "optional_slots": {}},
+            {
+                "name": "AddAlarm",
+                "description": "Set a new alarm",
+                "required_slots": ["new_alarm_time"],
+                "optional_slots": {},
+            },
+        ],
+    }
+]
+
+
+def sgd_turn(speaker: str, text: str, intent: str | None = None) -> dict[str, object]:
+    frames = [] if intent is None else [{"service": "Alarm_1", "state": {"active_intent": intent}}]
+    return {"speaker": speaker, "utterance": text, "frames": frames}
+
+
+def test_sgd_intents_are_tools_and_the_turns_that_open_them_queries() -> None:
+    dialogue = {
+        "dialogue_id": "1_00000",
+        "turns": [
+            sgd_turn("USER", "Hi there", "NONE"),
+            sgd_turn("USER", "What alarms do I have?", "GetAlarms"),
+            sgd_turn("SYSTEM", "You have one at 7."),
+            sgd_turn("USER", "Fine, thanks", "GetAlarms"),
+            sgd_turn("USER", "Add one at 8 please", "AddAlarm"),
+        ],
+    }
+    files = {
+        "dev/schema.json": json.dumps(SGD_SCHEMA).encode(),
+        "dev/dialogues_001.json": json.dumps([dialogue]).encode(),
+    }
+    source = read_sgd(files)
+    assert source.tools[1] == Tool(
+        "Alarm_1::AddAlarm",
+        "Set a new alarm. Manage alarms",
+        {
+            "type": "object",
+            "properties": {"new_alarm_time": {"type": "string", "description": "Time of the new alarm"}},
+            "required": ["new_alarm_time"],
+        },
+    )
+    assert [(q.id, q.text, q.relevant) for q in source.queries] == [
+        ("dev/1_00000/1", "What alarms do I have?", ("Alarm_1::GetAlarms",)),
+        ("dev/1_00000/4", "Add one at 8 please", ("Alarm_1::AddAlarm",)),
+    ]
+
+
+TOOLTALK_MODULE = """
+from .api import API
+
+
+class AddAlarm(API):
+    description = "Adds an alarm for a set time."
+    parameters = {"time": {"type": "string", "description": "The time. Format: %H:%M:%S", "required": True}}
+    output = {"alarm_id": {"type": "string"}}
+
+
+class Helper:
+    pass
+"""
+
+
+def test_tooltalk_api_classes_are_read_from_their_module_source() -> None:
+    assert tooltalk_tools(TOOLTALK_MODULE) == [
+        Tool(
+            "AddAlarm",
+            "Adds an alarm for a set time.",
+            {
+                "type": "object",
+                "properties": {"time": {"type": "string", "description": "The time. Format: %H:%M:%S"}},
+                "required": ["time"],
+            },
+        )
+    ]
+
+
+def test_tooltalk_request_is_what_the_user_said_since_the_previous_calls() -> None:
+    def call(name: str) -> dict[str, object]:
+        return {"request": {"api_name": name, "parameters": {}}}
+
+    conversation = {
+        "name": "AddAlarm-easy",
+        "conversation": [
+            {"role": "user", "text": "I have class at 7."},
+            {"role": "assistant", "text": "Anything else?"},
+            {"role": "user", "text": "Set an alarm for 6:30."},
+            {"role": "assistant", "text": "Done.", "apis": [call("AddAlarm"), call("AddAlarm")]},
+            {"role": "user", "text": "Thanks!"},
+            {"role": "assistant", "text": "You're welcome."},
+            {"role": "user", "text": "What's the weather?"},
+            {"role": "assistant", "text": "Sunny.", "apis": [call("CurrentWeather")]},
+        ],
+    }
+    files = {
+        "src/tooltalk/apis/alarm.py": TOOLTALK_MODULE.encode(),
+        "data/easy/AddAlarm-easy.json": json.dumps(conversation).encode(),
+    }
+    source = read_tooltalk(files)
+    assert [(q.id, q.text, q.relevant) for q in source.queries] == [
+        ("easy/AddAlarm-easy/4", "I have class at 7. Set an alarm for 6:30.", ("AddAlarm",))
+    ]
