@@ -103,7 +103,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument(
         "--near-duplicate",
         type=float,
-        default=0.8,
+        default=0.7,
         help="Jaccard similarity of word sets from which a query repeats an evaluation query",
     )
     ap.add_argument(
