@@ -47,6 +47,13 @@ def _schema(properties: Mapping[str, dict[str, Any]], required: Sequence[str]) -
     return {"type": "object", "properties": dict(properties), "required": [r for r in required if r in properties]}
 
 
+def _flagged_schema(declared: object) -> dict[str, Any]:
+    """``{name: {type, description, required: bool}}`` (NESTFUL, ToolTalk) as a JSON schema."""
+    params = {str(n): p for n, p in declared.items() if isinstance(p, dict)} if isinstance(declared, dict) else {}
+    properties = {n: {k: v for k, v in p.items() if k in ("type", "description")} for n, p in params.items()}
+    return _schema(properties, [n for n, p in params.items() if p.get("required")])
+
+
 # --- ToolLens (COLT): RapidAPI endpoints from ToolBench, queries written for them --------------------------------
 
 _RAPIDAPI_TYPES = {"STRING": "string", "NUMBER": "number", "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object"}
@@ -211,14 +218,7 @@ NESTFUL_SUBSETS = ("executable/executable", "non-executable/non-executable-glaiv
 
 
 def nestful_tool(spec: Mapping[str, Any]) -> Tool:
-    declared = spec.get("query_parameters") or {}
-    properties = {
-        str(n): {k: v for k, v in p.items() if k in ("type", "description")}
-        for n, p in declared.items()
-        if isinstance(p, dict)
-    }
-    required = [str(n) for n, p in declared.items() if isinstance(p, dict) and p.get("required")]
-    return Tool(str(spec["name"]), str(spec.get("description") or ""), _schema(properties, required))
+    return Tool(str(spec["name"]), str(spec.get("description") or ""), _flagged_schema(spec.get("query_parameters")))
 
 
 def read_nestful(files: Files) -> SourceSet:
@@ -302,11 +302,9 @@ def tooltalk_tools(module_source: str) -> list[Tool]:
         }
         if "description" not in attributes or "parameters" not in attributes:
             continue
-        declared = ast.literal_eval(attributes["parameters"])
-        properties = {str(n): {k: v for k, v in p.items() if k in ("type", "description")} for n, p in declared.items()}
-        required = [str(n) for n, p in declared.items() if p.get("required")]
         description = ast.literal_eval(attributes["description"])
-        tools.append(Tool(node.name, str(description), _schema(properties, required)))
+        parameters = _flagged_schema(ast.literal_eval(attributes["parameters"]))
+        tools.append(Tool(node.name, str(description), parameters))
     return tools
 
 
