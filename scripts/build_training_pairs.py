@@ -9,7 +9,8 @@ evaluation query, exactly or nearly, are dropped. Writes into ``--out``:
   ``tool_text`` is what serving embeds the tool from (``embedding_text``), ``group`` the evaluation set the
   pair counts as for leave-one-set-out training (or ``external``);
 - ``manifest.json``: per source its repository, commit, licence (SPDX), the files read with their SHA-256,
-  query and pair counts, and the duplicates removed, by evaluation set.
+  query and pair counts, and the duplicates removed, by evaluation set (for an evaluation set, the origin its
+  SOURCE.md states).
 
 Both are written under a temporary name and renamed, so a reader never sees half a file.
 
@@ -37,7 +38,7 @@ from typing import Any
 from services.indexer.hashing import embedding_text
 from toolsel.bench.catalog import pooled_sets
 from toolsel.evaluation.dataset import BenchSet, Tool, tool_spec
-from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, spdx_id
+from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, evaluation_set_origin, spdx_id
 from toolsel.training_data.model import LabelledQuery, Pair, SourceSet
 from toolsel.training_data.near_duplicates import NearDuplicateIndex
 from toolsel.training_data.pairs import Screened, assign_group, capped, screen, shared_tools, source_pairs
@@ -137,8 +138,11 @@ def main(argv: list[str]) -> int:
         own = source_pairs(screened.source, name, serving_text)
         pairs += own
         files = [args.bench / name / f for f in ("tools.jsonl", "queries.jsonl")]
+        source_md = args.bench / name / "SOURCE.md"
+        origin = evaluation_set_origin(source_md.read_text(encoding="utf-8")) if source_md.is_file() else {}
         manifest_sources[name] = {
-            "repository": "evaluation set (see its SOURCE.md)",
+            "evaluation_set": True,
+            **origin,
             "group": name,
             "files": {f"{name}/{f.name}": sha256(f) for f in files},
             **counts(screened, own),
