@@ -256,17 +256,18 @@ def sgd_tools(schema: Sequence[Mapping[str, Any]]) -> dict[str, Tool]:
 
 
 def sgd_openings(dialogue: Mapping[str, Any]) -> Iterator[tuple[int, str, str]]:
-    """``(turn, utterance, '<service>::<intent>')`` for each user turn where a service's active intent changes
-    to a new intent: the request that the intent serves."""
-    active: dict[str, str] = {}
+    """``(turn, utterance, '<service>::<intent>')`` for the user turn where each service's first intent becomes
+    active: the request that opens it. Later intents of the service are left out; their turns lean on what was
+    said before ("can you book the car we found?")."""
+    opened: set[str] = set()
     for i, turn in enumerate(dialogue["turns"]):
         if turn["speaker"] != "USER":
             continue
         for frame in turn["frames"]:
             intent = frame.get("state", {}).get("active_intent", "NONE")
-            if intent != "NONE" and active.get(frame["service"]) != intent:
+            if intent != "NONE" and frame["service"] not in opened:
+                opened.add(frame["service"])
                 yield i, str(turn["utterance"]), f"{frame['service']}::{intent}"
-            active[frame["service"]] = intent
 
 
 def read_sgd(files: Files) -> SourceSet:
