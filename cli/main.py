@@ -24,13 +24,14 @@ from cli import (
     services,
     stack,
     tools,
+    tuning,
 )
 from cli.running import FAILED, USAGE, complain, first_problem
 
 app = typer.Typer(
     help="toolsel: which few tools an LLM agent should see.", no_args_is_help=True, pretty_exceptions_enable=False
 )
-for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos):
+for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos, tuning):
     app.add_typer(group.app)
 app.add_typer(tools.app, name="tools")
 app.add_typer(plugins.app, name="plugins")
