@@ -67,6 +67,7 @@ def build(
             "steps": result.steps,
             "seconds": round(result.seconds, 1),
             "seconds_per_1000_pairs": round(result.seconds_per_1000_pairs, 1),
+            "cpu_seconds_per_1000_pairs": round(result.cpu_seconds_per_1000_pairs, 1),
             "first_loss": round(result.first_loss, 4),
             "last_loss": round(result.last_loss, 4),
             "bf16": bf16_supported() if settings.bf16 is None else settings.bf16,

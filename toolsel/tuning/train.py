@@ -49,12 +49,18 @@ class TrainResult:
     """Pairs trained on, by group (pairs that fit no batch left out)."""
     steps: int
     seconds: float
+    cpu_seconds: float
+    """CPU time of the steps over all threads: on a shared machine, what the work costs whatever else runs."""
     first_loss: float
     last_loss: float
 
     @property
     def seconds_per_1000_pairs(self) -> float:
         return 1000 * self.seconds / max(self.pairs, 1)
+
+    @property
+    def cpu_seconds_per_1000_pairs(self) -> float:
+        return 1000 * self.cpu_seconds / max(self.pairs, 1)
 
 
 Progress = Callable[[int, int, float, float], None]
@@ -105,7 +111,7 @@ def train(
     optimiser = torch.optim.AdamW(trainable, lr=settings.learning_rate)
     schedule = get_linear_schedule_with_warmup(optimiser, int(settings.warmup * len(plan)), len(plan))
     model.train()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     losses: list[float] = []
     bf16 = bf16_supported() if settings.bf16 is None else settings.bf16
     for step, batch in enumerate(plan, 1):
@@ -121,7 +127,7 @@ def train(
         losses.append(loss.item())
         if progress is not None:
             progress(step, len(plan), losses[-1], time.perf_counter() - started)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     model.eval()
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
@@ -129,7 +135,13 @@ def train(
     groups = Counter(p.group for b in plan for p in b)
     last = losses[-10:]
     return TrainResult(
-        sum(groups.values()), dict(sorted(groups.items())), len(plan), seconds, losses[0], sum(last) / len(last)
+        sum(groups.values()),
+        dict(sorted(groups.items())),
+        len(plan),
+        seconds,
+        cpu_seconds,
+        losses[0],
+        sum(last) / len(last),
     )
 
 
