@@ -78,7 +78,8 @@ def _key(pair: Pair) -> tuple[str, str, str]:
 def batches(pairs: Sequence[Pair], size: int, seed: int) -> list[list[Pair]]:
     """Batches of ``size`` pairs (the last may be smaller), within a batch no tool twice and no query twice, of
     texts of like length (buckets of ``BUCKET_BATCHES`` batches sorted by tool text length), in seeded order. A
-    pair that would repeat a tool or query waits for the next batch; pairs that fit no batch are dropped."""
+    pair that would repeat a tool or query waits for the next bucket; at the end what waited is batched apart,
+    and only pairs that can form no batch of two (one tool's or one query's pairs alone) are dropped."""
     if size < 2:
         raise ValueError("in-batch negatives need batches of at least 2 pairs")
     rng = random.Random(seed)
@@ -91,8 +92,12 @@ def batches(pairs: Sequence[Pair], size: int, seed: int) -> list[list[Pair]]:
         bucket = sorted(waiting + shuffled[start : start + span], key=lambda p: (len(p.tool_text), len(p.query)))
         full, waiting = _fill(bucket, size)
         result.extend(full)
-    last, _ = _fill(waiting, size, keep_partial=True)
-    result.extend(b for b in last if len(b) >= 2)
+    while waiting:  # what waited (repeats of a tool or query) makes batches of its own, until none forms
+        last, waiting = _fill(waiting, size, keep_partial=True)
+        last = [b for b in last if len(b) >= 2]
+        if not last:
+            break
+        result.extend(last)
     rng.shuffle(result)
     return result
 
