@@ -65,6 +65,7 @@ def eval_(
     result = run(lambda: run_online(options) if online else run_offline(options))
     if online:
         console.print(report.curve_table([Point(**p) for p in result["curve"]]))
+        console.print(report.model_line(result))
         for line in [*report.scenario_lines(result["scenario"]), *report.discovery_lines(result["discovery"])]:
             console.print(line)
         written = report.write_online(out, result)

@@ -25,6 +25,7 @@ from cli import (
     services,
     stack,
     tools,
+    tuning,
 )
 from cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
 
@@ -34,7 +35,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",  # a docstring's paragraph reads as one: no break where its source line ends
 )
-for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos):
+for group in (stack, selection, evaluation, bench, services, learning, analytics, asyncapi, mcp, chaos, tuning):
     app.add_typer(group.app)
 app.add_typer(tools.app, name="tools")
 app.add_typer(plugins.app, name="plugins")

@@ -41,7 +41,8 @@ def offline_tables(result: Mapping[str, Any]) -> list[Table]:
     """The overall table, then one per subset label, each with the reference rows above the modes."""
     baselines, modes = result.get("baselines"), result["modes"]
     n = result["queries_evaluated"]
-    caption = "references: whole set, from baselines.json" if baselines else ""
+    references_note = "references: whole set, from baselines.json" if baselines else ""
+    caption = "\n".join(line for line in (model_line(result), references_note) if line)
     tables = [
         metrics_table(
             f"{result['set']}: {n} queries, overall",
@@ -57,6 +58,17 @@ def offline_tables(result: Mapping[str, Any]) -> list[Table]:
             metrics_table(f"{result['set']}: {label} ({count} queries)", {**references(baselines, label), **rows})
         )
     return tables
+
+
+def model_line(result: Mapping[str, Any]) -> str:
+    """Which embedding model measured the set, and a warning where it was trained on the set's queries."""
+    model = result.get("model")
+    if not model:
+        return ""
+    line = f"model: {model['name']}"
+    if result["set"] in model["trained_on"]:
+        line += f" [bold red](trained on {result['set']}'s queries: not a cold number)[/]"
+    return line
 
 
 def curve_table(curve: Sequence[Point]) -> Table:

@@ -22,6 +22,7 @@ from toolsel.evaluation.session import nats_url
 from toolsel.evaluation.split import sample, split_queries
 from toolsel.render import console
 from toolsel.settings import Settings
+from toolsel.tuning.card import read_card
 
 REQUEST_TIMEOUT_S = 600
 """A sync answers once its tools are embedded: thousands of tools on a busy 2-core machine take minutes."""
@@ -59,6 +60,13 @@ def _advance(progress: Progress, description: str, total: int) -> Callable[[int]
     return lambda n: progress.advance(task, n)
 
 
+def model_used(settings: Settings) -> dict[str, Any]:
+    """The embedding model the evaluation runs with (as this process reads the environment) and, from its model
+    card, the evaluation sets whose queries it was trained on (none for a model without a card)."""
+    card = read_card(settings.model_dir) if settings.model_dir is not None else None
+    return {"name": settings.embedding_model, "trained_on": card.trained_on if card else []}
+
+
 def _services_settings() -> dict[str, Any]:
     """The selection and learning settings in force (as this process reads the environment)."""
     hidden = {"home", "nats_url", "database_url", "model_dir", "plugin_secrets"}
@@ -76,7 +84,12 @@ async def run_offline(options: Options) -> dict[str, Any]:
     sampled = f"; a seeded sample of {len(queries)} of them" if len(queries) < len(split.evaluate) else ""
     console.print(f"[bold]{bench.name}[/]: {len(bench.tools)} tools. Split: {split_text}{sampled}.")
     run = uuid4().hex[:8]
-    result: dict[str, Any] = {"set": bench.name, "path": str(options.path), "queries_evaluated": len(queries)}
+    result: dict[str, Any] = {
+        "set": bench.name,
+        "path": str(options.path),
+        "model": model_used(Settings()),
+        "queries_evaluated": len(queries),
+    }
     async with nats_url(OFFLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=REQUEST_TIMEOUT_S) as client:
         catalogs: dict[str, BenchCatalog] = {}
         modes_out: dict[str, Any] = {}
@@ -189,6 +202,7 @@ async def run_online(options: Options) -> dict[str, Any]:
     return {
         "set": bench.name,
         "path": str(options.path),
+        "model": model_used(Settings()),
         "settings": settings,
         "holdout": len(holdout),
         "events": len(queries),

@@ -1,0 +1,42 @@
+"""Write what ``toolsel eval --json`` measured into a trained model's card (its ``evaluation``): by set, NDCG@10
+of the full pipeline and of the vectors alone, the confidence's ECE, the model that measured it and whether that
+model never saw the set (a number from a model trained on the set's queries is kept, marked as not cold).
+
+    python scripts/record_model_evaluation.py MODEL_DIR EVAL_JSON [EVAL_JSON ...]
+
+A leave-one-set-out model records its own left-out set; the default model, which saw every set, records its
+siblings' cold numbers, the evaluation it is shipped with.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from toolsel.tuning.card import read_card, write_card
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_dir", type=Path)
+    parser.add_argument("results", type=Path, nargs="+")
+    args = parser.parse_args()
+    card = read_card(args.model_dir)
+    if card is None:
+        raise SystemExit(f"{args.model_dir} has no model card")
+    for path in args.results:
+        result = json.loads(path.read_text())
+        modes = result["modes"]
+        card.evaluation[result["set"]] = {
+            "model": result["model"]["name"],
+            "cold": result["set"] not in result["model"]["trained_on"],
+            "ndcg_at_10_full_pipeline": round(modes["full pipeline"]["overall"]["NDCG@10"], 4),
+            "ndcg_at_10_vector": round(modes["vector (description)"]["overall"]["NDCG@10"], 4),
+            "ece": round(result["calibration"]["ece"], 4),
+            "queries": result["queries_evaluated"],
+            "command": f"toolsel eval {result['path']} --json {path.name}",
+        }
+    write_card(args.model_dir, card)
+
+
+if __name__ == "__main__":
+    main()
