@@ -59,13 +59,14 @@ class Session:
         return json.loads(answer) if answer else None
 
 
-async def open_session(stage: Stage, tenant: str) -> Session:
-    """``toolsel mcp --tenant`` as an agent of the stage's stack (found through its home), initialised."""
+async def open_session(stage: Stage) -> Session:
+    """``toolsel mcp`` as the stage's stack's default agent identity (found through its home; it serves its own
+    tenant), initialised."""
     env = {k: v for k, v in os.environ.items() if k != "TOOLSEL_NATS_URL"}
     env["TOOLSEL_HOME"] = str(stage.stack.settings.home)
     command, *args = TOOLSEL_COMMAND
     process = await asyncio.create_subprocess_exec(
-        command, *args, "mcp", "--tenant", tenant, env=env,
+        command, *args, "mcp", env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**20,
     )  # fmt: skip
     session = Session(process)
@@ -78,7 +79,7 @@ async def open_session(stage: Stage, tenant: str) -> Session:
 
 async def mcp_lines(stage: Stage, rounds: int) -> dict[str, Any]:
     """Every line of ``LINES`` ``rounds`` times on one session, then a well-formed request."""
-    session = await open_session(stage, stage.name("mcp"))
+    session = await open_session(stage)
     started = time.monotonic()
     unanswered: dict[str, int] = {}
     wrong: dict[str, int] = {}
