@@ -37,7 +37,7 @@ from services.selector.catalog import (
     build_rules,
     with_standing,
 )
-from services.selector.fit import HEADERS_ROOM, fit, offered
+from services.selector.fit import fit, offered, room
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
@@ -97,7 +97,7 @@ def create_app(settings: Settings) -> FastStream:
     outbox = Outbox(
         publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
     )
-    broker.include_router(_requests(state, outbox, lambda: broker.connection.max_payload))
+    broker.include_router(_requests(state, outbox, lambda: getattr(broker.connection, "max_payload", None)))
     broker.include_router(_broadcasts(state))
 
     @asynccontextmanager
@@ -119,7 +119,7 @@ def create_app(settings: Settings) -> FastStream:
     return app
 
 
-def _requests(state: SelectorState, outbox: Outbox[SelectionEvent], max_payload: Callable[[], int]) -> NatsRouter:
+def _requests(state: SelectorState, outbox: Outbox[SelectionEvent], max_payload: Callable[[], object]) -> NatsRouter:
     """Select requests (a queue group: copies share them) and health. A reply is cut to what one message of
     ``max_payload`` bytes (the NATS server's limit) carries, less room for its headers."""
     rpc = rpc_router()
@@ -135,7 +135,7 @@ def _requests(state: SelectorState, outbox: Outbox[SelectionEvent], max_payload:
         started = time.perf_counter()
         await _embed_ahead(state, request)
         reply, event = state.selector.select(request, started)
-        reply = fit(reply, max_payload() - HEADERS_ROOM)
+        reply = fit(reply, room(max_payload()))
         state.selections += 1
         if not request.dry_run:
             outbox.put(offered(event, reply))  # published after the reply is on its way, never on its critical path
