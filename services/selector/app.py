@@ -40,7 +40,7 @@ from services.selector.catalog import (
     build_rules,
     with_standing,
 )
-from services.selector.fit import HEADERS_ROOM, fit, offered
+from services.selector.fit import fit, offered, room
 from services.selector.selector import Selector
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
@@ -105,7 +105,7 @@ def create_app(settings: Settings) -> FastStream:
     outbox: Outbox[tuple[str, SelectionEvent]] = Outbox(
         publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
     )
-    broker.include_router(_requests(state, outbox, lambda: broker.connection.max_payload))
+    broker.include_router(_requests(state, outbox, lambda: getattr(broker.connection, "max_payload", None)))
     broker.include_router(_broadcasts(state))
 
     @asynccontextmanager
@@ -128,7 +128,7 @@ def create_app(settings: Settings) -> FastStream:
 
 
 def _requests(
-    state: SelectorState, outbox: Outbox[tuple[str, SelectionEvent]], max_payload: Callable[[], int]
+    state: SelectorState, outbox: Outbox[tuple[str, SelectionEvent]], max_payload: Callable[[], object]
 ) -> NatsRouter:
     """Select requests (a queue group: copies share them) and health. A reply is cut to what one message of
     ``max_payload`` bytes (the NATS server's limit) carries, less room for its headers."""
@@ -152,7 +152,7 @@ def _requests(
             request = request.model_copy(update={"tenant_id": tenant})
         await _embed_ahead(state, request)
         reply, event = state.selector.select(request, started)
-        reply = fit(reply, max_payload() - HEADERS_ROOM)
+        reply = fit(reply, room(max_payload()))
         state.selections += 1
         if not request.dry_run:  # published after the reply is on its way, never on its critical path
             outbox.put((f"selection:{uuid4()}", offered(event, reply).model_copy(update={"owner": scope.token})))

@@ -5,7 +5,7 @@ from typing import Any
 from uuid import uuid4
 
 from contracts import SelectedTool, SelectionEvent, SelectReply
-from services.selector.fit import CUT_STAGE, fit, offered, size
+from services.selector.fit import CUT_STAGE, HEADERS_ROOM, NATS_MAX_PAYLOAD, fit, offered, room, size
 
 LIMIT = 1_000_000
 
@@ -69,3 +69,8 @@ def test_the_event_keeps_only_the_tools_offered() -> None:
     )  # fmt: skip
     assert [t.key for t in offered(event, cut).tools] == [t.key for t in cut.tools]
     assert offered(event, reply) is event
+
+
+def test_the_room_is_the_servers_limit_less_the_headers_or_nats_default() -> None:
+    assert room(8192) == 8192 - HEADERS_ROOM
+    assert room(None) == room(object()) == room(0) == NATS_MAX_PAYLOAD - HEADERS_ROOM
