@@ -26,6 +26,10 @@ from toolsel.messaging import NATS_USERS
 
 IDENTITIES_FILE = "identities.json"
 LOCK_FILE = "identities.lock"
+BCRYPT_ROUNDS = 8
+"""bcrypt's cost: a secret is 256 random bits, which no cost makes easier or harder to guess, and the NATS server
+pays the cost on every connection (at 12, a few seconds each on a loaded two-core machine: longer than a
+client's connect timeout)."""
 
 
 class IdentityError(ValueError):
@@ -103,7 +107,7 @@ def create(
     identity = Identity(
         tenant,
         name,
-        bcrypt.hashpw(secret.encode(), bcrypt.gensalt()).decode(),
+        bcrypt.hashpw(secret.encode(), bcrypt.gensalt(BCRYPT_ROUNDS)).decode(),
         datetime.now(UTC).isoformat(timespec="seconds"),
         user_id,
         role,

@@ -33,8 +33,6 @@ async def test_every_malformed_line_is_answered_and_the_session_goes_on(stack: S
         command,
         *args,
         "mcp",
-        "--tenant",
-        "stdio-errors",
         env=agent_environment(stack),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

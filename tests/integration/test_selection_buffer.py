@@ -57,10 +57,10 @@ async def test_no_selection_event_is_lost_when_nats_restarts(own_stack: Stack) -
     async with ToolselClient(url, timeout_s=5) as client:
         await sync_and_wait(client, plugin_sync(unique("mail"), tenant, [tool(n) for n in TOOLS]))
 
+        agent_url = identities.create(own_stack.settings.home, tenant, "agent").nats_url(own_stack.nats.url)
+
         async def agent() -> None:
-            assert own_stack.nats is not None
-            made = identities.create(own_stack.settings.home, tenant, "agent")
-            async with ToolselClient(made.nats_url(own_stack.nats.url), timeout_s=5) as mine:
+            async with ToolselClient(agent_url, timeout_s=5) as mine:
                 while not stopping.is_set():
                     try:
                         reply = await mine.select(query="email the report to my boss", k=2)

@@ -9,6 +9,7 @@ from toolsel.chaos.run import SCENARIOS
 
 REQUESTS = {"subjects": 1, "sent": 2, "ok": 1, "typed_errors": 1, "internal": 0, "timeouts": 0, "no_responders": 0,
             "unreadable": 0, "typed_share": 1.0}  # fmt: skip
+CROSSED = {"victim_answers_changed": 0, "victim_tools_learnt": 0, "victim_tools_lost": 0, "cross_tenant_changes": 0}
 FIGURES: dict[str, dict[str, Any]] = {
     "fuzz": {
         "per_subject": 2,
@@ -80,6 +81,17 @@ FIGURES: dict[str, dict[str, Any]] = {
         "seconds": 1.0,
     },
     "forged": {"attempts": 4, "subjects": ["a"], "refused": 4, "not_refused": 0, "answers_changed": 0},
+    "eavesdrop": {"patterns": [">", "_INBOX.>"], "subscriptions_refused": 2, "victim_selections": 3, "replies_read": 0},
+    "spoof": {
+        "requests": 6,
+        "requests_refused": 6,
+        "requests_accepted": 0,
+        "feedback": 2,
+        "feedback_refused": 2,
+        **CROSSED,
+    },
+    "id-reuse": {"victim_selections": 3, "hostile_events": 4, "refused": 4, **CROSSED},
+    "msg-id-claim": {"victim_selections": 2, "claims": 6, "stored": 2, "suppressed": 0},
 }
 
 
