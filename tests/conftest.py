@@ -5,6 +5,7 @@ Every temporary file of the run (pytest's own, the stacks' homes, what child pro
 directory that is removed when the run ends: the tests leave nothing in the system's temporary directory."""
 
 import asyncio
+import atexit
 import json
 import os
 import shutil
@@ -26,24 +27,19 @@ PLUGIN_SECRETS = {"guarded": "s3cret"}
 """Plugins that must prove themselves in the integration stack."""
 RUN_TEMP = "TOOLSEL_TEST_RUN_TEMP"
 """Names, in the environment, the temporary directory of the run (a pytest started inside it keeps to it)."""
-made: list[str] = []
-"""The temporary directory this process made for the run, removed when the run ends."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point ``tempfile`` (and, through TMPDIR, every child process) at a directory of this run's own. It is
-    readable by others: PostgreSQL runs as another user when the tests run as root."""
+    """Point ``tempfile`` (and, through TMPDIR, every child process) at a directory of this run's own, removed
+    at exit. It is readable by others: PostgreSQL runs as another user when the tests run as root."""
     if RUN_TEMP in os.environ:
         return
     root = tempfile.mkdtemp(prefix="toolsel-tests-")
     os.chmod(root, 0o755)
     os.environ[RUN_TEMP] = os.environ["TMPDIR"] = tempfile.tempdir = root
-    made.append(root)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    for root in made:
-        shutil.rmtree(root, ignore_errors=True)
+    # registered before the embedded PostgreSQL's own exit handler, so it runs after it (atexit runs the last
+    # registered first): that handler still takes a lock file in the temporary directory
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
