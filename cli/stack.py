@@ -165,7 +165,7 @@ def status(
     current = settings()
     endpoints = configured_endpoints(current)
     if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", USAGE)
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
     found = asyncio.run(probe_stack(endpoints, services, operator_token(current)))
     info = stack_info(current.home) or {}
     health = StackHealth(

@@ -35,11 +35,20 @@ def test_no_running_toolsel_is_one_code_for_every_command(args: tuple[str, ...])
 
 
 def test_nats_out_of_reach_is_no_stack_too() -> None:
-    done = _toolsel(
-        "status", TOOLSEL_NATS_URL="nats://127.0.0.1:9", TOOLSEL_DATABASE_URL="postgresql://x@127.0.0.1:9/x"
-    )
+    unreachable = {"TOOLSEL_NATS_URL": "nats://127.0.0.1:9", "TOOLSEL_DATABASE_URL": "postgresql://x@127.0.0.1:9/x"}
+    done = _toolsel("tools", "list", **unreachable)
     assert done.returncode == NO_STACK, done.stderr
     assert "cannot reach NATS" in done.stderr
+
+
+def test_status_names_the_part_that_is_down_and_fails() -> None:
+    """``status`` is asked what is down: a configured stack with NATS out of reach is a failure it reports in one
+    line, not a missing stack."""
+    unreachable = {"TOOLSEL_NATS_URL": "nats://127.0.0.1:9", "TOOLSEL_DATABASE_URL": "postgresql://x@127.0.0.1:9/x"}
+    done = _toolsel("status", **unreachable)
+    assert done.returncode == FAILED, done.stderr
+    assert done.stderr.startswith("error: down: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
 
 
 def test_bad_input_is_usage() -> None:
