@@ -23,7 +23,7 @@ def _prose(text: str) -> str:
 def test_the_command_list_wraps_at_the_edge_not_mid_sentence() -> None:
     text = _help()
     up = next(line for line in text.splitlines() if "│ up " in line)
-    assert "restarting any service that exits" in up  # the docstring's source line ends after "that"
+    assert "restarting any service or embedded server" in up  # the docstring's source line ends after "or"
     assert not re.search(r"seed \d", text)
 
 
