@@ -52,7 +52,7 @@ async def test_an_upload_missing_a_part_is_refused_and_applies_nothing(client: T
 async def test_an_upload_is_its_senders_alone(client: ToolselClient, pool: asyncpg.Pool) -> None:
     """Parts staged by one sender can be neither completed nor replaced by another who learnt the upload id."""
     plugin = unique("owned-upload")
-    body = plugin_sync(plugin, "*", [tool("get_weather")]).model_dump_json().encode()
+    body = plugin_sync(plugin, unique("tenant"), [tool("get_weather")]).model_dump_json().encode()
     upload_id = uuid4()
     part = {"upload_id": str(upload_id), "part": 0, "data": base64.b64encode(body).decode()}
     await client.request(subjects.SYNC_PART_ROOT, json.dumps(part).encode(), SyncPartReceived)
