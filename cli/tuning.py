@@ -29,7 +29,7 @@ def train_model(
         from toolsel.tuning.build import build
         from toolsel.tuning.train import TrainSettings
     except ImportError as missing:
-        console.print(f"[red]training needs the tune extra (pip install 'toolsel[tune]'): {missing}[/]")
+        console.print(f"[red]training needs the tune extra (pip install 'toolsel\\[tune]'): {missing}[/]")
         raise typer.Exit(2) from None
 
     def progress(step: int, steps: int, loss: float, seconds: float) -> None:
