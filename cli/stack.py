@@ -245,6 +245,11 @@ def env(
                 " from the `toolsel up` running there (start one, or set TOOLSEL_HOME to its home)",
                 NO_STACK,
             )
+        if not (stack_info(current.home) or {}).get("nats_embedded"):  # its URL is the one the operator configured
+            fail(
+                f"the toolsel on {current.home} uses a NATS server of its own (TOOLSEL_NATS_URL): the password of"
+                f" its {user.value} user is set there, not known to the home"
+            )
     exports = {"TOOLSEL_NATS_URL": endpoints.nats_url}
     if user is not EnvUser.agent:  # an agent's shell holds no database credentials and no admin token
         exports |= {
