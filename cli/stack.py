@@ -4,7 +4,6 @@ import asyncio
 import shlex
 import signal
 import time
-from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -207,30 +206,27 @@ def migrate() -> None:
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
 
 
-class EnvUser(StrEnum):
-    """Whose environment ``toolsel env`` prints: the operators', the default tenant's agents' or a service's."""
-
-    operator = OPERATOR
-    agent = "agent"
-    selector = "selector"
-    learner = "learner"
-    indexer = "indexer"
+ENV_USERS = {OPERATOR: OPERATOR, "agent": AGENT, **{service: service for service in subjects.SERVICES}}
+"""Whose environment ``toolsel env`` prints (the option's value -> the NATS user): the operators', the default
+tenant's agents' or a service's."""
 
 
 @app.command()
 def env(
     user: Annotated[
-        EnvUser,
+        str,
         typer.Option(
             help="whose: operator (admin commands), agent (the default tenant's agents: its NATS URL alone) or a"
             " service (one more selector, learner or indexer: `toolsel selector` in that environment)"
         ),
-    ] = EnvUser.operator,
+    ] = OPERATOR,
 ) -> None:
     """Print the `export TOOLSEL_...` lines that reach the running toolsel from another shell or a script:
     eval "$(toolsel env)"."""
     current = settings()
-    if user is EnvUser.operator:
+    if user not in ENV_USERS:
+        fail(f"unknown NATS user {user!r}: {', '.join(ENV_USERS)}", USAGE)
+    if user == OPERATOR:
         endpoints = configured_endpoints(current)
         if endpoints is None:
             fail(
@@ -238,20 +234,20 @@ def env(
                 NO_STACK,
             )
     else:  # another user's credentials are those of the stack running on the home, never the operator's URL
-        endpoints = running_stack(current.home, AGENT if user is EnvUser.agent else user.value)
+        endpoints = running_stack(current.home, ENV_USERS[user])
         if endpoints is None:
             fail(
-                f"no toolsel running on {current.home}: `toolsel env --user {user.value}` reads its credentials"
+                f"no toolsel running on {current.home}: `toolsel env --user {user}` reads its credentials"
                 " from the `toolsel up` running there (start one, or set TOOLSEL_HOME to its home)",
                 NO_STACK,
             )
         if not (stack_info(current.home) or {}).get("nats_embedded"):  # its URL is the one the operator configured
             fail(
                 f"the toolsel on {current.home} uses a NATS server of its own (TOOLSEL_NATS_URL): the password of"
-                f" its {user.value} user is set there, not known to the home"
+                f" its {user} user is set there, not known to the home"
             )
     exports = {"TOOLSEL_NATS_URL": endpoints.nats_url}
-    if user is not EnvUser.agent:  # an agent's shell holds no database credentials and no admin token
+    if user != "agent":  # an agent's shell holds no database credentials and no admin token
         exports |= {
             "TOOLSEL_HOME": str(current.home),
             "TOOLSEL_DATABASE_URL": endpoints.database_url,
