@@ -235,12 +235,23 @@ def _columns(reply: BaseModel, key: str) -> list[str]:
     return list(item.model_fields) if isinstance(item, type) and issubclass(item, BaseModel) else []
 
 
-def with_database(job: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
-    """Run one job against the configured (or running stack's) PostgreSQL."""
-    current = settings()
+NO_DATABASE = (
+    "no database: start toolsel with `toolsel up` (commands on its machine find it; `toolsel env` prints the exports"
+    " for another), or set TOOLSEL_DATABASE_URL"
+)
+
+
+def database_url(current: Settings) -> str:
+    """The configured (or running stack's) PostgreSQL; exit ``NO_STACK`` when there is none."""
     url = current.database_url or getattr(configured_endpoints(current), "database_url", None)
     if not url:
-        fail("no database: start toolsel with `toolsel up`, or set TOOLSEL_DATABASE_URL", USAGE)
+        fail(NO_DATABASE, NO_STACK)
+    return url
+
+
+def with_database(job: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+    """Run one job against the configured (or running stack's) PostgreSQL."""
+    url = database_url(settings())
 
     async def main() -> T:
         pool = await create_pool(url)

@@ -12,17 +12,34 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from cli.running import settings
+from cli.running import NO_DATABASE, NO_STACK, fail, operator_token, settings
 from toolsel.settings import Settings
+from toolsel.stack import running_stack
 
 app = typer.Typer()
 
 
-def serve(create_app: Callable[[Settings], FastStream]) -> None:
-    """Build one service's app from the environment's settings and run it until it is stopped."""
+def service_settings(current: Settings, service: str) -> Settings:
+    """A service's settings: what the environment sets, the rest from the ``toolsel up`` running on the home (its
+    servers, as the service's own NATS user, and the home's admin token), so one more copy needs no exports on
+    that machine; exit ``NO_STACK`` when there is neither a database configured nor a stack running."""
+    if current.nats_url and current.database_url:
+        return current
+    running = running_stack(current.home, service)
+    if running is None:
+        if not current.database_url:
+            fail(f"{NO_DATABASE} (`toolsel env --user {service}` prints the exports for a {service})", NO_STACK)
+        return current
+    found = {"nats_url": running.nats_url, "database_url": running.database_url, "admin_token": operator_token(current)}
+    return current.model_copy(update={name: getattr(current, name) or value for name, value in found.items()})
+
+
+def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
+    """Build one service's app from the environment's settings (or the running stack's) and run it until it is
+    stopped."""
     from threadpoolctl import threadpool_limits
 
-    current = settings()
+    current = service_settings(settings(), service)
     threadpool_limits(current.blas_threads, user_api="blas")
     logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -34,7 +51,7 @@ def selector() -> None:
     """Run a selector (more copies share the load through a queue group)."""
     from services.selector.app import create_app
 
-    serve(create_app)
+    serve(create_app, "selector")
 
 
 @app.command()
@@ -51,7 +68,7 @@ def learner(
         return
     from services.learner.app import create_app
 
-    serve(create_app)
+    serve(create_app, "learner")
 
 
 @app.command()
@@ -72,7 +89,7 @@ def indexer(
         return
     from services.indexer.app import create_app
 
-    serve(create_app)
+    serve(create_app, "indexer")
 
 
 if __name__ == "__main__":

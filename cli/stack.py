@@ -18,6 +18,7 @@ from cli.running import (
     ObjectFormat,
     ObjectOutput,
     chosen,
+    database_url,
     fail,
     operator_token,
     print_reply,
@@ -28,7 +29,16 @@ from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
 from toolsel.render import console, new_table, status_table
-from toolsel.stack import AGENT, OPERATOR, Stack, StackRunning, configured_endpoints, probe_stack, stack_info
+from toolsel.stack import (
+    AGENT,
+    OPERATOR,
+    Stack,
+    StackRunning,
+    configured_endpoints,
+    probe_stack,
+    running_stack,
+    stack_info,
+)
 from toolsel.store import migrate as apply_migrations
 
 app = typer.Typer()
@@ -192,36 +202,57 @@ def status(
 @app.command()
 def migrate() -> None:
     """Apply the database migrations and exit."""
-    url = settings().database_url
-    if not url:
-        fail("set TOOLSEL_DATABASE_URL", USAGE)
-    applied = asyncio.run(apply_migrations(url))
+    applied = asyncio.run(apply_migrations(database_url(settings())))
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+ENV_USERS = {OPERATOR: OPERATOR, "agent": AGENT, **{service: service for service in subjects.SERVICES}}
+"""Whose environment ``toolsel env`` prints (the option's value -> the NATS user): the operators', the default
+tenant's agents' or a service's."""
 
 
 @app.command()
 def env(
     user: Annotated[
-        str, typer.Option(help="NATS user of the URL: operator (admin commands) or agent (the default tenant's agents)")
+        str,
+        typer.Option(
+            help="whose: operator (admin commands), agent (the default tenant's agents: its NATS URL alone) or a"
+            " service (one more selector, learner or indexer: `toolsel selector` in that environment)"
+        ),
     ] = OPERATOR,
 ) -> None:
     """Print the `export TOOLSEL_...` lines that reach the running toolsel from another shell or a script:
     eval "$(toolsel env)"."""
     current = settings()
-    if user not in (OPERATOR, "agent"):
-        fail(f"unknown NATS user {user!r}: operator or agent", USAGE)
-    endpoints = configured_endpoints(current, OPERATOR if user == OPERATOR else AGENT)
-    if endpoints is None:
-        fail(
-            "no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL",
-            NO_STACK,
-        )
-    exports = {
-        "TOOLSEL_HOME": str(current.home),
-        "TOOLSEL_NATS_URL": endpoints.nats_url,
-        "TOOLSEL_DATABASE_URL": endpoints.database_url,
-        "TOOLSEL_ADMIN_TOKEN": operator_token(current) if user == OPERATOR else None,
-    }
+    if user not in ENV_USERS:
+        fail(f"unknown NATS user {user!r}: {', '.join(ENV_USERS)}", USAGE)
+    if user == OPERATOR:
+        endpoints = configured_endpoints(current)
+        if endpoints is None:
+            fail(
+                "no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL",
+                NO_STACK,
+            )
+    else:  # another user's credentials are those of the stack running on the home, never the operator's URL
+        endpoints = running_stack(current.home, ENV_USERS[user])
+        if endpoints is None:
+            fail(
+                f"no toolsel running on {current.home}: `toolsel env --user {user}` reads its credentials"
+                " from the `toolsel up` running there (start one, or set TOOLSEL_HOME to its home)",
+                NO_STACK,
+            )
+        if not (stack_info(current.home) or {}).get("nats_embedded"):  # its URL is the one the operator configured
+            fail(
+                f"the toolsel on {current.home} uses a NATS server of its own (TOOLSEL_NATS_URL): the password of"
+                f" its {user} user is set there, not known to the home"
+            )
+    exports = {"TOOLSEL_NATS_URL": endpoints.nats_url}
+    if user != "agent":  # an agent's shell holds no database credentials and no admin token
+        exports |= {
+            "TOOLSEL_HOME": str(current.home),
+            "TOOLSEL_DATABASE_URL": endpoints.database_url,
+            "TOOLSEL_ADMIN_TOKEN": operator_token(current) or "",
+        }
     for name, value in exports.items():
         if value:
             print(f"export {name}={shlex.quote(value)}")

@@ -70,6 +70,7 @@ class Endpoints:
     nats_url: str
     """With the credentials of the NATS user it was made for."""
     database_url: str
+    """Empty for a client that reaches only NATS (an agent, given a NATS URL alone)."""
 
 
 class StackRunning(RuntimeError):
@@ -104,11 +105,12 @@ async def probe_stack(endpoints: Endpoints, services: tuple[str, ...], admin: st
     from toolsel.store import answers
 
     servers: dict[str, str] = {}
-    try:
-        await answers(endpoints.database_url, PROBE_S)
-        servers["postgres"] = "ok"
-    except Exception as error:
-        servers["postgres"] = why_down(error)
+    if endpoints.database_url:  # an agent's shell knows only NATS
+        try:
+            await answers(endpoints.database_url, PROBE_S)
+            servers["postgres"] = "ok"
+        except Exception as error:
+            servers["postgres"] = why_down(error)
     try:
         async with ToolselClient(endpoints.nats_url, admin_token=admin, connect_timeout_s=PROBE_S) as client:
             servers["nats"] = "ok"
@@ -157,10 +159,13 @@ def running_stack(home: Path, user: str = OPERATOR) -> Endpoints | None:
 
 
 def configured_endpoints(settings: Settings, user: str = OPERATOR) -> Endpoints | None:
-    """Explicit URLs from the environment win; else a running stack; else None (start one)."""
-    if settings.nats_url and settings.database_url:
-        return Endpoints(settings.nats_url, settings.database_url)
-    return running_stack(settings.home, user)
+    """Explicit URLs from the environment win, each on its own (a NATS URL alone is an agent's: it is never swapped
+    for the operator's); what is not set comes from a running stack; None when NATS is neither (start one)."""
+    running = None if settings.nats_url and settings.database_url else running_stack(settings.home, user)
+    nats_url = settings.nats_url or (running.nats_url if running else None)
+    if nats_url is None:
+        return None
+    return Endpoints(nats_url, settings.database_url or (running.database_url if running else ""))
 
 
 def lock_home(home: Path) -> TextIO:
