@@ -3,9 +3,9 @@
 This package imports nothing from the services; agents, plugins and the services all depend on it.
 """
 
-from contracts import admin
-from contracts.admin import *  # noqa: F403  (the admin API, listed once in contracts.admin)
-from contracts.common import (
+from toolsel.contracts import admin
+from toolsel.contracts.admin import *  # noqa: F403  (the admin API, listed once in contracts.admin)
+from toolsel.contracts.common import (
     SCHEMA_VERSION,
     SHARED_TENANT,
     AdminRequest,
@@ -14,7 +14,7 @@ from contracts.common import (
     ErrorReply,
     ToolRef,
 )
-from contracts.events import (
+from toolsel.contracts.events import (
     FeedbackEvent,
     OutcomeEvent,
     PosteriorsUpdated,
@@ -26,12 +26,12 @@ from contracts.events import (
     ToolStateChanged,
     Verdict,
 )
-from contracts.health import (
+from toolsel.contracts.health import (
     HealthReply,
     HealthRequest,
 )
-from contracts.learning import UsageUpdated
-from contracts.registry import (
+from toolsel.contracts.learning import UsageUpdated
+from toolsel.contracts.registry import (
     CategorySpec,
     PageMappingSpec,
     PluginSync,
@@ -44,7 +44,7 @@ from contracts.registry import (
     canonical_json,
     payload_signature,
 )
-from contracts.selection import (
+from toolsel.contracts.selection import (
     ReplyCut,
     ScoreBreakdown,
     ScoredTool,

@@ -7,8 +7,8 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, Field, PrivateAttr, StringConstraints, model_validator
 
-from contracts.common import SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
-from contracts.identity import OPERATOR, Scope
+from toolsel.contracts.common import SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
+from toolsel.contracts.identity import OPERATOR, Scope
 
 Comment = Annotated[str, StringConstraints(max_length=2000), Storable]
 

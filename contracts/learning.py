@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from contracts.common import Message
+from toolsel.contracts.common import Message
 
 
 class UsageUpdated(Message):

@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 from pydantic import AfterValidator, Base64Bytes, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from contracts.common import (
+from toolsel.contracts.common import (
     SHARED_TENANT,
     DisplayName,
     JsonObject,

@@ -6,7 +6,7 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from contracts.common import (
+from toolsel.contracts.common import (
     Count,
     Finite,
     Identifier,
@@ -17,7 +17,7 @@ from contracts.common import (
     Timestamp,
     ToolRef,
 )
-from contracts.subjects import OPERATOR_SCOPE
+from toolsel.contracts.subjects import OPERATOR_SCOPE
 
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
@@ -162,7 +162,7 @@ class SelectionEvent(Message):
     occurred_at: Timestamp = Field(default_factory=lambda: datetime.now(UTC))
     tenant_id: TenantScope
     owner: ShortText = OPERATOR_SCOPE
-    """Who asked (``contracts.identity.Scope.token``, from the subject the request came on): only that
+    """Who asked (``toolsel.contracts.identity.Scope.token``, from the subject the request came on): only that
     identity, or the operator, may report outcomes and reviews of this selection."""
     user_id: Identifier | None = None
     session_id: Identifier | None = None

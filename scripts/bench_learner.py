@@ -26,13 +26,13 @@ from uuid import uuid4
 import numpy as np
 import numpy.typing as npt
 
-from contracts import OutcomeEvent, ReviewEvent, SelectedTool, SelectionEvent, ToolCall, ToolReview, Verdict
-from services.learner.degradation import DegradationPolicy
-from services.learner.fitness import Multipliers
-from services.learner.outcomes import OutcomeRules, apply_outcomes
-from services.learner.reviews import apply_reviews
+from toolsel.contracts import OutcomeEvent, ReviewEvent, SelectedTool, SelectionEvent, ToolCall, ToolReview, Verdict
 from toolsel.embedded import EmbeddedPostgres
 from toolsel.runtime import load_model
+from toolsel.services.learner.degradation import DegradationPolicy
+from toolsel.services.learner.fitness import Multipliers
+from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
+from toolsel.services.learner.reviews import apply_reviews
 from toolsel.settings import get_settings
 from toolsel.store import create_pool
 from toolsel.store.events import insert_selections

@@ -24,12 +24,12 @@ import numpy as np
 from in_process import PLUGIN, in_process_catalog
 from threadpoolctl import threadpool_limits
 
-from contracts import SelectRequest
-from services.selector.catalog import ReviewIndex
-from services.selector.selector import Selector
 from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
+from toolsel.contracts import SelectRequest
 from toolsel.runtime import load_model
+from toolsel.services.selector.catalog import ReviewIndex
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings
 
 QUERIES = 20

@@ -22,7 +22,7 @@ import nats
 import numpy as np
 from nats.aio.msg import Msg
 
-from contracts import SelectReply, SelectRequest
+from toolsel.contracts import SelectReply, SelectRequest
 from toolsel.embedded import nats_server_binary
 from toolsel.messaging import make_broker, rpc_router
 

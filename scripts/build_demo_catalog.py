@@ -1770,12 +1770,12 @@ def validate(catalog: dict[str, Any], min_examples: int) -> Counter[str]:
 
 
 def check_contracts(catalog: dict[str, Any]) -> bool:
-    """Parse every plugin with ``contracts.registry.PluginSync`` when the repo's contracts import."""
+    """Parse every plugin with ``toolsel.contracts.registry.PluginSync`` when the repo's contracts import."""
     root = str(Path(__file__).resolve().parents[1])
     if root not in sys.path:
         sys.path.insert(0, root)
     try:
-        from contracts.registry import PluginSync
+        from toolsel.contracts.registry import PluginSync
     except ImportError as exc:
         print(f"note: contracts not importable ({exc}); skipped the PluginSync check", file=sys.stderr)
         return False

@@ -35,9 +35,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from services.indexer.hashing import embedding_text
 from toolsel.bench.catalog import pooled_sets
 from toolsel.evaluation.dataset import BenchSet, Tool, tool_spec
+from toolsel.services.indexer.hashing import embedding_text
 from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, evaluation_set_origin, spdx_id
 from toolsel.training_data.model import LabelledQuery, Pair, SourceSet
 from toolsel.training_data.near_duplicates import NearDuplicateIndex

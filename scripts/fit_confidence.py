@@ -6,7 +6,7 @@ calibrated on each set, fitted on all of them and fitted on the others only (lea
 SETS_DIR holds evaluation sets in ``toolsel eval``'s format, one folder each. Each set's tools are embedded as the
 indexer embeds them (``--vectors`` keeps them between runs), the product's selector ranks ``toolsel eval``'s
 seeded sample of its queries in process (full pipeline, top 10, dry run, no Thompson draws), and every returned
-tool gives one row: the signals the selector's confidence model read (``services.selector.confidence.Signals``)
+tool gives one row: the signals the selector's confidence model read (``toolsel.services.selector.confidence.Signals``)
 and whether the tool is relevant. A logistic regression over them (Newton's method in numpy, each set weighing
 the same) gives the coefficients; the expected calibration error is ``toolsel eval``'s. Prints the errors and the
 coefficients as JSON, ready for ``TOOLSEL_CONFIDENCE_COEFFICIENTS``.
@@ -23,15 +23,15 @@ import numpy as np
 import numpy.typing as npt
 from in_process import in_process_catalog
 
-from contracts import SelectRequest
-from services.indexer.hashing import embedding_text
-from services.selector import confidence
-from services.selector.selector import Selector
+from toolsel.contracts import SelectRequest
 from toolsel.embedder import Embedder
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.split import sample
 from toolsel.runtime import load_model
+from toolsel.services.indexer.hashing import embedding_text
+from toolsel.services.selector import confidence
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings, get_settings
 
 Matrix = npt.NDArray[np.float64]

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import Vector
 
-from services.selector.catalog import Catalog, build_catalog
+from toolsel.services.selector.catalog import Catalog, build_catalog
 from toolsel.settings import Settings
 
 PLUGIN = "bench"

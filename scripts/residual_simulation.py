@@ -1,4 +1,4 @@
-"""What the listwise residuals (``services.learner.usage.Listwise``) add to the vector signal, and how their rate
+"""What the listwise residuals (``learner.usage.Listwise``) add to the vector signal, and how their rate
 and bound move it, without a stack: the declared vectors alone against the declared vectors plus residuals moved
 by each streamed query's step over the 10 tools it would have been offered.
 
@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from services.indexer.hashing import embedding_text
-from services.learner.usage import Listwise
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.online import holdout_split, stream
 from toolsel.runtime import load_model
+from toolsel.services.indexer.hashing import embedding_text
+from toolsel.services.learner.usage import Listwise
 from toolsel.settings import get_settings
 
 Matrix = npt.NDArray[np.float64]

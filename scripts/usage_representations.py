@@ -8,7 +8,7 @@ SET_DIR is any folder in the evaluation-set format (``tools.jsonl`` + ``queries.
 reads); docs/results.md names the sets it was run on.
 
 The split and the stream are ``toolsel eval --online``'s (same seed, same held-out slice); the centroid is the
-learner's (``services.learner.usage.centroid``) blended as the selectors blend it (``Blending``, the settings'
+learner's (``toolsel.services.learner.usage.centroid``) blended as the selectors blend it (``Blending``, the settings'
 defaults). Prints held-out R@5 / NDCG@10 per representation. The results and what was kept are in
 docs/results.md (Quality, learning from use).
 """
@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from services.indexer.hashing import embedding_text
-from services.learner.compaction import kmeans
-from services.learner.usage import centroid
-from services.selector.usage import Blending, blend
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.online import holdout_split, stream
 from toolsel.runtime import load_model
+from toolsel.services.indexer.hashing import embedding_text
+from toolsel.services.learner.compaction import kmeans
+from toolsel.services.learner.usage import centroid
+from toolsel.services.selector.usage import Blending, blend
 from toolsel.settings import get_settings
 
 Matrix = npt.NDArray[np.float32]

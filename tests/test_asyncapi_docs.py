@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from cli.asyncapi import documents
+from toolsel.cli.asyncapi import documents
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "asyncapi"
 

@@ -18,7 +18,8 @@ import nats
 from nats.aio.client import Client
 from pydantic import BaseModel
 
-from contracts import (
+from toolsel.client_methods import AsyncMethods, Request, SyncMethods
+from toolsel.contracts import (
     SHARED_TENANT,
     AdminRequest,
     ErrorDetail,
@@ -34,8 +35,7 @@ from contracts import (
     payload_signature,
     subjects,
 )
-from contracts.identity import Scope, scope_of_user
-from toolsel.client_methods import AsyncMethods, Request, SyncMethods
+from toolsel.contracts.identity import Scope, scope_of_user
 from toolsel.embedded import local_nats_url
 from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings

@@ -7,7 +7,7 @@ from typing import Any, Generic, Self, TypeVar, overload
 
 from pydantic import BaseModel
 
-from contracts import (
+from toolsel.contracts import (
     AccuracyTrend,
     AnalyticsQuery,
     CategoryQuery,

@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import psutil
 
-from contracts.identity import Scope
+from toolsel.contracts.identity import Scope
 from toolsel.messaging import NATS_USERS, identity_permissions, nats_permissions
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Tenants' identities, made, listed and revoked by the operator. Each is bound to one tenant: a NATS user
-(``<tenant>.<name>``, publishing only under its scope, see ``contracts.identity``) whose password is also its
+(``<tenant>.<name>``, publishing only under its scope, see ``toolsel.contracts.identity``) whose password is also its
 bearer token for MCP over HTTP (``<tenant>.<name>:<secret>``), optionally naming the user, role and tier that
 MCP selections are made for.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import bcrypt
 
-from contracts.identity import Scope, tenant_scope
+from toolsel.contracts.identity import Scope, tenant_scope
 from toolsel.embedded import login_url, reload_nats, write_private
 from toolsel.messaging import NATS_USERS
 

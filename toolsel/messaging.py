@@ -21,9 +21,9 @@ from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
-from contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
-from contracts.identity import Scope, tenant_scope
 from toolsel import __version__
+from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
+from toolsel.contracts.identity import Scope, tenant_scope
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ def _rpc_errors() -> ExceptionMiddleware:
 class ReplyTooLarge(BaseMiddleware):
     """A reply NATS refuses to carry (over the server's ``max_payload``) is replaced by a typed error saying so, so
     the requester gets an answer rather than a timeout. The selector cuts its replies to fit before this
-    (``services.selector.fit``); an admin listing asked for too much is answered with this."""
+    (``toolsel.services.selector.fit``); an admin listing asked for too much is answered with this."""
 
     async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
         try:

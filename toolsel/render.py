@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from contracts import HealthReply, SelectReply, SyncReport
+from toolsel.contracts import HealthReply, SelectReply, SyncReport
 
 PIPED_WIDTH = 100_000
 """A piped console's width: wider than any row, so rich never wraps or cuts one."""

@@ -35,7 +35,7 @@ CONFIDENCE_COEFFICIENTS = {
 query (``scripts/fit_confidence.py`` over the evaluation sets): raw cosine, the share of the query's BM25 ceiling a
 tool reached, the log of its best retrieval rank over the query and its parts, its cosine's lead over the best
 other tool's times its cosine, the log of the query's length in characters, and for a compound request an
-intercept, rank slope and a part's first tool's term of its own (``services.selector.confidence``)."""
+intercept, rank slope and a part's first tool's term of its own (``toolsel.services.selector.confidence``)."""
 
 
 def default_home() -> Path:

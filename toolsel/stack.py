@@ -23,8 +23,8 @@ from typing import Any, TextIO
 
 import psutil
 
-from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
+from toolsel.contracts import HealthReply, subjects
 from toolsel.embedded import (
     EmbeddedNats,
     EmbeddedPostgres,
@@ -44,10 +44,10 @@ OPERATOR = "operator"
 """The NATS user of ``toolsel up`` itself and of the CLI."""
 AGENT = DEFAULT_AGENT.user
 """The NATS user of the default tenant's agents."""
-TOOLSEL_COMMAND = (sys.executable, "-m", "cli")
+TOOLSEL_COMMAND = (sys.executable, "-m", "toolsel.cli")
 """The ``toolsel`` command line for a child process (``+ ("status",)``): a command line, not an import, so the
 shared runtime never imports the CLI or a service."""
-SERVICE_COMMAND = (sys.executable, "-m", "cli.services")
+SERVICE_COMMAND = (sys.executable, "-m", "toolsel.cli.services")
 """A service process's command line (``+ ("selector",)``): only the service commands, so a service does not
 hold every other command's imports (about 50 MB per process)."""
 START_LOG_LINES = 40

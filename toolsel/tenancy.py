@@ -1,9 +1,9 @@
 """The tenant a message speaks for comes from who sent it (the scope its subject carries, which NATS permissions
 tie to the connection), never from its payload: a payload that names another tenant is refused."""
 
-from contracts import ErrorCode
-from contracts.identity import Scope, parse_scope
-from contracts.subjects import scope_of
+from toolsel.contracts import ErrorCode
+from toolsel.contracts.identity import Scope, parse_scope
+from toolsel.contracts.subjects import scope_of
 from toolsel.messaging import RequestError
 
 

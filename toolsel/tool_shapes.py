@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from contracts import ScoredTool, SelectReply, ToolRef
+from toolsel.contracts import ScoredTool, SelectReply, ToolRef
 
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What both APIs accept as a function or tool name."""

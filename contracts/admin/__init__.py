@@ -1,7 +1,7 @@
 """The admin API: operators' requests under ``toolsel.rpc.admin.``, one module per area, each served by the
 service that owns the area's tables. Every request carries the admin credential (``AdminRequest``)."""
 
-from contracts.admin.analytics import (
+from toolsel.contracts.admin.analytics import (
     AccuracyPoint,
     AccuracyTrend,
     AnalyticsQuery,
@@ -9,7 +9,7 @@ from contracts.admin.analytics import (
     Heatmap,
     SelectionMetrics,
 )
-from contracts.admin.learning import (
+from toolsel.contracts.admin.learning import (
     FeedbackEntry,
     FeedbackList,
     FeedbackQuery,
@@ -22,7 +22,7 @@ from contracts.admin.learning import (
     QuarantineReleased,
     ToolQuality,
 )
-from contracts.admin.registry import (
+from toolsel.contracts.admin.registry import (
     CONDITION_KEYS,
     OPERATORS,
     RULE_TYPES,

@@ -2,7 +2,7 @@
 
 from datetime import date
 
-from contracts.common import AdminRequest, Frozen, Message
+from toolsel.contracts.common import AdminRequest, Frozen, Message
 
 
 class AnalyticsQuery(AdminRequest):

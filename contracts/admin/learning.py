@@ -4,9 +4,9 @@ from datetime import datetime
 
 from pydantic import Field, model_validator
 
-from contracts.common import AdminRequest, Frozen, Identifier, Message, TenantScope, ToolName, ToolRef
-from contracts.events import ToolStateChanged
-from contracts.registry import Slug
+from toolsel.contracts.common import AdminRequest, Frozen, Identifier, Message, TenantScope, ToolName, ToolRef
+from toolsel.contracts.events import ToolStateChanged
+from toolsel.contracts.registry import Slug
 
 
 class QuarantineRelease(ToolRef, AdminRequest):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field, StringConstraints, model_validator
 
-from contracts.common import (
+from toolsel.contracts.common import (
     INT32_MAX,
     SHARED_TENANT,
     AdminRequest,
@@ -18,7 +18,7 @@ from contracts.common import (
     Text,
     ToolName,
 )
-from contracts.registry import PageMappingSpec, SemVer, Slug, ToolSpec
+from toolsel.contracts.registry import PageMappingSpec, SemVer, Slug, ToolSpec
 
 # tool records
 

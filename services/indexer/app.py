@@ -11,11 +11,7 @@ from faststream.nats import NatsMessage, PullSub
 from faststream.nats.annotations import NatsMessage as RequestMessage
 from pydantic import ValidationError
 
-from contracts import PluginSync, RegistryChanged, SyncPart, SyncPartReceived, SyncReport, SyncUpload, subjects
-from services.indexer.admin import admin_routers
-from services.indexer.state import STATE, IndexerState, State
-from services.indexer.sync import run_sync
-from services.indexer.uploads import stage_part, uploaded_payload
+from toolsel.contracts import PluginSync, RegistryChanged, SyncPart, SyncPartReceived, SyncReport, SyncUpload, subjects
 from toolsel.messaging import (
     RequestError,
     add_health,
@@ -28,6 +24,10 @@ from toolsel.messaging import (
     validation_reply,
 )
 from toolsel.runtime import load_model, open_store, service_app, service_broker
+from toolsel.services.indexer.admin import admin_routers
+from toolsel.services.indexer.state import STATE, IndexerState, State
+from toolsel.services.indexer.sync import run_sync
+from toolsel.services.indexer.uploads import stage_part, uploaded_payload
 from toolsel.settings import Settings
 from toolsel.tenancy import sender
 

@@ -5,7 +5,7 @@ import hmac
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from contracts import ErrorCode, PluginSync, payload_signature
+from toolsel.contracts import ErrorCode, PluginSync, payload_signature
 from toolsel.messaging import RequestError
 
 

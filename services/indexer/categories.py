@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contracts.admin import CategoryNode, PageCategory
+from toolsel.contracts.admin import CategoryNode, PageCategory
 from toolsel.pages import page_matches, with_descendants
 
 Key = tuple[str, str]

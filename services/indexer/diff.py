@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from contracts import SHARED_TENANT, ToolSpec
-from services.indexer.hashing import content_hash
+from toolsel.contracts import SHARED_TENANT, ToolSpec
+from toolsel.services.indexer.hashing import content_hash
 
 
 @dataclass(frozen=True)

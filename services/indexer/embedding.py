@@ -7,10 +7,10 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from contracts import DriftEntry, DriftReport, DriftRequest, RecomputeRequest, ToolSpec
-from services.indexer.drift import days_since, drift_reason
-from services.indexer.tool2vec import tool_vectors
+from toolsel.contracts import DriftEntry, DriftReport, DriftRequest, RecomputeRequest, ToolSpec
 from toolsel.embedder import Embedder
+from toolsel.services.indexer.drift import days_since, drift_reason
+from toolsel.services.indexer.tool2vec import tool_vectors
 from toolsel.store import registry
 from toolsel.store.registry import Conn
 

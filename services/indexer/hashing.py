@@ -3,8 +3,8 @@
 import hashlib
 import re
 
-from contracts import ToolSpec
-from contracts.registry import canonical_json
+from toolsel.contracts import ToolSpec
+from toolsel.contracts.registry import canonical_json
 
 
 def sha256_hex(text: str) -> str:

@@ -7,7 +7,7 @@ import json
 import asyncpg
 from pydantic import ValidationError
 
-from contracts import (
+from toolsel.contracts import (
     ErrorCode,
     RollbackReport,
     RollbackRequest,
@@ -19,11 +19,11 @@ from contracts import (
     ToolVersions,
     ToolWriteReport,
 )
-from services.indexer.diff import SyncPlan, plan_sync
-from services.indexer.review import status_after_approval
-from services.indexer.sync import Origin, stored_tools, write_plan
-from services.indexer.versions import plan_rollback, snapshot_diff, version_history
 from toolsel.messaging import RequestError, validation_reply
+from toolsel.services.indexer.diff import SyncPlan, plan_sync
+from toolsel.services.indexer.review import status_after_approval
+from toolsel.services.indexer.sync import Origin, stored_tools, write_plan
+from toolsel.services.indexer.versions import plan_rollback, snapshot_diff, version_history
 from toolsel.store import registry
 from toolsel.store.registry import Conn
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from contracts import ToolSpec
+from toolsel.contracts import ToolSpec
 
 
 def _major(version: str) -> str:

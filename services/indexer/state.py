@@ -8,9 +8,9 @@ import asyncpg
 from faststream import Context
 from faststream.nats.publisher.usecase import LogicPublisher
 
-from contracts import RegistryChanged
-from services.indexer.embedding import embed_pending
+from toolsel.contracts import RegistryChanged
 from toolsel.embedder import Embedder
+from toolsel.services.indexer.embedding import embed_pending
 from toolsel.settings import Settings
 
 STATE = "indexer"

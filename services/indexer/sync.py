@@ -12,14 +12,14 @@ from typing import Any
 
 import asyncpg
 
-from contracts import ErrorCode, PluginSync, SyncReport
-from contracts.identity import OPERATOR, Scope
-from services.indexer.auth import authorise
-from services.indexer.diff import StoredTool, SyncPlan, plan_sync, split_by_tenant
-from services.indexer.hashing import embedding_hash
-from services.indexer.review import needs_review, status_after_update
-from services.indexer.state import IndexerState
+from toolsel.contracts import ErrorCode, PluginSync, SyncReport
+from toolsel.contracts.identity import OPERATOR, Scope
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.auth import authorise
+from toolsel.services.indexer.diff import StoredTool, SyncPlan, plan_sync, split_by_tenant
+from toolsel.services.indexer.hashing import embedding_hash
+from toolsel.services.indexer.review import needs_review, status_after_update
+from toolsel.services.indexer.state import IndexerState
 from toolsel.store import catalog, registry
 from toolsel.tenancy import tenant_for
 

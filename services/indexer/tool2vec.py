@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contracts import ToolSpec
-from services.indexer.hashing import embedding_text
+from toolsel.contracts import ToolSpec
 from toolsel.embedder import Embedder, Matrix, mean_of_normalised
+from toolsel.services.indexer.hashing import embedding_text
 
 
 def tool_vectors(specs: Sequence[ToolSpec], embedder: Embedder) -> Matrix:

@@ -7,10 +7,10 @@ import hashlib
 import json
 from typing import Any
 
-from contracts import ErrorCode, SyncPart, SyncPartReceived, SyncUpload
-from contracts.identity import Scope
-from services.indexer.state import IndexerState
+from toolsel.contracts import ErrorCode, SyncPart, SyncPartReceived, SyncUpload
+from toolsel.contracts.identity import Scope
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.state import IndexerState
 from toolsel.store import uploads
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contracts import FieldChange, ToolVersion
+from toolsel.contracts import FieldChange, ToolVersion
 from toolsel.store.registry import RESTORED_COLUMNS
 
 RECORD_FIELDS = ("tenant_id", "plugin_version", "status", "review_flag", "approved", "deleted_at")

@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator
 
 from faststream import FastStream
 
-from contracts import PosteriorsUpdated, ToolStateChanged, subjects
-from services.learner import consumers
-from services.learner.admin import analytics, learning
-from services.learner.handlers import EVENT_KINDS, announce
-from services.learner.quarantine import release_due
-from services.learner.state import LearnerState
+from toolsel.contracts import PosteriorsUpdated, ToolStateChanged, subjects
 from toolsel.messaging import add_health, rpc_router
 from toolsel.runtime import open_store, service_app, service_broker
+from toolsel.services.learner import consumers
+from toolsel.services.learner.admin import analytics, learning
+from toolsel.services.learner.handlers import EVENT_KINDS, announce
+from toolsel.services.learner.quarantine import release_due
+from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings
 
 log = logging.getLogger("toolsel.learner")

@@ -8,7 +8,7 @@ weighted by their similarity to it.
 import numpy as np
 import numpy.typing as npt
 
-from services.learner.review_index import Entry, unit
+from toolsel.services.learner.review_index import Entry, unit
 
 Matrix = npt.NDArray[np.float32]
 MIN_WEIGHT = 1e-6

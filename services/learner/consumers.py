@@ -32,12 +32,12 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from pydantic import BaseModel, ValidationError
 
-from contracts import subjects
-from contracts.events import Sent
-from contracts.identity import Scope
-from services.learner.batcher import Batcher
-from services.learner.state import Applied, LearnerState
+from toolsel.contracts import subjects
+from toolsel.contracts.events import Sent
+from toolsel.contracts.identity import Scope
 from toolsel.messaging import RequestError, dead_letter, events_stream, failure, gives_up, transient, undecoded
+from toolsel.services.learner.batcher import Batcher
+from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.learner")
@@ -57,7 +57,7 @@ class EventKind(Generic[E]):
     missing: Callable[[E], str]
     """What an event refers to that is not stored (yet): the dead-letter reason once retrying gives up."""
     scoped: bool = False
-    """Sent by clients on ``subject``'s scopes (``contracts.subjects.scoped``): who sent each event is read from
+    """Sent by clients on ``subject``'s scopes (``toolsel.contracts.subjects.scoped``): who sent each event is read from
     its subject, and the tenant it names must be the sender's."""
 
     @property

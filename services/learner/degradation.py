@@ -14,7 +14,7 @@ released tool starts on probation at the threshold: one failed call quarantines 
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from contracts import ToolState
+from toolsel.contracts import ToolState
 from toolsel.settings import Settings
 
 FRESH_SCORE = 1.0

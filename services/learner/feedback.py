@@ -10,7 +10,7 @@ from uuid import UUID
 
 import asyncpg
 
-from contracts import SHARED_TENANT, FeedbackEvent
+from toolsel.contracts import SHARED_TENANT, FeedbackEvent
 from toolsel.store import events, learning
 from toolsel.store.learning import QualityKey
 

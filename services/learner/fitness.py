@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from contracts import ToolReview, Verdict
+from toolsel.contracts import ToolReview, Verdict
 from toolsel.settings import Settings
 
 

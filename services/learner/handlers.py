@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from contracts import (
+from toolsel.contracts import (
     FeedbackEvent,
     OutcomeEvent,
     PosteriorsUpdated,
@@ -22,12 +22,12 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
-from services.learner.consumers import EventKind
-from services.learner.feedback import apply_feedback
-from services.learner.outcomes import apply_outcomes, not_owner
-from services.learner.reviews import apply_reviews
-from services.learner.state import Applied, LearnerState
 from toolsel.messaging import dead_letter
+from toolsel.services.learner.consumers import EventKind
+from toolsel.services.learner.feedback import apply_feedback
+from toolsel.services.learner.outcomes import apply_outcomes, not_owner
+from toolsel.services.learner.reviews import apply_reviews
+from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.store import events
 
 log = logging.getLogger("toolsel.learner")

@@ -19,12 +19,12 @@ from uuid import UUID
 import asyncpg
 from pydantic import TypeAdapter
 
-from contracts import SHARED_TENANT, OutcomeEvent, PosteriorUpdate, ToolState, ToolStateChanged, UsageUpdated
-from contracts.identity import Scope
-from services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, observe
-from services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
-from services.learner.reward import Reward, discounted, rewards_by_key
-from services.learner.usage import POSITIVE, Embed, Example, UsageRules, remember
+from toolsel.contracts import SHARED_TENANT, OutcomeEvent, PosteriorUpdate, ToolState, ToolStateChanged, UsageUpdated
+from toolsel.contracts.identity import Scope
+from toolsel.services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, observe
+from toolsel.services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
+from toolsel.services.learner.reward import Reward, discounted, rewards_by_key
+from toolsel.services.learner.usage import POSITIVE, Embed, Example, UsageRules, remember
 from toolsel.settings import Settings
 from toolsel.store import events, learning
 from toolsel.store.learning import CreditKey, PosteriorKey, QualityKey, Registered

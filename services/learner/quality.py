@@ -7,7 +7,7 @@ together (an UPSERT can sum arrays; it cannot merge percentiles); p50/p99 are re
 import math
 from collections.abc import Sequence
 
-from contracts import ToolCall
+from toolsel.contracts import ToolCall
 
 BUCKETS_PER_DOUBLING = 4
 LATENCY_BUCKETS = 23 * BUCKETS_PER_DOUBLING

@@ -9,8 +9,8 @@ from collections.abc import Collection
 
 import asyncpg
 
-from contracts import ErrorCode, ToolStateChanged
-from services.learner.degradation import DegradationPolicy, release
+from toolsel.contracts import ErrorCode, ToolStateChanged
+from toolsel.services.learner.degradation import DegradationPolicy, release
 from toolsel.store import learning
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from services.learner.outcomes import OutcomeRules, add_counters
-from services.learner.quality import latency_percentile
+from toolsel.services.learner.outcomes import OutcomeRules, add_counters
+from toolsel.services.learner.quality import latency_percentile
 from toolsel.store import events, learning
 
 

@@ -13,12 +13,12 @@ from uuid import UUID
 
 import asyncpg
 
-from contracts import ReviewEvent, UsageUpdated
-from services.learner.compaction import compact
-from services.learner.fitness import Multipliers, verdicts
-from services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
-from services.learner.review_index import Entry, add_review
-from services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
+from toolsel.contracts import ReviewEvent, UsageUpdated
+from toolsel.services.learner.compaction import compact
+from toolsel.services.learner.fitness import Multipliers, verdicts
+from toolsel.services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
+from toolsel.services.learner.review_index import Entry, add_review
+from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
 from toolsel.store import events, learning, reviews
 from toolsel.store.learning import CreditKey
 

@@ -12,7 +12,7 @@ last 1/(1 - discount) outcomes or so decide it: a tool that starts failing falls
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from contracts import ToolCall
+from toolsel.contracts import ToolCall
 
 
 class Reward(NamedTuple):

@@ -12,13 +12,13 @@ import numpy.typing as npt
 from faststream.nats import NatsBroker
 from faststream.nats.publisher.usecase import LogicPublisher
 
-from contracts import UsageUpdated, subjects
-from services.learner.batcher import Batcher
-from services.learner.degradation import DegradationPolicy
-from services.learner.fitness import Multipliers
-from services.learner.outcomes import OutcomeRules
+from toolsel.contracts import UsageUpdated, subjects
 from toolsel.embedder import Embedder
 from toolsel.runtime import load_model
+from toolsel.services.learner.batcher import Batcher
+from toolsel.services.learner.degradation import DegradationPolicy
+from toolsel.services.learner.fitness import Multipliers
+from toolsel.services.learner.outcomes import OutcomeRules
 from toolsel.settings import Settings
 
 Applied = Literal["applied", "unknown"]

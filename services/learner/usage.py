@@ -17,7 +17,7 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from contracts import SHARED_TENANT, UsageUpdated, Verdict
+from toolsel.contracts import SHARED_TENANT, UsageUpdated, Verdict
 from toolsel.settings import Settings
 from toolsel.store import usage
 

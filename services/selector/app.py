@@ -20,7 +20,7 @@ from faststream import FastStream
 from faststream.nats import NatsRouter
 from faststream.nats.annotations import NatsMessage
 
-from contracts import (
+from toolsel.contracts import (
     OutcomeEvent,
     PosteriorsUpdated,
     RegistryChanged,
@@ -31,8 +31,11 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
-from contracts.identity import parse_scope
-from services.selector.catalog import (
+from toolsel.contracts.identity import parse_scope
+from toolsel.embedder import Embedder
+from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
+from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
+from toolsel.services.selector.catalog import (
     Catalog,
     build_catalog,
     build_posteriors,
@@ -40,11 +43,8 @@ from services.selector.catalog import (
     build_rules,
     with_standing,
 )
-from services.selector.fit import fit, offered, room
-from services.selector.selector import Selector
-from toolsel.embedder import Embedder
-from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
-from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
+from toolsel.services.selector.fit import fit, offered, room
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
 from toolsel.tenancy import sender, tenant_for

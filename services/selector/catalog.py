@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.selector.policy import Rule
-from services.selector.retrieval import LexicalIndex, lexical_text
-from services.selector.stages import Rows, epoch_seconds, group_rows, tenant_mask
-from services.selector.standing import Evidence, Standing, evidence_by_tenant, standing_of, values_of
+from toolsel.services.selector.policy import Rule
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text
+from toolsel.services.selector.stages import Rows, epoch_seconds, group_rows, tenant_mask
+from toolsel.services.selector.standing import Evidence, Standing, evidence_by_tenant, standing_of, values_of
 from toolsel.settings import Settings
 
 

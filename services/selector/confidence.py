@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from services.selector.retrieval import ranks_of
-from services.selector.stages import Mask, Rows, Scores
+from toolsel.services.selector.retrieval import ranks_of
+from toolsel.services.selector.stages import Mask, Rows, Scores
 
 TERMS = (
     "intercept",

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from contracts import ReplyCut, ScoredTool, SelectionEvent, SelectReply
+from toolsel.contracts import ReplyCut, ScoredTool, SelectionEvent, SelectReply
 
 HEADERS_ROOM = 4096
 """Bytes of a message kept for its headers (the correlation id and content type FastStream adds)."""

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from services.selector.retrieval import score_fusion
-from services.selector.stages import Mask, Scores
+from toolsel.services.selector.retrieval import score_fusion
+from toolsel.services.selector.stages import Mask, Scores
 
 
 def zscore_fusion(signals: Sequence[Scores], weights: Sequence[float], mask: Mask) -> Scores:

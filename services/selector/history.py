@@ -7,9 +7,9 @@ from uuid import UUID
 
 import numpy as np
 
-from contracts import OutcomeEvent, SelectionEvent
-from contracts.identity import OPERATOR, Scope
-from services.selector.stages import Scores
+from toolsel.contracts import OutcomeEvent, SelectionEvent
+from toolsel.contracts.identity import OPERATOR, Scope
+from toolsel.services.selector.stages import Scores
 
 User = tuple[str, str]
 """(tenant, user id): user ids are the agents' own, so two tenants may both have an "alice"; one's record must

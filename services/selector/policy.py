@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from services.selector.stages import Mask, Rows
 from toolsel.pages import page_matches
+from toolsel.services.selector.stages import Mask, Rows
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A stored rule; its types and condition operators are validated on the way in (``contracts.RuleCreate``)."""
+    """A stored rule; its types and condition operators are validated on the way in (``RuleCreate``)."""
 
     tenant_id: str  # "*": every tenant
     rule_type: str

@@ -8,7 +8,7 @@ import bm25s
 import numpy as np
 from stopwords import get_stopwords
 
-from services.selector.stages import Mask, Rows, Scores, locate
+from toolsel.services.selector.stages import Mask, Rows, Scores, locate
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SEPARATORS = re.compile(r"[_\-./]+")

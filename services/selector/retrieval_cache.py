@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from services.selector.stages import Mask
+from toolsel.services.selector.stages import Mask
 
 T = TypeVar("T")
 

@@ -16,26 +16,26 @@ from uuid import uuid4
 
 import numpy as np
 
-from contracts import (
+from toolsel.contracts import (
     SelectionEvent,
     SelectReply,
     SelectRequest,
 )
-from services.selector import confidence, fusion, retrieval, stages
-from services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
-from services.selector.confidence import Signals
-from services.selector.history import UserHistory
-from services.selector.policy import Rule, Subject, visible_mask
-from services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
-from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
-from services.selector.signals.bm25 import BM25
-from services.selector.signals.history import HISTORY
-from services.selector.signals.quality import QUALITY
-from services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
-from services.selector.signals.relevance import RELEVANCE
-from services.selector.signals.vector import VECTOR
-from services.selector.usage import Blending, UsageMemory, UsageView, scope_of
 from toolsel.embedder import Embedder
+from toolsel.services.selector import confidence, fusion, retrieval, stages
+from toolsel.services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
+from toolsel.services.selector.confidence import Signals
+from toolsel.services.selector.history import UserHistory
+from toolsel.services.selector.policy import Rule, Subject, visible_mask
+from toolsel.services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
+from toolsel.services.selector.signals.base import QueryContext, RerankContext, ReviewLookup, Signal
+from toolsel.services.selector.signals.bm25 import BM25
+from toolsel.services.selector.signals.history import HISTORY
+from toolsel.services.selector.signals.quality import QUALITY
+from toolsel.services.selector.signals.registry import NEUTRAL, RERANK, RETRIEVAL, check_weights
+from toolsel.services.selector.signals.relevance import RELEVANCE
+from toolsel.services.selector.signals.vector import VECTOR
+from toolsel.services.selector.usage import Blending, UsageMemory, UsageView, scope_of
 from toolsel.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from functools import reduce
 import numpy as np
 import numpy.typing as npt
 
-from contracts import SHARED_TENANT
+from toolsel.contracts import SHARED_TENANT
 from toolsel.pages import page_matches, with_descendants
 
 Mask = npt.NDArray[np.bool_]

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from services.selector.stages import Mask, Rows, Scores
+from toolsel.services.selector.stages import Mask, Rows, Scores
 from toolsel.settings import Settings
 
 

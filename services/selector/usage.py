@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from contracts import SHARED_TENANT
-from services.selector.catalog import Catalog
-from services.selector.retrieval import LexicalIndex, tokenize
-from services.selector.stages import Rows, Vector
+from toolsel.contracts import SHARED_TENANT
+from toolsel.services.selector.catalog import Catalog
+from toolsel.services.selector.retrieval import LexicalIndex, tokenize
+from toolsel.services.selector.stages import Rows, Vector
 
 Matrix = npt.NDArray[np.float32]
 
@@ -33,7 +33,7 @@ class Learnt:
     words: tuple[str, ...] = ()
     """The queries it served alone, newest first."""
     residual: Vector | None = None
-    """What reviews taught it against the tools offered beside it (``services.learner.usage.Listwise``): its
+    """What reviews taught it against the tools offered beside it (``toolsel.services.learner.usage.Listwise``): its
     product with a query is added to the tool's cosine."""
 
 

@@ -12,8 +12,8 @@ import nats
 import nats.errors
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec, subjects
 from toolsel.client import ToolselClient
+from toolsel.contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec, subjects
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 T = TypeVar("T")

@@ -5,8 +5,10 @@ import json
 import asyncpg
 import pytest
 
-from contracts import CategorySpec, ErrorCode, ToolKey, ToolList, ToolQuery, subjects
-from contracts.admin import (
+from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import CategorySpec, ErrorCode, ToolKey, ToolList, ToolQuery, subjects
+from toolsel.contracts.admin import (
     CategoryQuery,
     CategoryTree,
     PageCategories,
@@ -31,8 +33,6 @@ from contracts.admin import (
     ToolWriteReport,
     VisibilityRule,
 )
-from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
-from toolsel.client import ToolselClient, ToolselError
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ import asyncpg
 import polars as pl
 import pytest
 
-from contracts import OutcomeEvent, ToolCall, subjects
-from contracts.admin import AnalyticsQuery, Heatmap, SelectionMetrics
 from tests.integration.catalog import eventually, plugin_sync, run_cli, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, ToolCall, subjects
+from toolsel.contracts.admin import AnalyticsQuery, Heatmap, SelectionMetrics
 from toolsel.stack import Endpoints
 
 pytestmark = pytest.mark.integration

@@ -3,9 +3,9 @@ scripts, and what a reply now carries for agents (usage hints, related tools fol
 
 import asyncio
 
-from contracts import OutcomeEvent, ToolCall, ToolRef, ToolReview, Verdict
 from tests.integration.catalog import plugin_sync, sync_and_wait, tool, unique
 from toolsel import SyncToolselClient, ToolselClient
+from toolsel.contracts import OutcomeEvent, ToolCall, ToolRef, ToolReview, Verdict
 from toolsel.stack import Endpoints
 from toolsel.tool_shapes import ToolNames, openai_tools
 

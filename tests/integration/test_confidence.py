@@ -1,9 +1,9 @@
 """Calibrated confidence on the real stack: a query nothing in the catalog fits says so, a fitting one does not,
 and ``min_score`` filters on confidence; a compound query shows its parts."""
 
-from contracts import SelectReply
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import SelectReply
 
 
 async def test_nonsense_is_no_match_and_min_score_filters_on_confidence(client: ToolselClient) -> None:

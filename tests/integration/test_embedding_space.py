@@ -15,11 +15,11 @@ import pytest
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
 
-from contracts import ToolSpec
-from services.indexer.hashing import embedding_text
 from toolsel import embedding_space
+from toolsel.contracts import ToolSpec
 from toolsel.embedded import local_nats_url
 from toolsel.runtime import load_model, open_store
+from toolsel.services.indexer.hashing import embedding_text
 from toolsel.settings import get_settings
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints, Stack
 from toolsel.store import create_pool, migrate, registry

@@ -5,9 +5,9 @@ from uuid import uuid4
 
 import pytest
 
-from contracts import ErrorCode, OutcomeEvent, SelectReply, ToolCall, subjects
 from tests.integration.catalog import dead_letters, eventually
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode, OutcomeEvent, SelectReply, ToolCall, subjects
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contracts import ErrorCode, ErrorReply, subjects
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_poison import selection_event, settled
 from toolsel.chaos.fuzz import REQUEST_SUBJECTS
@@ -32,6 +31,7 @@ from toolsel.chaos.hostile import (
     event_templates,
 )
 from toolsel.client import ToolselClient
+from toolsel.contracts import ErrorCode, ErrorReply, subjects
 
 REQUEST_EXAMPLES = 30
 EVENT_EXAMPLES = 60

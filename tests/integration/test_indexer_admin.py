@@ -3,9 +3,9 @@
 import asyncpg
 import pytest
 
-from contracts import ErrorCode
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode
 
 WEATHER_QUERY = "will it rain tomorrow in London"
 HIJACKED = {

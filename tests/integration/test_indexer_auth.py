@@ -7,9 +7,9 @@ refused syncs leave it empty, so a test here that writes it removes what it wrot
 import asyncpg
 import pytest
 
-from contracts import ErrorCode, PluginSync, SyncReport, payload_signature, subjects
 from tests.integration.catalog import GUARDED_TENANT, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode, PluginSync, SyncReport, payload_signature, subjects
 
 GUARDED, SECRET = "guarded", "s3cret"
 

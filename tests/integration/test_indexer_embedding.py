@@ -8,11 +8,11 @@ import asyncpg
 import numpy as np
 import pytest
 
-from contracts import ToolSpec
-from services.indexer.embedding import embed_pending
-from services.indexer.hashing import embedding_hash, embedding_text
 from tests.integration.catalog import unique
+from toolsel.contracts import ToolSpec
 from toolsel.embedder import Embedder, Matrix
+from toolsel.services.indexer.embedding import embed_pending
+from toolsel.services.indexer.hashing import embedding_hash, embedding_text
 from toolsel.store import registry
 
 DIM = 384

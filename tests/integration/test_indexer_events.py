@@ -4,9 +4,9 @@ import asyncpg
 import nats.errors
 from nats.js.api import DeliverPolicy
 
-from contracts import subjects
 from tests.integration.catalog import eventually, plugin_sync, tool, unique
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import subjects
 
 
 async def test_a_sync_event_is_applied(client: ToolselClient) -> None:

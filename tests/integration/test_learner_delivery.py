@@ -8,7 +8,9 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
-from contracts import (
+from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient
+from toolsel.contracts import (
     FeedbackEvent,
     OutcomeEvent,
     ReviewEvent,
@@ -19,8 +21,6 @@ from contracts import (
     Verdict,
     subjects,
 )
-from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
-from toolsel.client import ToolselClient
 from toolsel.messaging import consumer_settled
 from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack

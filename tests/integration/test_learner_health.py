@@ -7,10 +7,18 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 import pytest
 
-from contracts import ErrorCode, OutcomeEvent, QuarantineRelease, ToolCall, ToolState, ToolStateChanged, subjects
-from contracts.admin import QuarantineList, QuarantineQuery, QuarantineReleased
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import (
+    ErrorCode,
+    OutcomeEvent,
+    QuarantineRelease,
+    ToolCall,
+    ToolState,
+    ToolStateChanged,
+    subjects,
+)
+from toolsel.contracts.admin import QuarantineList, QuarantineQuery, QuarantineReleased
 from toolsel.messaging import consumer_settled
 from toolsel.store import readmodels
 

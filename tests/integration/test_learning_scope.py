@@ -10,10 +10,10 @@ import numpy as np
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 
-from contracts import SelectedTool, SelectionEvent, subjects
-from contracts.events import FeedbackEvent, OutcomeEvent, ReviewEvent, ToolCall, ToolReview, Verdict
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import SelectedTool, SelectionEvent, subjects
+from toolsel.contracts.events import FeedbackEvent, OutcomeEvent, ReviewEvent, ToolCall, ToolReview, Verdict
 from toolsel.settings import Settings
 
 TOOL_OF = "SELECT id FROM tools WHERE plugin_id = $1 AND name = $2"

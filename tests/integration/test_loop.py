@@ -6,9 +6,9 @@ from uuid import uuid4
 import asyncpg
 import pytest
 
-from contracts import OutcomeEvent, SelectReply, ToolCall
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, SelectReply, ToolCall
 from toolsel.settings import Settings
 
 
@@ -108,7 +108,7 @@ async def test_outcome_before_its_selection_is_applied_when_the_selection_arrive
     )
     await client.report([outcome])
     # the selection event arrives after the outcome (published as the selector would)
-    from contracts import SelectedTool, SelectionEvent, subjects
+    from toolsel.contracts import SelectedTool, SelectionEvent, subjects
 
     selection = SelectionEvent(
         selection_id=outcome.selection_id,

@@ -13,9 +13,9 @@ import nats.errors
 import pytest
 from nats.aio.client import Client
 
-from contracts import OutcomeEvent, PosteriorsUpdated, PosteriorUpdate, SelectReply, ToolCall, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, PosteriorsUpdated, PosteriorUpdate, SelectReply, ToolCall, subjects
 from toolsel.embedded import CONFIG_FILE, CREDENTIALS_FILE, nats_config, nats_server_binary, password_variable
 from toolsel.messaging import NATS_USERS
 from toolsel.stack import AGENT, Stack

@@ -12,7 +12,9 @@ import pytest
 from nats.aio.subscription import Subscription
 from nats.js.api import DeliverPolicy
 
-from contracts import (
+from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
+from toolsel.client import ToolselClient
+from toolsel.contracts import (
     ErrorCode,
     ErrorReply,
     FeedbackEvent,
@@ -22,8 +24,6 @@ from contracts import (
     ToolCall,
     subjects,
 )
-from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
-from toolsel.client import ToolselClient
 from toolsel.messaging import consumer_settled
 
 GOOD = 10

@@ -13,7 +13,7 @@ import nats
 import pytest
 from faststream.nats import NatsBroker
 
-from contracts import HealthReply
+from toolsel.contracts import HealthReply
 from toolsel.embedded import nats_server_binary
 from toolsel.messaging import rpc_router
 

@@ -9,11 +9,11 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from contracts import SelectionEvent, subjects
 from tests.conftest import running_stack
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel import identities
 from toolsel.client import ToolselClient
+from toolsel.contracts import SelectionEvent, subjects
 from toolsel.messaging import Outbox
 from toolsel.stack import Stack
 

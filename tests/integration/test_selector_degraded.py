@@ -5,10 +5,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contracts import RegistryChanged, subjects
 from tests.conftest import running_stack
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import RegistryChanged, subjects
 from toolsel.stack import Stack
 
 

@@ -4,9 +4,9 @@ import json
 
 import asyncpg
 
-from contracts import RegistryChanged, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import RegistryChanged, subjects
 
 
 async def test_a_tier_rule_hides_a_category_below_teams(client: ToolselClient, pool: asyncpg.Pool) -> None:

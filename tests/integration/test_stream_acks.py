@@ -4,8 +4,8 @@ from uuid import uuid4
 
 import pytest
 
-from contracts import OutcomeEvent, SelectedTool, SelectionEvent, subjects
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, SelectedTool, SelectionEvent, subjects
 
 
 @pytest.mark.parametrize("subject", [subjects.SELECTION_EVENTS, subjects.OUTCOME_EVENTS])

@@ -8,8 +8,6 @@ from uuid import uuid4
 import asyncpg
 import pytest
 
-from contracts import ErrorCode, SyncPartReceived, SyncReport, SyncUpload, subjects
-from contracts.identity import Scope
 from tests.integration.catalog import (
     GUARDED_TENANT,
     TOOLS,
@@ -21,6 +19,8 @@ from tests.integration.catalog import (
     unique,
 )
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode, SyncPartReceived, SyncReport, SyncUpload, subjects
+from toolsel.contracts.identity import Scope
 
 
 async def test_a_sync_larger_than_one_nats_message_travels_in_parts_and_applies_whole(

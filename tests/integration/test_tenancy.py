@@ -13,12 +13,12 @@ import nats
 import nats.errors
 import pytest
 
-from contracts import ErrorCode, FeedbackEvent, OutcomeEvent, SelectReply, ToolCall, subjects
-from contracts.identity import INBOX
 from tests.integration.catalog import TOOLS, dead_letters, eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_nats_auth import Connection
 from toolsel import identities
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode, FeedbackEvent, OutcomeEvent, SelectReply, ToolCall, subjects
+from toolsel.contracts.identity import INBOX
 from toolsel.embedded import EmbeddedNats
 from toolsel.messaging import ensure_streams
 from toolsel.stack import Stack

@@ -10,9 +10,9 @@ import nats.aio.msg
 import numpy as np
 import pytest
 
-from contracts import OutcomeEvent, ReviewEvent, ToolCall, ToolReview, UsageUpdated, Verdict, subjects
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, ReviewEvent, ToolCall, ToolReview, UsageUpdated, Verdict, subjects
 
 VECTORS = """
 SELECT v.scope, v.centroid, v.negative_centroid, v.positives, v.negatives, v.words, v.version

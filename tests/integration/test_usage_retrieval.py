@@ -3,9 +3,9 @@ tool that worked), and nothing moves for another tenant or, in the rerank, on an
 
 from uuid import uuid4
 
-from contracts import OutcomeEvent, SelectReply, ToolCall
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, tool, unique
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, SelectReply, ToolCall
 
 TAUGHT = [
     "let the family know about dinner on Sunday",

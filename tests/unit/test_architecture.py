@@ -1,6 +1,6 @@
-"""The layers of issue 10, checked by import-linter with the contracts in pyproject.toml (CI runs the same
-`lint-imports`): contracts <- shared runtime (toolsel) <- services <- CLI, services independent of each other,
-and no import cycle inside a package."""
+"""The layers, checked by import-linter with the contracts in pyproject.toml (CI runs the same `lint-imports`):
+inside the one installed package, contracts <- shared runtime <- services <- CLI, services independent of each
+other, and no import cycle inside a package."""
 
 import tomllib
 from pathlib import Path
@@ -14,9 +14,22 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 def test_the_configured_contracts_are_the_architecture() -> None:
     contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
     by_type = {c["type"]: c for c in contracts}
-    assert by_type["layers"]["layers"] == ["cli", "services", "toolsel", "contracts"]
-    assert set(by_type["independence"]["modules"]) == {"services.selector", "services.learner", "services.indexer"}
-    assert set(by_type["acyclic_siblings"]["ancestors"]) == {"cli", "services", "toolsel", "contracts"}
+    layers = by_type["layers"]
+    assert layers["containers"] == ["toolsel"]
+    assert layers["exhaustive"] is True  # a new runtime module must be placed in a layer
+    assert [layers["layers"][0], layers["layers"][1], layers["layers"][-1]] == ["cli", "services", "contracts"]
+    assert {"settings", "store", "client", "messaging"} <= set(layers["layers"][2].split(" : "))
+    assert set(by_type["independence"]["modules"]) == {
+        "toolsel.services.selector",
+        "toolsel.services.learner",
+        "toolsel.services.indexer",
+    }
+    assert set(by_type["acyclic_siblings"]["ancestors"]) == {
+        "toolsel.cli",
+        "toolsel.services",
+        "toolsel",
+        "toolsel.contracts",
+    }
 
 
 def test_every_import_contract_is_kept(capsys: pytest.CaptureFixture[str]) -> None:

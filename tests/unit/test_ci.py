@@ -31,3 +31,10 @@ def test_ci_runs_the_demo_from_the_built_wheel_before_the_tests() -> None:
     assert " -e " not in steps[installed]
     assert steps[demo].startswith('(cd "$wheel_check"')  # outside the checkout
     assert demo < steps.index("pytest")
+
+
+def test_ci_checks_the_wheel_installs_one_top_level_package() -> None:
+    """Nothing of ours may shadow another project's ``services`` or ``cli``: the wheel holds ``toolsel`` alone."""
+    steps = _steps()
+    check = _first(steps, "tops ==", '{"toolsel"}')
+    assert _first(steps, "pip install", ".whl") < check < _first(steps, "toolsel", "demo", "TOOLSEL_HOME=")

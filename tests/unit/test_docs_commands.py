@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.core import TyperGroup
 
-from cli.main import app
+from toolsel.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))

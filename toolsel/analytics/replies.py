@@ -3,8 +3,8 @@ export read locally."""
 
 import polars as pl
 
-from contracts.admin import AccuracyPoint, AccuracyTrend, HeatCell, Heatmap, SelectionMetrics
 from toolsel.analytics import metrics
+from toolsel.contracts.admin import AccuracyPoint, AccuracyTrend, HeatCell, Heatmap, SelectionMetrics
 
 
 def metrics_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> SelectionMetrics:

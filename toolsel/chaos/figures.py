@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from contracts import ErrorCode, SelectReply
 from toolsel.chaos.hostile import id_field
+from toolsel.contracts import ErrorCode, SelectReply
 
 OK = "ok"
 TIMEOUT = "timeout"

@@ -8,7 +8,9 @@ from typing import Any
 import nats
 from pydantic import BaseModel
 
-from contracts import (
+from toolsel.chaos.figures import answer, changed
+from toolsel.chaos.stage import QUERIES, Stage, eventually
+from toolsel.contracts import (
     PosteriorsUpdated,
     PosteriorUpdate,
     RegistryChanged,
@@ -17,8 +19,6 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
-from toolsel.chaos.figures import answer, changed
-from toolsel.chaos.stage import QUERIES, Stage, eventually
 from toolsel.stack import AGENT
 
 NAME = "get_weather"

@@ -14,7 +14,6 @@ import nats.errors
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
-from contracts import CategorySpec, PluginSync, ToolSpec, subjects
 from toolsel.chaos.figures import (
     NO_RESPONDERS,
     TIMEOUT,
@@ -26,6 +25,7 @@ from toolsel.chaos.figures import (
 )
 from toolsel.chaos.hostile import Hostile, event_templates
 from toolsel.chaos.stage import LEARNER_KINDS, TOOLS, Stage, durable, eventually, selection_of
+from toolsel.contracts import CategorySpec, PluginSync, ToolSpec, subjects
 from toolsel.stack import health_all
 
 REQUEST_SUBJECTS = (subjects.SELECT, subjects.SYNC, *subjects.ADMIN_SUBJECTS)

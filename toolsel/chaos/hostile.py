@@ -9,7 +9,7 @@ import random
 from typing import Any, Final
 from uuid import UUID, uuid4
 
-from contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall, ToolReview, Verdict
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall, ToolReview, Verdict
 
 HOSTILE_TEXTS: Final = ("\x00", "a\x00b", "\ud800", "x" * 5000, "", " ", "é", "*", "../")
 """Strings that broke something once: NUL (PostgreSQL refuses it), a lone surrogate (not UTF-8), a huge one."""

@@ -11,9 +11,9 @@ import time
 from typing import Any, Literal
 from uuid import UUID
 
-from contracts import OutcomeEvent, ToolCall, subjects
 from toolsel.chaos.figures import delivery_figures
 from toolsel.chaos.stage import Stage, durable, eventually, selection_of
+from toolsel.contracts import OutcomeEvent, ToolCall, subjects
 from toolsel.settings import Settings
 from toolsel.store import answers, catalog, events, readmodels
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import nats.errors
 
-from contracts import SelectReply, SelectRequest, SyncReport, subjects
-from contracts.registry import MAX_SCHEMA_BYTES
 from toolsel.chaos.stage import Stage, eventually
 from toolsel.client import ToolselError
+from toolsel.contracts import SelectReply, SelectRequest, SyncReport, subjects
+from toolsel.contracts.registry import MAX_SCHEMA_BYTES
 
 PLUGINS = 3
 TOOLS_EACH = 8

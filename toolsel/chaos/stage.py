@@ -10,9 +10,9 @@ from typing import TypeVar
 import asyncpg
 import nats.errors
 
-from contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
 from toolsel import identities
 from toolsel.client import ToolselClient
+from toolsel.contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
 from toolsel.messaging import consumer_backlog, consumer_settled
 from toolsel.stack import Stack
 

@@ -17,7 +17,12 @@ from uuid import UUID
 import nats
 from nats.aio.msg import Msg
 
-from contracts import (
+from toolsel.chaos.figures import answer, changed
+from toolsel.chaos.fuzz import dead_letters
+from toolsel.chaos.stage import QUERIES, TOOLS, Stage, eventually
+from toolsel.chaos.tenants import learnt_tools
+from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import (
     FeedbackEvent,
     OutcomeEvent,
     PluginSync,
@@ -30,12 +35,7 @@ from contracts import (
     Verdict,
     subjects,
 )
-from contracts.identity import INBOX
-from toolsel.chaos.figures import answer, changed
-from toolsel.chaos.fuzz import dead_letters
-from toolsel.chaos.stage import QUERIES, TOOLS, Stage, eventually
-from toolsel.chaos.tenants import learnt_tools
-from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts.identity import INBOX
 from toolsel.store import events
 
 SETTLE_S = 120.0

@@ -6,7 +6,9 @@ tested)."""
 
 from typing import Any
 
-from contracts import (
+from toolsel.chaos.figures import answer, changed
+from toolsel.chaos.stage import LEARNER_KINDS, QUERIES, TOOLS, Stage, durable, eventually
+from toolsel.contracts import (
     SHARED_TENANT,
     FeedbackEvent,
     OutcomeEvent,
@@ -15,8 +17,6 @@ from contracts import (
     ToolReview,
     Verdict,
 )
-from toolsel.chaos.figures import answer, changed
-from toolsel.chaos.stage import LEARNER_KINDS, QUERIES, TOOLS, Stage, durable, eventually
 from toolsel.store import catalog, readmodels
 
 SETTLE_S = 120.0

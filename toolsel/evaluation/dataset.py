@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contracts import PluginSync, ToolSpec
+from toolsel.contracts import PluginSync, ToolSpec
 
 MAX_TOOLS_PER_PLUGIN = 5000
 MAX_SYNC_BYTES = 800_000

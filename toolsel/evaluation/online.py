@@ -9,8 +9,8 @@ from typing import Any
 
 import nats.errors
 
-from contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
 from toolsel.client import ToolselClient
+from toolsel.contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
 from toolsel.evaluation.dataset import MAX_QUERY, Query
 from toolsel.evaluation.discovery import discovery
 from toolsel.evaluation.metrics import mean_metrics, query_metrics

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from contracts import PluginSync, SelectFilters, SelectReply, SelectRequest
 from toolsel.client import ToolselClient
+from toolsel.contracts import PluginSync, SelectFilters, SelectReply, SelectRequest
 from toolsel.evaluation.dataset import MAX_QUERY, Query, Tool, catalog_syncs, wire_names
 from toolsel.render import console
 

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from contracts import SHARED_TENANT
 from toolsel.client import ToolselClient
+from toolsel.contracts import SHARED_TENANT
 from toolsel.evaluation import plan
 from toolsel.evaluation.dataset import BenchSet, Query, Tool
 from toolsel.evaluation.online import STREAM_K, Point, Streamed, held_out_rankings, learn, score_point

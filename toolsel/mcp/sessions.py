@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from contracts import ToolRef
+from toolsel.contracts import ToolRef
 from toolsel.tool_shapes import function_name
 
 MAX_EXCLUDE = 200

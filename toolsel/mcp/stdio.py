@@ -27,7 +27,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.types import jsonrpc_message_adapter
 
-from contracts.common import MAX_DOCUMENT_DEPTH, too_deep
+from toolsel.contracts.common import MAX_DOCUMENT_DEPTH, too_deep
 
 log = logging.getLogger(__name__)
 

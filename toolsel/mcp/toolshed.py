@@ -10,7 +10,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from contracts import (
+from toolsel.client import ToolselClient
+from toolsel.contracts import (
     OutcomeEvent,
     ReviewEvent,
     ScoredTool,
@@ -22,7 +23,6 @@ from contracts import (
     ToolReview,
     Verdict,
 )
-from toolsel.client import ToolselClient
 from toolsel.mcp.sessions import Session, Sessions
 from toolsel.tool_shapes import function_name, parameters_schema
 

@@ -12,7 +12,7 @@ from uuid import UUID
 import asyncpg
 from pydantic import TypeAdapter
 
-from contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall
 
 Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, TypeAlias
 import asyncpg
 import numpy as np
 
-from contracts import (
+from toolsel.contracts import (
     CategorySpec,
     PageMapping,
     PageMappingSpec,

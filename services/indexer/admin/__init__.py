@@ -3,7 +3,7 @@ area, under ``toolsel.rpc.admin.``. The learner serves the learning and analytic
 
 from faststream.nats import NatsRouter
 
-from services.indexer.admin import categories, embeddings, page_mappings, rules, tools
+from toolsel.services.indexer.admin import categories, embeddings, page_mappings, rules, tools
 
 
 def admin_routers() -> list[NatsRouter]:

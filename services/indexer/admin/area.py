@@ -1,4 +1,4 @@
-"""An admin area's router: handlers subscribe by their full subject (from ``contracts.subjects``) under the
+"""An admin area's router: handlers subscribe by their full subject (from ``toolsel.contracts.subjects``) under the
 area's prefix, each behind the admin-token check, in the indexer's queue group."""
 
 import functools
@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from faststream.nats import NatsRouter
 
-from contracts import AdminRequest, subjects
-from services.indexer.state import IndexerState
+from toolsel.contracts import AdminRequest, subjects
 from toolsel.messaging import check_admin
+from toolsel.services.indexer.state import IndexerState
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
 

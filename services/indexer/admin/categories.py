@@ -2,10 +2,10 @@
 
 from faststream.nats import NatsRouter
 
-from contracts import CategoryQuery, CategoryTree, PageCategories, PageQuery, subjects
-from services.indexer.admin.area import AdminArea
-from services.indexer.categories import categories_for_page, category_tree
-from services.indexer.state import State
+from toolsel.contracts import CategoryQuery, CategoryTree, PageCategories, PageQuery, subjects
+from toolsel.services.indexer.admin.area import AdminArea
+from toolsel.services.indexer.categories import categories_for_page, category_tree
+from toolsel.services.indexer.state import State
 from toolsel.store import registry
 
 

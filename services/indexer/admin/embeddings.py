@@ -4,10 +4,10 @@ import time
 
 from faststream.nats import NatsRouter
 
-from contracts import DriftReport, DriftRequest, RecomputeReport, RecomputeRequest, subjects
-from services.indexer.admin.area import AdminArea
-from services.indexer.embedding import drift_report, mark_for_recompute
-from services.indexer.state import State
+from toolsel.contracts import DriftReport, DriftRequest, RecomputeReport, RecomputeRequest, subjects
+from toolsel.services.indexer.admin.area import AdminArea
+from toolsel.services.indexer.embedding import drift_report, mark_for_recompute
+from toolsel.services.indexer.state import State
 
 
 def router() -> NatsRouter:

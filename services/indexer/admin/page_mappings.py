@@ -3,11 +3,11 @@ with what it declares."""
 
 from faststream.nats import NatsRouter
 
-from contracts import ErrorCode, PageMapping, PageMappingList, PageMappingQuery, PageMappingWrite, subjects
-from services.indexer.admin.area import AdminArea
-from services.indexer.records import check_category
-from services.indexer.state import State
+from toolsel.contracts import ErrorCode, PageMapping, PageMappingList, PageMappingQuery, PageMappingWrite, subjects
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.admin.area import AdminArea
+from toolsel.services.indexer.records import check_category
+from toolsel.services.indexer.state import State
 from toolsel.store import registry
 
 

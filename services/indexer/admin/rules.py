@@ -4,7 +4,7 @@ import asyncpg
 from faststream.nats import NatsRouter
 from pydantic import ValidationError
 
-from contracts import (
+from toolsel.contracts import (
     ErrorCode,
     RuleCreate,
     RuleFields,
@@ -16,9 +16,9 @@ from contracts import (
     VisibilityRule,
     subjects,
 )
-from services.indexer.admin.area import AdminArea
-from services.indexer.state import State
 from toolsel.messaging import RequestError, validation_reply
+from toolsel.services.indexer.admin.area import AdminArea
+from toolsel.services.indexer.state import State
 from toolsel.store import registry
 
 

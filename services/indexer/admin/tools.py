@@ -5,7 +5,7 @@ import logging
 
 from faststream.nats import NatsRouter
 
-from contracts import (
+from toolsel.contracts import (
     RollbackReport,
     RollbackRequest,
     ToolDetail,
@@ -18,9 +18,9 @@ from contracts import (
     ToolWriteReport,
     subjects,
 )
-from services.indexer import records
-from services.indexer.admin.area import AdminArea
-from services.indexer.state import State
+from toolsel.services.indexer import records
+from toolsel.services.indexer.admin.area import AdminArea
+from toolsel.services.indexer.state import State
 from toolsel.store import registry
 
 log = logging.getLogger("toolsel.indexer")

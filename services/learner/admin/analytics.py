@@ -7,13 +7,13 @@ import polars as pl
 from faststream.nats import NatsRouter
 from pydantic import BaseModel
 
-from contracts import subjects
-from contracts.admin import AccuracyTrend, AnalyticsQuery, Heatmap, SelectionMetrics
-from services.learner.admin import QUEUE
-from services.learner.state import LearnerState
 from toolsel.analytics import replies
 from toolsel.analytics.load import from_store
+from toolsel.contracts import subjects
+from toolsel.contracts.admin import AccuracyTrend, AnalyticsQuery, Heatmap, SelectionMetrics
 from toolsel.messaging import check_admin
+from toolsel.services.learner.admin import QUEUE
+from toolsel.services.learner.state import LearnerState
 
 PREFIX = f"{subjects.ADMIN_PREFIX}.analytics."
 R = TypeVar("R", bound=BaseModel)

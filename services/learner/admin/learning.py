@@ -5,8 +5,8 @@ from typing import Any
 
 from faststream.nats import NatsRouter
 
-from contracts import ErrorCode, QuarantineRelease, subjects
-from contracts.admin import (
+from toolsel.contracts import ErrorCode, QuarantineRelease, subjects
+from toolsel.contracts.admin import (
     FeedbackEntry,
     FeedbackList,
     FeedbackQuery,
@@ -18,11 +18,11 @@ from contracts.admin import (
     QuarantineReleased,
     ToolQuality,
 )
-from services.learner.admin import QUEUE
-from services.learner.handlers import announce
-from services.learner.quarantine import ReleaseRefused, release_tool
-from services.learner.state import LearnerState
 from toolsel.messaging import RequestError, check_admin
+from toolsel.services.learner.admin import QUEUE
+from toolsel.services.learner.handlers import announce
+from toolsel.services.learner.quarantine import ReleaseRefused, release_tool
+from toolsel.services.learner.state import LearnerState
 from toolsel.store import readmodels
 
 PREFIX = f"{subjects.ADMIN_PREFIX}."

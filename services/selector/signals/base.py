@@ -10,12 +10,12 @@ from typing import Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from contracts import SelectRequest
-from services.selector.catalog import Catalog, ReviewIndex
-from services.selector.history import UserHistory
-from services.selector.stages import Mask, NearReviews, Rows, Scores, Vector, nearest_reviews
-from services.selector.standing import Standing
-from services.selector.usage import UsageView
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.catalog import Catalog, ReviewIndex
+from toolsel.services.selector.history import UserHistory
+from toolsel.services.selector.stages import Mask, NearReviews, Rows, Scores, Vector, nearest_reviews
+from toolsel.services.selector.standing import Standing
+from toolsel.services.selector.usage import UsageView
 from toolsel.settings import Settings
 
 

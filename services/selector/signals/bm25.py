@@ -3,9 +3,9 @@ the words each tool was asked for with in the request's scope (its learnt words)
 
 import numpy as np
 
-from services.selector.retrieval import bm25_confidence
-from services.selector.signals.base import QueryContext
-from services.selector.stages import Scores
+from toolsel.services.selector.retrieval import bm25_confidence
+from toolsel.services.selector.signals.base import QueryContext
+from toolsel.services.selector.stages import Scores
 
 
 class Bm25Signal:

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores, historical_fitness
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores, historical_fitness
 
 
 class FitnessSignal:

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from services.selector.signals.base import QueryContext
-from services.selector.stages import Scores, historical_recommendation
+from toolsel.services.selector.signals.base import QueryContext
+from toolsel.services.selector.stages import Scores, historical_recommendation
 
 
 class HistorySignal:

@@ -1,7 +1,7 @@
 """Performance (seed 001): the mean of a latency score and the success share of the tool's calls."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores
 
 
 class PerformanceSignal:

@@ -1,7 +1,7 @@
 """Popularity (seed 001): the tool's usage percentile among the live tools the tenant sees, by its own calls."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores
 
 
 class PopularitySignal:

@@ -1,8 +1,8 @@
 """Quality (seed 004): success rate x average rating, the success rate from the tool's Beta posterior for this
 context (its mean to exploit, a Thompson draw to explore)."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores
 
 
 class QualitySignal:

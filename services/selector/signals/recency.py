@@ -1,8 +1,8 @@
 """Recency: exponential decay since the tool's last successful call in this tenant's context (0 for never):
 successes on one page lift nothing on another."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores, recency
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores, recency
 
 
 class RecencySignal:

@@ -4,8 +4,8 @@ and a weight in ``Settings.fusion_weights`` or ``Settings.rerank_weights`` if it
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from contracts import ScoreBreakdown
-from services.selector.signals import (
+from toolsel.contracts import ScoreBreakdown
+from toolsel.services.selector.signals import (
     bm25,
     fitness,
     history,
@@ -17,7 +17,7 @@ from services.selector.signals import (
     user_history,
     vector,
 )
-from services.selector.signals.base import RerankSignal, RetrievalSignal, Signal
+from toolsel.services.selector.signals.base import RerankSignal, RetrievalSignal, Signal
 from toolsel.settings import Settings
 
 S = TypeVar("S", bound=Signal[Any])

@@ -1,7 +1,7 @@
 """Relevance: retrieval's fused score, the composite's similarity term (seed 004)."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores
 
 
 class RelevanceSignal:

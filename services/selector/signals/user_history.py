@@ -1,7 +1,7 @@
 """User history (seed 001): the asking user's own success rate with each tool."""
 
-from services.selector.signals.base import RerankContext
-from services.selector.stages import Scores
+from toolsel.services.selector.signals.base import RerankContext
+from toolsel.services.selector.stages import Scores
 
 
 class UserHistorySignal:

@@ -5,9 +5,9 @@ from functools import reduce
 
 import numpy as np
 
-from services.selector.signals.base import QueryContext
-from services.selector.stages import Scores, Vector, cosine
-from services.selector.usage import usage_cosine
+from toolsel.services.selector.signals.base import QueryContext
+from toolsel.services.selector.stages import Scores, Vector, cosine
+from toolsel.services.selector.usage import usage_cosine
 
 
 class VectorSignal:

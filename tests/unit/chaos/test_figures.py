@@ -4,7 +4,6 @@ import json
 from collections import Counter
 from uuid import UUID
 
-from contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate
 from toolsel.chaos.figures import (
     OK,
     TIMEOUT,
@@ -18,6 +17,7 @@ from toolsel.chaos.figures import (
     request_figures,
     verdict,
 )
+from toolsel.contracts import ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate
 
 
 def test_a_reply_is_a_result_a_typed_error_or_unreadable() -> None:

@@ -4,8 +4,8 @@ what they refer to."""
 import json
 from uuid import UUID
 
-from contracts import SelectedTool, SelectionEvent
 from toolsel.chaos.hostile import HOSTILE_TEXTS, REFERENCES, Hostile, deep, event_body, event_templates
+from toolsel.contracts import SelectedTool, SelectionEvent
 
 
 def _selection() -> SelectionEvent:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.asyncapi import documents
-from cli.main import app
+from toolsel.cli.asyncapi import documents
+from toolsel.cli.main import app
 from toolsel.stack import TOOLSEL_COMMAND
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -2,8 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from cli.demo import DEMO_TENANT, demo_catalog, quarantined_since
-from contracts import QuarantineEntry
+from toolsel.cli.demo import DEMO_TENANT, demo_catalog, quarantined_since
+from toolsel.contracts import QuarantineEntry
 
 STARTED = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from toolsel.cli.main import app
 from toolsel.settings import Settings
 from toolsel.settings_table import END, START, settings_table
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from toolsel.cli.main import app
 
 TOOL = {"name": "get_weather", "description": "Weather for a city."}
 PLUGIN = {"plugin_id": "weather", "plugin_version": "1.0.0", "tools": [TOOL]}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.running import FAILED, INTERRUPTED, NO_STACK, USAGE
+from toolsel.cli.running import FAILED, INTERRUPTED, NO_STACK, USAGE
 from toolsel.stack import TOOLSEL_COMMAND
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "operators.md"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import typer
 
-from cli import admin, main
-from cli.running import Format, Rows, print_reply
-from contracts.admin import PageMapping, PageMappingList, RuleList, VisibilityRule
+from toolsel.cli import admin, main
+from toolsel.cli.running import Format, Rows, print_reply
+from toolsel.contracts.admin import PageMapping, PageMappingList, RuleList, VisibilityRule
 
 LISTINGS = {
     ("tools", "list"), ("tools", "versions"), ("tools", "drift"), ("admin", "page-categories"),

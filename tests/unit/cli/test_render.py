@@ -10,8 +10,8 @@ from uuid import uuid4
 import pytest
 from rich.console import Console, RenderableType
 
-from contracts import SelectReply
 from toolsel import render
+from toolsel.contracts import SelectReply
 from toolsel.render import EXPLAIN, PIPED_WIDTH, cell, clipped, rows_csv, rows_table, selection_view
 
 ROWS = [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.running import FAILED, NO_STACK
 from tests.unit.cli.test_exit_codes import _toolsel
+from toolsel.cli.running import FAILED, NO_STACK
 from toolsel.settings import Settings
 from toolsel.stack import STACK_FILE, Endpoints, configured_endpoints
 

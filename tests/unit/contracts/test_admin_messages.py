@@ -1,10 +1,9 @@
 import pytest
 from pydantic import ValidationError
 
-import contracts
-import contracts.admin
-from contracts import ToolKey
-from contracts.admin import QualityQuery, RuleFields, ToolUpdate
+from toolsel import contracts
+from toolsel.contracts import ToolKey, admin
+from toolsel.contracts.admin import QualityQuery, RuleFields, ToolUpdate
 
 
 def rule(rule_type: str, conditions: dict[str, object]) -> RuleFields:
@@ -50,7 +49,7 @@ def test_update_cannot_rename_and_quality_asks_one_thing() -> None:
 
 
 def test_every_admin_contract_is_exported_from_contracts() -> None:
-    assert len(contracts.admin.__all__) > 50
-    for name in contracts.admin.__all__:
+    assert len(admin.__all__) > 50
+    for name in admin.__all__:
         assert name in contracts.__all__
-        assert getattr(contracts, name) is getattr(contracts.admin, name)
+        assert getattr(contracts, name) is getattr(admin, name)

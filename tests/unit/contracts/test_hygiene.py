@@ -5,9 +5,9 @@ characters."""
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from contracts import FeedbackEvent, PluginSync, ToolSpec
-from contracts.common import MAX_DOCUMENT_DEPTH, JsonObject, ToolName, json_depth, too_deep
-from contracts.registry import parent_cycle
+from toolsel.contracts import FeedbackEvent, PluginSync, ToolSpec
+from toolsel.contracts.common import MAX_DOCUMENT_DEPTH, JsonObject, ToolName, json_depth, too_deep
+from toolsel.contracts.registry import parent_cycle
 
 DEEP = 100_000
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from contracts import subjects
-from contracts.identity import OPERATOR, Scope, parse_scope, scope_of_user, tenant_scope
+from toolsel.contracts import subjects
+from toolsel.contracts.identity import OPERATOR, Scope, parse_scope, scope_of_user, tenant_scope
 
 
 def test_a_tenant_identity_round_trips_through_its_scope_token() -> None:

@@ -6,7 +6,7 @@ from uuid import uuid4
 import pytest
 from pydantic import ValidationError
 
-from contracts import (
+from toolsel.contracts import (
     CategorySpec,
     FeedbackEvent,
     PageMappingSpec,

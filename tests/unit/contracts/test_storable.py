@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from contracts import FeedbackEvent, OutcomeEvent, PluginSync, SelectionEvent, SelectRequest
-from contracts.common import (
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, PluginSync, SelectionEvent, SelectRequest
+from toolsel.contracts.common import (
     EARLIEST,
     INT32_MAX,
     LATEST,

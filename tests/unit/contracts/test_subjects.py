@@ -2,7 +2,7 @@
 
 import pytest
 
-from contracts import subjects
+from toolsel.contracts import subjects
 
 STREAM_PATTERNS = (*subjects.EVENTS_STREAM_SUBJECTS, *subjects.DLQ_STREAM_SUBJECTS)
 NOTIFY_SUBJECTS = (subjects.REGISTRY_CHANGED, subjects.TOOL_STATE_CHANGED, subjects.POSTERIORS_UPDATED)

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import cast
 from uuid import uuid4
 
-from contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
 from toolsel.client import ToolselClient
+from toolsel.contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
 from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream, wait_for_learner

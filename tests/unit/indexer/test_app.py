@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from faststream.nats import JStream, NatsBroker, NatsMessage, TestNatsBroker
 
-from contracts import ErrorCode, ErrorReply, PluginSync, ToolSpec, subjects
-from services.indexer.app import create_app
-from services.indexer.state import STATE, IndexerState
+from toolsel.contracts import ErrorCode, ErrorReply, PluginSync, ToolSpec, subjects
+from toolsel.services.indexer.app import create_app
+from toolsel.services.indexer.state import STATE, IndexerState
 from toolsel.settings import Settings
 
 SETTINGS = Settings(plugin_secrets={"guarded": "s3cret"}, admin_token="admin-token")

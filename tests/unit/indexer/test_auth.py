@@ -2,9 +2,9 @@
 
 import pytest
 
-from contracts import ErrorCode, PluginSync
-from services.indexer.auth import authorise
+from toolsel.contracts import ErrorCode, PluginSync
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.auth import authorise
 
 
 def _sync(credential: str | None, plugin_id: str = "billing") -> PluginSync:

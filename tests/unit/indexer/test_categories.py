@@ -1,4 +1,4 @@
-from services.indexer.categories import categories_for_page, category_tree
+from toolsel.services.indexer.categories import categories_for_page, category_tree
 
 ROWS = [
     {"plugin_id": "a", "name": "money", "parent": None, "description": "", "workflow_hint": ""},

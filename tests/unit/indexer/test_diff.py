@@ -1,8 +1,8 @@
 """Differential sync planning by content hash."""
 
-from contracts import ToolSpec
-from services.indexer.diff import StoredTool, changed_fields, plan_sync, split_by_tenant
-from services.indexer.hashing import content_hash
+from toolsel.contracts import ToolSpec
+from toolsel.services.indexer.diff import StoredTool, changed_fields, plan_sync, split_by_tenant
+from toolsel.services.indexer.hashing import content_hash
 
 
 def _spec(name: str, description: str = "does things") -> ToolSpec:

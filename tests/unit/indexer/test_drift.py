@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from services.indexer.drift import days_since, drift_reason
+from toolsel.services.indexer.drift import days_since, drift_reason
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from contracts import ToolSpec
-from services.indexer.hashing import canonical_json, content_hash, embedding_hash, embedding_text, sha256_hex
+from toolsel.contracts import ToolSpec
+from toolsel.services.indexer.hashing import canonical_json, content_hash, embedding_hash, embedding_text, sha256_hex
 
 BASE: dict[str, Any] = {
     "name": "create_invoice",

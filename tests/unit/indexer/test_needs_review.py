@@ -2,8 +2,8 @@
 
 import pytest
 
-from contracts import ToolSpec
-from services.indexer.review import needs_review
+from toolsel.contracts import ToolSpec
+from toolsel.services.indexer.review import needs_review
 
 
 def _spec(schema_version: str = "1.0.0", description: str = "same") -> ToolSpec:

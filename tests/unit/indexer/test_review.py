@@ -1,6 +1,6 @@
 """The status that keeps a flagged tool out of selections until an operator approves it."""
 
-from services.indexer.review import status_after_approval, status_after_update
+from toolsel.services.indexer.review import status_after_approval, status_after_update
 
 
 def test_a_flagged_tool_is_held_back_only_when_flagged_tools_are_not_selectable() -> None:

@@ -5,9 +5,9 @@ import hmac
 
 import pytest
 
-from contracts import ErrorCode, PluginSync, ToolSpec, canonical_json, payload_signature
-from services.indexer.auth import authorise, credential_ok
+from toolsel.contracts import ErrorCode, PluginSync, ToolSpec, canonical_json, payload_signature
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.auth import authorise, credential_ok
 
 SECRETS = {"mail": "k3y"}
 

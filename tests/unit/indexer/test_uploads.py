@@ -6,11 +6,11 @@ from uuid import uuid4
 
 import pytest
 
-from contracts import ErrorCode, SyncUpload
-from services.indexer.uploads import joined
 from tests.integration.catalog import many_tools, plugin_sync
 from toolsel.client import SyncTooLarge, ToolselClient
+from toolsel.contracts import ErrorCode, SyncUpload
 from toolsel.messaging import RequestError
+from toolsel.services.indexer.uploads import joined
 
 WHOLE = b'{"plugin_id": "mail", "tools": []}'
 

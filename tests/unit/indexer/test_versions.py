@@ -3,8 +3,8 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from contracts import FieldChange
-from services.indexer.versions import RESTORED_COLUMNS, plan_rollback, snapshot_diff, version_history
+from toolsel.contracts import FieldChange
+from toolsel.services.indexer.versions import RESTORED_COLUMNS, plan_rollback, snapshot_diff, version_history
 
 
 def _snapshot(description: str, **record: Any) -> dict[str, Any]:

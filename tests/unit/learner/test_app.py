@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from faststream.nats import TestNatsBroker
 
-from contracts import ErrorCode, ErrorReply, HealthReply, subjects
-from services.learner.app import create_app
-from services.learner.handlers import EVENT_KINDS
+from toolsel.contracts import ErrorCode, ErrorReply, HealthReply, subjects
+from toolsel.services.learner.app import create_app
+from toolsel.services.learner.handlers import EVENT_KINDS
 from toolsel.settings import Settings
 
 LEARNING_AND_ANALYTICS = {

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.learner.batcher import Batcher
+from toolsel.services.learner.batcher import Batcher
 
 
 class Poisoned(ValueError):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.learner.compaction import compact, kmeans
-from services.learner.review_index import Entry, add_review, unit
+from toolsel.services.learner.compaction import compact, kmeans
+from toolsel.services.learner.review_index import Entry, add_review, unit
 
 
 def around(direction: int, count: int, rng: np.random.Generator, dim: int = 16) -> np.ndarray:

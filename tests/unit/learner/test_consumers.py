@@ -16,13 +16,13 @@ from faststream.nats import JStream, NatsBroker, TestNatsBroker
 from faststream.nats.annotations import NatsMessage
 from faststream.nats.testing import PatchedMessage
 
-from contracts import FeedbackEvent, OutcomeEvent, subjects
-from contracts.identity import OPERATOR, tenant_scope
-from services.learner import consumers
-from services.learner.consumers import EventKind, admitted
-from services.learner.state import Applied, LearnerState
 from toolsel import messaging
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, subjects
+from toolsel.contracts.identity import OPERATOR, tenant_scope
 from toolsel.messaging import RequestError
+from toolsel.services.learner import consumers
+from toolsel.services.learner.consumers import EventKind, admitted
+from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.settings import Settings
 
 Log = list[tuple[str, Any]]

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from contracts import ToolState
-from services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, Transition, observe, release
+from toolsel.contracts import ToolState
+from toolsel.services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, Transition, observe, release
 
 POLICY = DegradationPolicy(threshold=0.3, quarantine_after=5, window=10, probation_calls=3)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """Review verdicts and their fitness multipliers (seed 002)."""
 
-from contracts import ToolReview, Verdict
-from services.learner.fitness import Multipliers, verdicts
+from toolsel.contracts import ToolReview, Verdict
+from toolsel.services.learner.fitness import Multipliers, verdicts
 from toolsel.settings import Settings
 
 

@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from contracts import OutcomeEvent, ToolCall
-from services.learner.outcomes import (
+from toolsel.contracts import OutcomeEvent, ToolCall
+from toolsel.services.learner.outcomes import (
     OutcomeRules,
     Posterior,
     Stepped,
@@ -23,8 +23,8 @@ from services.learner.outcomes import (
     taught_with,
     teachable,
 )
-from services.learner.reward import discounted
-from services.learner.usage import POSITIVE, UsageRules
+from toolsel.services.learner.reward import discounted
+from toolsel.services.learner.usage import POSITIVE, UsageRules
 from toolsel.store.learning import CreditKey, Registered
 
 TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}

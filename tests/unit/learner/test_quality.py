@@ -2,8 +2,8 @@
 
 import pytest
 
-from contracts import ToolCall
-from services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
+from toolsel.contracts import ToolCall
+from toolsel.services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
 
 
 def histogram(latencies: list[float]) -> list[int]:

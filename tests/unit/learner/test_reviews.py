@@ -5,8 +5,8 @@ from uuid import UUID, uuid4
 
 import numpy as np
 
-from services.learner.reviews import Lesson, credited, step_start
-from services.learner.usage import NEGATIVE, POSITIVE, Example, Listwise, stepped
+from toolsel.services.learner.reviews import Lesson, credited, step_start
+from toolsel.services.learner.usage import NEGATIVE, POSITIVE, Example, Listwise, stepped
 from toolsel.store.learning import CreditKey
 
 LIMIT = 3

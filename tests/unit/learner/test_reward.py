@@ -2,8 +2,8 @@
 
 import pytest
 
-from contracts import SelectedTool, ToolCall
-from services.learner.reward import Reward, rewards_by_key
+from toolsel.contracts import SelectedTool, ToolCall
+from toolsel.services.learner.reward import Reward, rewards_by_key
 
 
 def _selected(*keys: str) -> list[str]:

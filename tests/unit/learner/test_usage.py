@@ -6,7 +6,7 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
-from services.learner.usage import (
+from toolsel.services.learner.usage import (
     NEGATIVE,
     POSITIVE,
     Example,

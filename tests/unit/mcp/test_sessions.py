@@ -2,7 +2,7 @@
 
 from uuid import uuid4
 
-from contracts import ToolRef
+from toolsel.contracts import ToolRef
 from toolsel.mcp.sessions import MAX_EXCLUDE, Sessions
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from contracts.common import MAX_DOCUMENT_DEPTH
+from toolsel.contracts.common import MAX_DOCUMENT_DEPTH
 from toolsel.mcp.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, refusal, top_level_id
 
 DEEP = 100_000

@@ -8,11 +8,11 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import Vector
 
-from contracts import SelectRequest
-from services.selector.catalog import Catalog, ReviewIndex
-from services.selector.history import UserHistory
-from services.selector.retrieval import LexicalIndex, lexical_text
-from services.selector.signals.base import QueryContext, RerankContext, ReviewLookup
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.catalog import Catalog, ReviewIndex
+from toolsel.services.selector.history import UserHistory
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text
+from toolsel.services.selector.signals.base import QueryContext, RerankContext, ReviewLookup
 from toolsel.settings import Settings
 
 DIM = 384

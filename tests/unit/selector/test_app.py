@@ -14,7 +14,8 @@ from faststream import TestApp
 from faststream.nats import NatsBroker, TestNatsBroker
 from pgvector import Vector
 
-from contracts import (
+from tests.unit.selector.factory import DIM, AxisEmbedder, usage_record
+from toolsel.contracts import (
     HealthReply,
     PosteriorsUpdated,
     PosteriorUpdate,
@@ -27,11 +28,10 @@ from contracts import (
     UsageUpdated,
     subjects,
 )
-from services.selector import app as selector_app
-from services.selector.catalog import build_catalog
-from services.selector.selector import Selector
-from tests.unit.selector.factory import DIM, AxisEmbedder, usage_record
 from toolsel.messaging import events_stream
+from toolsel.services.selector import app as selector_app
+from toolsel.services.selector.catalog import build_catalog
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from services.selector.confidence import TERMS, Signals, best_rank, bm25_match, confidence, lead, terms
+from toolsel.services.selector.confidence import TERMS, Signals, best_rank, bm25_match, confidence, lead, terms
 
 COEF = {
     "intercept": -1.0,

@@ -4,8 +4,8 @@ lowest-ranked tools left out; one that fits is untouched; the selection event ke
 from typing import Any
 from uuid import uuid4
 
-from contracts import SelectedTool, SelectionEvent, SelectReply
-from services.selector.fit import CUT_STAGE, HEADERS_ROOM, NATS_MAX_PAYLOAD, fit, offered, room, size
+from toolsel.contracts import SelectedTool, SelectionEvent, SelectReply
+from toolsel.services.selector.fit import CUT_STAGE, HEADERS_ROOM, NATS_MAX_PAYLOAD, fit, offered, room, size
 
 LIMIT = 1_000_000
 

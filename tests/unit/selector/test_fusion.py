@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.fusion import zscore_fusion
-from services.selector.retrieval import score_fusion
+from toolsel.services.selector.fusion import zscore_fusion
+from toolsel.services.selector.retrieval import score_fusion
 
 
 def _z(signal: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from contracts import OPERATORS
-from services.selector.policy import Rule, Subject, rule_matches, visible_mask
-from services.selector.stages import group_rows
+from toolsel.contracts import OPERATORS
+from toolsel.services.selector.policy import Rule, Subject, rule_matches, visible_mask
+from toolsel.services.selector.stages import group_rows
 
 TIERS = ["free", "pro", "teams", "enterprise"]
 KEYS = ["p/a", "p/b", "q/c"]

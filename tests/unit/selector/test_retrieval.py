@@ -4,8 +4,8 @@ import bm25s
 import numpy as np
 import pytest
 
-from services.selector import retrieval
-from services.selector.retrieval import (
+from toolsel.services.selector import retrieval
+from toolsel.services.selector.retrieval import (
     LexicalIndex,
     bm25_confidence,
     decompose,

@@ -12,12 +12,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from contracts import SelectRequest
-from services.selector.catalog import ReviewIndex
-from services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
-from services.selector.selector import Selector
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, catalog
 from tests.unit.selector.test_selector import EMBED, TOOLS, selector, usage_row
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.catalog import ReviewIndex
+from toolsel.services.selector.retrieval_cache import RetrievalCache, freeze, pool_digest
+from toolsel.services.selector.selector import Selector
 
 
 @dataclass(eq=True)

@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from contracts import SelectRequest
-from services.selector import stages
-from services.selector.catalog import Catalog
-from services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of
-from services.selector.selector import Selector
 from tests.unit.selector.factory import DIM
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector import stages
+from toolsel.services.selector.catalog import Catalog
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 
 WORDS = ["send", "email", "read", "inbox", "weather", "forecast", "search", "flights", "book", "hotel", "file", "city"]

@@ -8,13 +8,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from contracts import SelectRequest, ToolRef
-from services.selector.catalog import ReviewIndex
-from services.selector.policy import Rule
-from services.selector.retrieval import decompose
-from services.selector.selector import Selector
-from services.selector.signals.base import ReviewLookup
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog, usage_record
+from toolsel.contracts import SelectRequest, ToolRef
+from toolsel.services.selector.catalog import ReviewIndex
+from toolsel.services.selector.policy import Rule
+from toolsel.services.selector.retrieval import decompose
+from toolsel.services.selector.selector import Selector
+from toolsel.services.selector.signals.base import ReviewLookup
 from toolsel.settings import Settings
 
 TOOLS = [
@@ -376,7 +376,7 @@ def test_bm25_counts_in_the_fusion_as_much_as_its_confidence() -> None:
 
 
 def test_a_replaced_review_index_is_mapped_anew() -> None:
-    from services.selector.catalog import ReviewIndex
+    from toolsel.services.selector.catalog import ReviewIndex
 
     def index(n: int) -> ReviewIndex:
         centroids = np.zeros((n, 384), dtype=np.float32)

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from services.selector.stages import (
+from toolsel.services.selector.stages import (
     beyond_candidates,
     choose,
     composite,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from services.selector.stages import historical_fitness, historical_recommendation, nearest_reviews
+from toolsel.services.selector.stages import historical_fitness, historical_recommendation, nearest_reviews
 
 CENTROIDS = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]], dtype=np.float32)
 ROWS = np.array([0, 1, 2], dtype=np.int64)

@@ -6,11 +6,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contracts import SelectRequest
-from services.selector.catalog import with_standing
-from services.selector.selector import Selector
-from services.selector.standing import evidence_by_tenant, performance, rating_lift
 from tests.unit.selector.factory import AxisEmbedder, T, catalog
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.catalog import with_standing
+from toolsel.services.selector.selector import Selector
+from toolsel.services.selector.standing import evidence_by_tenant, performance, rating_lift
 from toolsel.settings import Settings
 
 ROWS = {"p/a": 0, "p/b": 1}

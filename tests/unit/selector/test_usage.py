@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.usage import Blending, UsageMemory, blend, build_view, scope_of, usage_cosine
 from tests.unit.selector.factory import DIM, T, axis, catalog, usage_record
+from toolsel.services.selector.usage import Blending, UsageMemory, blend, build_view, scope_of, usage_cosine
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
 

@@ -7,7 +7,9 @@ from uuid import uuid4
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from contracts import (
+from toolsel.client import ToolselClient
+from toolsel.client_methods import AsyncMethods, Event, Request, SyncMethods, table
+from toolsel.contracts import (
     AdminRequest,
     ReviewEvent,
     SelectRequest,
@@ -17,9 +19,7 @@ from contracts import (
     ToolQuery,
     subjects,
 )
-from contracts.identity import tenant_scope
-from toolsel.client import ToolselClient
-from toolsel.client_methods import AsyncMethods, Event, Request, SyncMethods, table
+from toolsel.contracts.identity import tenant_scope
 
 T = TypeVar("T")
 

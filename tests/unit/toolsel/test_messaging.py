@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from contracts import ErrorCode, PluginSync, SelectRequest
+from toolsel.contracts import ErrorCode, PluginSync, SelectRequest
 from toolsel.messaging import RequestError, validation_reply
 
 

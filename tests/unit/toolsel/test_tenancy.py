@@ -2,8 +2,8 @@
 
 import pytest
 
-from contracts import ErrorCode, subjects
-from contracts.identity import OPERATOR, tenant_scope
+from toolsel.contracts import ErrorCode, subjects
+from toolsel.contracts.identity import OPERATOR, tenant_scope
 from toolsel.messaging import RequestError
 from toolsel.tenancy import sender, tenant_for
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contracts import ScoreBreakdown, ScoredTool, ToolRef
+from toolsel.contracts import ScoreBreakdown, ScoredTool, ToolRef
 from toolsel.tool_shapes import (
     NAME_PATTERN,
     ROOT_KEYWORDS_REFUSED,

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.indexer.hashing import embedding_text
 from toolsel.evaluation.dataset import Tool, tool_spec
+from toolsel.services.indexer.hashing import embedding_text
 
 ROOT = Path(__file__).resolve().parents[3]
 MIT = "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\n"

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.signals.bm25 import BM25
 from tests.unit.selector.factory import T, catalog, query_context
+from toolsel.services.selector.signals.bm25 import BM25
 
 CAT = catalog([T("send_email", "send an email message", 0), T("get_weather", "weather forecast", 1)])
 

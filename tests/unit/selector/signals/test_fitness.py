@@ -2,8 +2,8 @@
 
 import pytest
 
-from services.selector.signals.fitness import FITNESS
 from tests.unit.selector.factory import T, axis, catalog, rerank_context, reviews
+from toolsel.services.selector.signals.fitness import FITNESS
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 LOOKUP = reviews(CAT, [("p/a", 0, 1.4), ("p/b", 1, 0.35)])

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.signals.history import HISTORY
 from tests.unit.selector.factory import T, axis, catalog, query_context, reviews
+from toolsel.services.selector.signals.history import HISTORY
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 LOOKUP = reviews(CAT, [("p/a", 0, 1.4), ("p/b", 0, 0.75)])

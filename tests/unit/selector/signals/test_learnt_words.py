@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from services.selector.signals.bm25 import BM25
-from services.selector.usage import Blending, UsageMemory
 from tests.unit.selector.factory import T, catalog, query_context, usage_record
+from toolsel.services.selector.signals.bm25 import BM25
+from toolsel.services.selector.usage import Blending, UsageMemory
 
 CAT = catalog([T("a", "lookup tool", 0), T("b", "another tool", 1), T("c", "third tool", 2)])
 

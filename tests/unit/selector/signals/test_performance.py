@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from services.selector.signals.performance import PERFORMANCE
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.services.selector.signals.performance import PERFORMANCE
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 object.__setattr__(CAT, "performance", np.array([0.25, 0.9]))

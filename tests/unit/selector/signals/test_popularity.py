@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from services.selector.signals.popularity import POPULARITY
-from services.selector.standing import Evidence
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.services.selector.signals.popularity import POPULARITY
+from toolsel.services.selector.standing import Evidence
 
 
 def test_is_the_usage_percentile_among_the_tools_the_tenant_sees() -> None:

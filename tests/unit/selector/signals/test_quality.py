@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.signals.quality import QUALITY
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.services.selector.signals.quality import QUALITY
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 object.__setattr__(CAT, "rating", np.array([0.5, 1.0]))

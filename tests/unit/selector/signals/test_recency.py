@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.signals.recency import RECENCY
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.services.selector.signals.recency import RECENCY
 from toolsel.settings import Settings
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])

@@ -2,10 +2,10 @@
 
 import pytest
 
-from contracts import ScoreBreakdown
-from services.selector.selector import Selector
-from services.selector.signals.registry import RERANK, RETRIEVAL, SHOWN_ELSEWHERE, check_weights
 from tests.unit.selector.factory import T, catalog
+from toolsel.contracts import ScoreBreakdown
+from toolsel.services.selector.selector import Selector
+from toolsel.services.selector.signals.registry import RERANK, RETRIEVAL, SHOWN_ELSEWHERE, check_weights
 from toolsel.settings import FUSION_WEIGHTS, RERANK_WEIGHTS, Settings
 
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from services.selector.signals.relevance import RELEVANCE
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.services.selector.signals.relevance import RELEVANCE
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 

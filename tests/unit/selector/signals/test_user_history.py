@@ -2,10 +2,10 @@
 
 from uuid import uuid4
 
-from contracts import OutcomeEvent, SelectionEvent, SelectRequest, ToolCall
-from services.selector.history import UserHistory
-from services.selector.signals.user_history import USER_HISTORY
 from tests.unit.selector.factory import T, catalog, rerank_context
+from toolsel.contracts import OutcomeEvent, SelectionEvent, SelectRequest, ToolCall
+from toolsel.services.selector.history import UserHistory
+from toolsel.services.selector.signals.user_history import USER_HISTORY
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 

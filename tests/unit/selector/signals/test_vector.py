@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from services.selector.signals.vector import VECTOR
 from tests.unit.selector.factory import T, axis, catalog, query_context
+from toolsel.services.selector.signals.vector import VECTOR
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
 

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
-from cli.running import USAGE, fail, run
+from toolsel.cli.running import USAGE, fail, run
 from toolsel.render import console
 
 if TYPE_CHECKING:

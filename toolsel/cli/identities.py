@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.running import USAGE, AsJson, Format, Output, chosen, fail, settings
 from toolsel import identities
+from toolsel.cli.running import USAGE, AsJson, Format, Output, chosen, fail, settings
 from toolsel.embedded import EmbeddedError, nats_config, password_variable, running_nats
 from toolsel.messaging import NATS_USERS
 from toolsel.render import console, rows_csv, rows_table

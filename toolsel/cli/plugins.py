@@ -5,9 +5,9 @@ from typing import Annotated
 
 import typer
 
-from cli.running import USAGE, built, client, fail, run
-from contracts import SyncReport
+from toolsel.cli.running import USAGE, built, client, fail, run
 from toolsel.client import plugin_removal
+from toolsel.contracts import SyncReport
 from toolsel.render import console, sync_table
 
 app = typer.Typer(help="Plugins as a whole.", no_args_is_help=True)

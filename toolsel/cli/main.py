@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from cli import (
+from toolsel.cli import (
     admin,
     analytics,
     asyncapi,
@@ -27,7 +27,7 @@ from cli import (
     tools,
     tuning,
 )
-from cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
+from toolsel.cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
 
 app = typer.Typer(
     help="toolsel: which few tools an LLM agent should see.",

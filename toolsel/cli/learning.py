@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from cli.running import (
+from toolsel.cli.running import (
     USAGE,
     AsJson,
     Format,
@@ -21,8 +21,8 @@ from cli.running import (
     warn,
     with_database,
 )
-from contracts import ErrorCode, FeedbackEvent
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import ErrorCode, FeedbackEvent
 from toolsel.render import console
 
 app = typer.Typer()
@@ -103,7 +103,7 @@ def compact(
     ] = None,
 ) -> None:
     """Rebuild the review index from the review log (k-means per tool) and report how much it shrank."""
-    from services.learner.reviews import compact_review_index
+    from toolsel.services.learner.reviews import compact_review_index
 
     k = clusters or settings().review_clusters
     done = with_database(lambda pool: compact_review_index(pool, k))
@@ -112,8 +112,8 @@ def compact(
 
 def rebuild_from_history() -> None:
     """Recompute posteriors and quality from the stored event history (``toolsel learner --rebuild``)."""
-    from services.learner.outcomes import OutcomeRules
-    from services.learner.rebuild import rebuild
+    from toolsel.services.learner.outcomes import OutcomeRules
+    from toolsel.services.learner.rebuild import rebuild
 
     current = settings()
     done = with_database(lambda pool: rebuild(pool, OutcomeRules.from_settings(current)))

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.running import (
+from toolsel import embedding_space
+from toolsel.cli.running import (
     USAGE,
     AsJson,
     Format,
@@ -25,7 +26,8 @@ from cli.running import (
     settings,
     validated,
 )
-from contracts import (
+from toolsel.client import ToolselClient
+from toolsel.contracts import (
     DriftReport,
     HealthReply,
     RecomputeReport,
@@ -37,10 +39,8 @@ from contracts import (
     ToolVersions,
     subjects,
 )
-from contracts.admin import ToolWriteReport
-from contracts.common import too_deep
-from toolsel import embedding_space
-from toolsel.client import ToolselClient
+from toolsel.contracts.admin import ToolWriteReport
+from toolsel.contracts.common import too_deep
 from toolsel.render import clipped, console, new_table
 from toolsel.settings import Settings
 from toolsel.store import create_pool
@@ -288,8 +288,8 @@ async def _answering() -> list[str]:
 
 
 async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched, int]:
-    from services.indexer.embedding import embed_pending
     from toolsel.runtime import load_model
+    from toolsel.services.indexer.embedding import embed_pending
 
     embedder = await load_model(current, cache=False)
     pool = await create_pool(url)

@@ -16,10 +16,10 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
-from contracts import ErrorCode
-from contracts.common import too_deep
 from toolsel.client import SyncTooLarge, ToolselClient, ToolselError
 from toolsel.client_methods import Request
+from toolsel.contracts import ErrorCode
+from toolsel.contracts.common import too_deep
 from toolsel.embedded import admin_token, redacted
 from toolsel.render import console, errors, printable_json, rows_csv, rows_table
 from toolsel.settings import Settings, get_settings

@@ -1,5 +1,5 @@
 """Service commands: ``selector``, ``learner`` and ``indexer`` each run one service process (``toolsel up``
-starts them this way, with ``python -m cli.services``); the CLI is the one place that builds a service app from
+starts them this way, with ``python -m toolsel.cli.services``); the CLI is the one place that builds a service app from
 the settings. Each command imports its service only when it runs, so the other commands start without loading
 the services."""
 
@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from cli.running import NO_DATABASE, NO_STACK, fail, operator_token, settings
+from toolsel.cli.running import NO_DATABASE, NO_STACK, fail, operator_token, settings
 from toolsel.settings import Settings
 from toolsel.stack import running_stack
 
@@ -49,7 +49,7 @@ def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
 @app.command()
 def selector() -> None:
     """Run a selector (more copies share the load through a queue group)."""
-    from services.selector.app import create_app
+    from toolsel.services.selector.app import create_app
 
     serve(create_app, "selector")
 
@@ -62,11 +62,11 @@ def learner(
 ) -> None:
     """Run a learner (more copies share the durable consumers)."""
     if rebuild:
-        from cli.learning import rebuild_from_history
+        from toolsel.cli.learning import rebuild_from_history
 
         rebuild_from_history()
         return
-    from services.learner.app import create_app
+    from toolsel.services.learner.app import create_app
 
     serve(create_app, "learner")
 
@@ -83,11 +83,11 @@ def indexer(
 ) -> None:
     """Run an indexer."""
     if switch_model:
-        from cli.tools import switch_embedding_model
+        from toolsel.cli.tools import switch_embedding_model
 
         switch_embedding_model()
         return
-    from services.indexer.app import create_app
+    from toolsel.services.indexer.app import create_app
 
     serve(create_app, "indexer")
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from cli.running import fail
+from toolsel.cli.running import fail
 from toolsel.settings import Settings
 from toolsel.settings_table import settings_table, with_settings_table
 

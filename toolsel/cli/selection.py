@@ -7,7 +7,7 @@ import typer
 from pydantic import BaseModel
 from rich.markup import escape
 
-from cli.running import (
+from toolsel.cli.running import (
     INTERRUPTED,
     USAGE,
     AsJson,
@@ -24,8 +24,8 @@ from cli.running import (
     run,
     validated,
 )
-from contracts import PluginSync, SelectReply, SyncReport
 from toolsel.client import ToolselClient
+from toolsel.contracts import PluginSync, SelectReply, SyncReport
 from toolsel.render import EXPLAIN, console, selection_view, sync_table
 from toolsel.settings import Settings
 

@@ -11,7 +11,8 @@ import polars as pl
 import typer
 from pydantic import BaseModel
 
-from cli.running import (
+from toolsel.analytics import replies
+from toolsel.cli.running import (
     USAGE,
     AsJson,
     Format,
@@ -26,10 +27,9 @@ from cli.running import (
     print_reply,
     with_database,
 )
-from contracts.admin import AnalyticsQuery, SelectionMetrics
-from toolsel.analytics import replies
 from toolsel.client import ToolselClient
 from toolsel.client_methods import Request
+from toolsel.contracts.admin import AnalyticsQuery, SelectionMetrics
 from toolsel.render import console, rows_table
 
 app = typer.Typer()

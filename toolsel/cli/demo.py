@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.progress import track
 
-from contracts import SHARED_TENANT, OutcomeEvent, PluginSync, QuarantineEntry, SelectReply, ToolCall
 from toolsel.client import ToolselClient, ToolselError
+from toolsel.contracts import SHARED_TENANT, OutcomeEvent, PluginSync, QuarantineEntry, SelectReply, ToolCall
 from toolsel.render import console, selection_view, sync_table
 
 DEMO_QUERIES = (

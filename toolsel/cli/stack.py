@@ -10,8 +10,8 @@ import typer
 from pydantic import BaseModel, Field
 from rich.table import Table
 
-from cli.demo import reset_demo, run_demo
-from cli.running import (
+from toolsel.cli.demo import reset_demo, run_demo
+from toolsel.cli.running import (
     NO_STACK,
     USAGE,
     AsJson,
@@ -25,8 +25,8 @@ from cli.running import (
     run,
     settings,
 )
-from contracts import HealthReply, subjects
 from toolsel.client import ToolselClient
+from toolsel.contracts import HealthReply, subjects
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
 from toolsel.render import console, new_table, status_table
 from toolsel.stack import (

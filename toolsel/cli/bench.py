@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from cli.running import run
+from toolsel.cli.running import run
 from toolsel.render import console
 
 app = typer.Typer()

@@ -9,16 +9,16 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from cli.running import USAGE, fail
+from toolsel.cli.running import USAGE, fail
 from toolsel.settings import Settings
 
 app = typer.Typer()
 
 
 def _factories() -> dict[str, Callable[[Settings], FastStream]]:
-    from services.indexer.app import create_app as indexer
-    from services.learner.app import create_app as learner
-    from services.selector.app import create_app as selector
+    from toolsel.services.indexer.app import create_app as indexer
+    from toolsel.services.learner.app import create_app as learner
+    from toolsel.services.selector.app import create_app as selector
 
     return {"selector": selector, "learner": learner, "indexer": indexer}
 

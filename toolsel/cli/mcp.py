@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cli.running import USAGE, client, fail, run, settings
+from toolsel.cli.running import USAGE, client, fail, run, settings
 from toolsel.client import ToolselClient
 from toolsel.embedded import EmbeddedError
 from toolsel.mcp.server import Transport, create_server, serve

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.tree import Tree
 
-from cli.running import (
+from toolsel.cli.running import (
     USAGE,
     AsJson,
     Format,
@@ -23,9 +23,9 @@ from cli.running import (
     parse_json,
     validated,
 )
-from contracts import SelectReply
-from contracts.admin import CategoryNode, CategoryTree, PageMapping, RuleFields, VisibilityRule
 from toolsel.client import ToolselClient
+from toolsel.contracts import SelectReply
+from toolsel.contracts.admin import CategoryNode, CategoryTree, PageMapping, RuleFields, VisibilityRule
 from toolsel.render import EXPLAIN, console, selection_view
 
 app = typer.Typer(help="Categories, page mappings, visibility rules, test selections, quarantine.")

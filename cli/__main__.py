@@ -1,5 +1,0 @@
-"""``python -m cli``: how ``toolsel up`` starts each service process."""
-
-from cli.main import main
-
-main()
