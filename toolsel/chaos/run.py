@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from uuid import uuid4
 
 from toolsel.chaos.forged import forged
@@ -28,7 +28,7 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal[
+Scenario = Literal[  # in the order they run
     "forged",
     "tenants",
     "eavesdrop",
@@ -43,21 +43,7 @@ Scenario = Literal[
     "nats-restart",
     "fuzz",
 ]
-SCENARIOS: tuple[Scenario, ...] = (
-    "forged",
-    "tenants",
-    "eavesdrop",
-    "spoof",
-    "id-reuse",
-    "msg-id-claim",
-    "oversize",
-    "mcp-stdio",
-    "kill",
-    "kill-nats",
-    "kill-postgres",
-    "nats-restart",
-    "fuzz",
-)
+SCENARIOS: tuple[Scenario, ...] = get_args(Scenario)
 """In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
 STACK_ENV = {
     "TOOLSEL_POSTERIOR_DISCOUNT": "1",
