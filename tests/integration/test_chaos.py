@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolsel.chaos.run import SCENARIOS
+from toolsel.chaos.scenarios import SCENARIOS
 from toolsel.stack import TOOLSEL_COMMAND
 
 CHECKED = tuple(name for name in SCENARIOS if name != "nats-restart")

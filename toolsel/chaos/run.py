@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 from uuid import uuid4
 
 from toolsel.chaos.forged import forged
@@ -19,6 +19,7 @@ from toolsel.chaos.kill import kill
 from toolsel.chaos.mcp_lines import mcp_lines
 from toolsel.chaos.oversize import oversize
 from toolsel.chaos.restart import nats_restart
+from toolsel.chaos.scenarios import SCENARIOS, Scenario
 from toolsel.chaos.stage import Stage
 from toolsel.chaos.tenancy import eavesdrop, id_reuse, msg_id_claim, spoof
 from toolsel.chaos.tenants import tenants
@@ -28,23 +29,6 @@ from toolsel.settings import Settings
 from toolsel.stack import Stack
 from toolsel.store import create_pool
 
-Scenario = Literal[  # in the order they run
-    "forged",
-    "tenants",
-    "eavesdrop",
-    "spoof",
-    "id-reuse",
-    "msg-id-claim",
-    "oversize",
-    "mcp-stdio",
-    "kill",
-    "kill-nats",
-    "kill-postgres",
-    "nats-restart",
-    "fuzz",
-]
-SCENARIOS: tuple[Scenario, ...] = get_args(Scenario)
-"""In the order they run: the fuzz last, as the valid admin requests it may draw can change the registry."""
 STACK_ENV = {
     "TOOLSEL_POSTERIOR_DISCOUNT": "1",
     "TOOLSEL_RESTART_BACKOFF_S": "0.2",

@@ -1,15 +1,13 @@
 """``toolsel chaos``: faults and load against a stack of its own, the figures printed and written as JSON."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated, Any, cast
 
 import typer
 
+from toolsel.chaos.scenarios import SCENARIOS, Scenario
 from toolsel.cli.running import USAGE, fail, run
 from toolsel.render import console
-
-if TYPE_CHECKING:
-    from toolsel.chaos.run import Scenario
 
 app = typer.Typer()
 
@@ -32,10 +30,7 @@ def chaos(
     ] = 100,
     scenario: Annotated[
         list[str] | None,
-        typer.Option(
-            help="run only these (repeatable): forged, tenants, eavesdrop, spoof, id-reuse, msg-id-claim, oversize, "
-            "mcp-stdio, kill, kill-nats, kill-postgres, nats-restart, fuzz"
-        ),
+        typer.Option(help=f"run only these (repeatable): {', '.join(SCENARIOS)}"),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the hostile inputs")] = 0,
     json_file: Annotated[Path | None, typer.Option("--json", help="write the figures here after each scenario")] = None,
@@ -45,7 +40,7 @@ def chaos(
     selection, stream one tenant's events beside another, forge broadcasts, and attack one tenant from another
     (eavesdrop, spoof, reuse its selection ids, claim its msg-ids): on a stack of its own, each measured."""
     from toolsel.chaos.report import scenario_lines
-    from toolsel.chaos.run import SCENARIOS, Options, run_chaos
+    from toolsel.chaos.run import Options, run_chaos
     from toolsel.evaluation.report import write_json
 
     chosen = tuple(scenario or SCENARIOS)

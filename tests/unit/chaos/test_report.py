@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from toolsel.chaos.report import LINES, scenario_lines
-from toolsel.chaos.run import SCENARIOS
+from toolsel.chaos.scenarios import SCENARIOS
 
 REQUESTS = {"subjects": 1, "sent": 2, "ok": 1, "typed_errors": 1, "internal": 0, "timeouts": 0, "no_responders": 0,
             "unreadable": 0, "typed_share": 1.0}  # fmt: skip
