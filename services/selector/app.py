@@ -249,7 +249,7 @@ async def _refresh(state: SelectorState, source: str, load: Load, lock: str | No
         state.waiting.discard(source)
 
 
-async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
+async def read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
     """Built in a worker thread: parsing and indexing thousands of tools must not hold up the selections and
     broadcasts waiting on the event loop."""
     tools, evidence = await store.live_tools(pool), await store.tenant_evidence(pool)
@@ -261,7 +261,7 @@ async def _load_registry(state: SelectorState) -> None:
     """A reference swap: requests in flight keep the copy they started with."""
     selector = state.selector
     version = await store.catalog_version(state.store)  # before the tools: the copy holds at least this version
-    selector.catalog = await _read_catalog(state.store, selector.settings)
+    selector.catalog = await read_catalog(state.store, selector.settings)
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(state.store))
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop

@@ -78,9 +78,13 @@ class Selector:
         vector is needed at all)."""
         if self.embedder is None or request.retrieval == "bm25" or self.settings.bm25_fast_path:
             return []
-        queries = retrieve.queries_of(self.settings, request.query)[1]
-        texts = retrieve.read(queries, retrieve.sentences_of(self.settings, queries[0]))
+        texts = self.reads(request)
         return [] if self.embedder.cached(texts[0], texts[1:]) else texts
+
+    def reads(self, request: SelectRequest) -> list[str]:
+        """What the model reads for this request when its vectors are wanted: the query, its parts, its sentences."""
+        queries = retrieve.queries_of(self.settings, request.query)[1]
+        return retrieve.read(queries, retrieve.sentences_of(self.settings, queries[0]))
 
     def learn(
         self, tool_key: str, tenant_id: str, context_key: str, alpha: float, beta: float, last_success: datetime | None
