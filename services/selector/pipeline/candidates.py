@@ -80,7 +80,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
         merged=stages.locate(rows, merged),
         per_query=[Retrieved(q.relevance[rows], _at(q.signals, rows), q.bm25_match[rows]) for q in per_query],
         in_pool=pool[rows],
-        rank=confidence.best_rank([q.relevance for q in per_query], rankings, pool, rows),
+        rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
         lead=confidence.lead(vector, pool, rows),
         relevance_top=max(float(q.relevance[pool].max()) for q in per_query) if pool.any() else 0.0,
         context_key=key,
@@ -92,6 +92,12 @@ def best(per_query: Iterable[stages.Scores]) -> stages.Scores:
     """Each row's best score over the query's parts (a tool serves the need it fits best)."""
     result: stages.Scores = reduce(np.maximum, per_query)
     return result
+
+
+def _deepest(rankings: list[stages.Rows], reach: stages.Rows) -> list[stages.Rows]:
+    """Each part's ranking to read ranks off: a plain query's exploration depth when it was ranked (the same
+    relevance ranked deeper, so only the pins and related tools past it are ranked against the pool)."""
+    return [reach] if len(rankings) == 1 and reach.size > rankings[0].size else rankings
 
 
 def _at(signals: dict[str, stages.Scores], rows: stages.Rows) -> dict[str, stages.Scores]:
