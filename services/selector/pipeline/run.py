@@ -74,6 +74,7 @@ def select(
     found_rows = timed("candidates", candidates.run, held, request, visible, fused)
     scored = timed("rerank", rerank.run, held, request, found_rows, fused.query_vector)
     choice = timed("choose", choose.run, held, request, visible, found_rows, scored)
+    # a stage that shapes the choice further (how many tools, a token budget) goes here: a Choice in, a Choice out
     degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
     answer, event = timed(
         "reply", reply.run, held, request, visible, found_rows, scored, choice, fused.method, parts, degraded, started
