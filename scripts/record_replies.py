@@ -44,7 +44,7 @@ def requests_for(texts: Sequence[str]) -> list[SelectRequest]:
             tenant_id="acme" if i % 4 == 0 else "default",
             k=(3, 5, 10)[i % 3],
             rerank=i % 7 != 0,
-            retrieval=modes.get(i % 11, "hybrid"),  # type: ignore[arg-type]
+            retrieval=modes.get(i % 11, "hybrid"),
             filters=SelectFilters(min_score=0.2 if i % 5 == 0 else None),
             max_tools=4 if i % 9 == 0 else None,
             seed=i,
