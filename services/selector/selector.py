@@ -12,7 +12,8 @@ from toolsel.embedder import Embedder
 from toolsel.services.selector import stages
 from toolsel.services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
 from toolsel.services.selector.history import UserHistory
-from toolsel.services.selector.pipeline import retrieve, run
+from toolsel.services.selector.pipeline import retrieve
+from toolsel.services.selector.pipeline import run as pipeline
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.policy import Rule
 from toolsel.services.selector.signals.base import ReviewLookup
@@ -42,7 +43,7 @@ class Selector:
     _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
     """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _hot: run.HotQueries = field(init=False)
+    _hot: pipeline.HotQueries = field(init=False)
     """The hot-query cache: a repeated query's retrieval while its sources are unchanged."""
     _counted: list[str] = field(init=False)
     """The retrieval signals beside BM25 worth computing: weighed in the fusion or shown in the breakdown (one
@@ -50,7 +51,7 @@ class Selector:
 
     def __post_init__(self) -> None:
         check_weights(self.settings)
-        self._hot = run.HotQueries(self.settings.retrieval_cache_size)
+        self._hot = pipeline.HotQueries(self.settings.retrieval_cache_size)
         weights = self.settings.fusion_weights
         self._counted = [
             name
@@ -64,12 +65,12 @@ class Selector:
         selection = self.run(request, started)
         return selection.reply, selection.event
 
-    def run(self, request: SelectRequest, started: float | None = None) -> run.Selection:
+    def run(self, request: SelectRequest, started: float | None = None) -> pipeline.Selection:
         """``select`` with what each stage handed on and how long it took."""
         started = time.perf_counter() if started is None else started
         held = self._held(request)
         sources = (held.catalog, self.reviews if HISTORY.name in self._counted else None, held.usage)
-        return run.select(held, request, started, self._hot, sources, sorted(self.degraded_sources))
+        return pipeline.select(held, request, started, self._hot, sources, sorted(self.degraded_sources))
 
     def to_embed(self, request: SelectRequest) -> list[str]:
         """What the model reads for this request (the query, its parts, its sentences) when it has not cached
