@@ -46,9 +46,17 @@ class Batcher:
         batch, self._waiting = self._waiting, []
         if not batch:
             return
-        loop = asyncio.get_running_loop()
-        running = loop.run_in_executor(self.executor, self.embedder.embed_requests, [r for r, _ in batch])
-        running.add_done_callback(lambda ran: _settle(ran, [f for _, f in batch]))
+        waiting = [f for _, f in batch]
+        try:
+            running = asyncio.get_running_loop().run_in_executor(
+                self.executor, self.embedder.embed_requests, [r for r, _ in batch]
+            )
+        except RuntimeError as stopped:  # the workers were shut down (the app is stopping): nobody waits in vain
+            for done in waiting:
+                if not done.done():
+                    done.set_exception(stopped)
+            return
+        running.add_done_callback(lambda ran: _settle(ran, waiting))
 
 
 def _settle(ran: "asyncio.Future[Any]", waiting: list["asyncio.Future[None]"]) -> None:
