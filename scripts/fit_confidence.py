@@ -17,7 +17,6 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,16 +38,6 @@ RIDGE = 1e-6
 """A touch of L2 on the coefficients, so that a term no row moves stays at 0 instead of failing the solve."""
 
 
-class Recording(Selector):
-    """The product's selector, keeping what the last request's rows were scored with."""
-
-    last: Any = None
-
-    def _score(self, *args: Any, **kwargs: Any) -> Any:
-        self.last = super()._score(*args, **kwargs)
-        return self.last
-
-
 def rows_of(folder: Path, settings: Settings, embedder: Embedder, args: argparse.Namespace) -> tuple[Matrix, Matrix]:
     """The terms and relevance of every tool returned for the set's sampled queries."""
     bench = load_set(folder)
@@ -63,13 +52,13 @@ def rows_of(folder: Path, settings: Settings, embedder: Embedder, args: argparse
             cached.parent.mkdir(parents=True, exist_ok=True)
             np.save(cached, vectors)
     catalog = in_process_catalog([s.model_dump(exclude_none=True) for s in specs], vectors, settings)
-    selector = Recording(settings, catalog, embedder)
+    selector = Selector(settings, catalog, embedder)
     named = {wire: name for name, wire in names.items()}
     terms, labels = [], []
     for query in sample(bench.queries, args.max_queries, args.seed):
-        reply, _ = selector.select(SelectRequest(query=query.text[:2000], dry_run=True, k=10, seed=0))
-        scored = selector.last
-        at = {int(row): i for i, row in enumerate(scored.rows)}
+        selection = selector.run(SelectRequest(query=query.text[:2000], dry_run=True, k=10, seed=0))
+        reply, scored = selection.reply, selection.scored
+        at = {int(row): i for i, row in enumerate(selection.candidates.rows)}
         picked = [at[catalog.rows[tool.key]] for tool in reply.tools]
         terms.append(confidence.terms(scored.signals, len(reply.sub_queries) > 1)[picked])
         labels.append([named.get(tool.name) in query.relevant for tool in reply.tools])

@@ -154,7 +154,19 @@ class Embedder:
             if found is not None:
                 self._cache.move_to_end(key)
                 return list(found)
-        vectors = self._request_vectors(query, list(parts))
+        return self._keep(key, self._request_vectors(query, list(parts)))
+
+    def embed_requests(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[Matrix]]:
+        """``embed_request`` of each (query, parts), cached alike, with the plain queries (no parts) not cached yet
+        read in one call of ``embed``: requests that arrive together cost the model's batch rate, not its rate one
+        query at a time. A compound request is read as ``embed_request`` reads it (in its own context)."""
+        plain = list(dict.fromkeys(query for query, parts in requests if not parts and not self.cached(query)))
+        for query, vector in zip(plain, self.embed(plain), strict=True):
+            self._keep((query,), [vector])
+        return [self.embed_request(query, parts) for query, parts in requests]
+
+    def _keep(self, key: tuple[str, ...], vectors: list[Matrix]) -> list[Matrix]:
+        """Read-only vectors, kept in the cache (when it keeps any) by request."""
         for vector in vectors:
             vector.setflags(write=False)
         if self._cache_size:

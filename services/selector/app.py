@@ -35,6 +35,7 @@ from toolsel.contracts.identity import parse_scope
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
 from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
+from toolsel.services.selector.batching import Batcher
 from toolsel.services.selector.catalog import (
     Catalog,
     build_catalog,
@@ -75,6 +76,8 @@ class SelectorState:
     failing shared tool) costs one more reload, not one each."""
     embedding: ThreadPoolExecutor | None = None
     """Where queries are embedded before a selection (open while the app runs)."""
+    batcher: Batcher | None = None
+    """What gathers the requests that arrive together into one model call (while the app runs, with a model)."""
 
     @property
     def store(self) -> asyncpg.Pool:
@@ -172,16 +175,15 @@ def _requests(
 
 
 async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:
-    """The request's query vectors, computed in a worker thread into the model's cache: the model's milliseconds
-    never hold the event loop, and requests in flight share the cores. A failure is left to the selection, which
+    """The request's query vectors, computed in a worker thread into the model's cache, with those of the requests
+    that arrive with it (``batching``): the model's milliseconds never hold the event loop, and requests in flight
+    share the cores. A failure is left to the selection, which
     embeds again and answers with BM25 alone, saying so."""
-    embedder, queries = state.selector.embedder, state.selector.to_embed(request)
-    if embedder is None or not queries or state.embedding is None:
+    queries = state.selector.to_embed(request)
+    if not queries or state.batcher is None:
         return
     with contextlib.suppress(Exception):
-        await asyncio.get_running_loop().run_in_executor(
-            state.embedding, embedder.embed_request, queries[0], queries[1:]
-        )
+        await state.batcher.embed(queries[0], queries[1:])
 
 
 def _broadcasts(state: SelectorState) -> NatsRouter:
@@ -249,7 +251,7 @@ async def _refresh(state: SelectorState, source: str, load: Load, lock: str | No
         state.waiting.discard(source)
 
 
-async def _read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
+async def read_catalog(pool: asyncpg.Pool, settings: Settings) -> Catalog:
     """Built in a worker thread: parsing and indexing thousands of tools must not hold up the selections and
     broadcasts waiting on the event loop."""
     tools, evidence = await store.live_tools(pool), await store.tenant_evidence(pool)
@@ -261,7 +263,7 @@ async def _load_registry(state: SelectorState) -> None:
     """A reference swap: requests in flight keep the copy they started with."""
     selector = state.selector
     version = await store.catalog_version(state.store)  # before the tools: the copy holds at least this version
-    selector.catalog = await _read_catalog(state.store, selector.settings)
+    selector.catalog = await read_catalog(state.store, selector.settings)
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(state.store))
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
@@ -334,6 +336,9 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     selector = state.selector
     selector.embedder = embedder
     state.embedding = ThreadPoolExecutor(settings.embedding_workers, thread_name_prefix="embed")
+    if embedder is not None:
+        wait_s = settings.embedding_batch_wait_ms / 1000
+        state.batcher = Batcher(embedder, state.embedding, wait_s, settings.embedding_batch_size)
     await _load_registry(state)  # the catalog, its version and the rules
     sources: tuple[tuple[str, Load], ...] = (
         ("posteriors", _load_posteriors),
@@ -358,6 +363,7 @@ async def _stop(state: SelectorState) -> None:
     if state.embedding is not None:
         state.embedding.shutdown(wait=False, cancel_futures=True)
         state.embedding = None
+        state.batcher = None
     if state.pool is not None:
         await state.pool.close()
         state.pool = None

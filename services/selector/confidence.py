@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from toolsel.services.selector.retrieval import ranks_of
+from toolsel.services.selector.retrieval import ranks_within
 from toolsel.services.selector.stages import Mask, Rows, Scores
 
 TERMS = (
@@ -53,11 +53,12 @@ def bm25_match(scores: Scores, ceiling: float) -> Scores:
     return result
 
 
-def best_rank(relevances: Sequence[Scores], pool: Mask, rows: Rows) -> Scores:
-    """Each of ``rows``' best retrieval rank within the pool over the whole query and its parts: a compound
-    request has one first tool per need, so this tells how many tools fit it, which the rank of the
-    best-over-parts relevance hides."""
-    result: Scores = np.minimum.reduce([ranks_of(relevance, pool, rows) for relevance in relevances])
+def best_rank(relevances: Sequence[Scores], rankings: Sequence[Rows], pool: Mask, rows: Rows) -> Scores:
+    """Each of ``rows``' best retrieval rank within the pool over the whole query and its parts (``rankings``:
+    each one's top-n, as ``stages.top_n`` gives it): a compound request has one first tool per need, so this tells
+    how many tools fit it, which the rank of the best-over-parts relevance hides."""
+    ranked = [ranks_within(r, relevance, pool, rows) for relevance, r in zip(relevances, rankings, strict=True)]
+    result: Scores = np.minimum.reduce(ranked)
     return result
 
 

@@ -141,6 +141,21 @@ def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
     return out
 
 
+def ranks_within(ranking: Rows, scores: Scores, mask: Mask, rows: Rows) -> Scores:
+    """``ranks_of(scores, mask, rows)`` read off ``ranking``, the masked rows' top-n (``stages.top_n``: best first,
+    ties by row, as ``ranks`` orders them) where it holds a row: its place there. Only the rows past the top-n (a
+    pin, a related tool, the exploration depth) are ranked against the pool."""
+    order = np.argsort(ranking, kind="stable")
+    at = locate(ranking[order], rows)
+    held = at >= 0
+    out = np.full(rows.size, np.inf)
+    place = order[at[held]] + 1.0
+    out[held] = np.where(scores[rows[held]] > 0, place, np.inf)
+    if not held.all():
+        out[~held] = ranks_of(scores, mask, rows[~held])
+    return out
+
+
 def reciprocal_rank_fusion(rank_lists: Sequence[Scores], weights: Sequence[float], k: float) -> Scores:
     """Sum of w / (k + rank) over the lists, scaled so a row ranked first in every list scores 1."""
     total = sum(weights)

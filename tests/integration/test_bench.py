@@ -39,6 +39,11 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
         assert 0 < inside["p50"] <= inside["p95"] <= inside["p99"]
         assert size["overhead_p50_ms"] < u["p50"]  # each select less its own query's embedding and a round trip
         assert size["overhead_in_selector_p50_ms"] < inside["p50"]  # the reply's latency less the same embedding
+        stages = size["stages_ms"]
+        for in_process in (size["in_process_ms"], size["in_process_cpu_ms"]):
+            assert 0 < in_process["p50"] <= in_process["p95"] <= in_process["p99"]
+        assert list(stages) == ["visibility", "retrieve", "fuse", "candidates", "rerank", "choose", "reply"]
+        assert min(stages.values()) > 0  # each query once: no stage skipped by the hot-query cache at p50
         assert size["selector_rss_mb"] > 0
         assert size["sync_tools_per_s"] > 0
         assert size["sync_of_batch_rate"] > 0

@@ -11,6 +11,7 @@ COLUMNS = (
     ("select p50/p95/p99 ms", "select"),
     ("overhead p50 ms (in selector)", "overhead"),
     ("inside p50/p95/p99 ms", "inside"),
+    ("in process p50/p95/p99 ms (CPU p50)", "in_process"),
     ("repeated p50 ms", "select_repeated_p50_ms"),
     ("selector RSS MB", "selector_rss_mb"),
     ("sync tools/s (of batch / model rate)", "sync"),
@@ -20,15 +21,17 @@ COLUMNS = (
 
 
 def cells(size: dict[str, Any]) -> list[str]:
-    """One row: the uncached percentiles in one cell; the overhead beside its part inside the selector; the sync's
-    rate beside its share of the model's batch rate (on the reference's queries) and of the model's rate on the
-    sync's own texts (the share of the sync's time spent in the model); its phases and the indexer's memory in one
-    cell each; every other column as measured."""
-    u, i = size["select_uncached_ms"], size["selector_inside_ms"]
+    """One row: the uncached percentiles in one cell, the selector's (the reply's latency) and the selection's in
+    process without the embedding likewise (with its CPU time's p50); the overhead beside its part inside the
+    selector; the sync's rate beside its share of the model's batch rate (on the reference's queries) and of the
+    model's rate on the sync's own texts (the share of the sync's time spent in the model); its phases and the
+    indexer's memory in one cell each; every other column as measured."""
+    u, i, p = size["select_uncached_ms"], size["selector_inside_ms"], size["in_process_ms"]
     joined = {
         "select": f"{u['p50']} / {u['p95']} / {u['p99']}",
         "overhead": f"{size['overhead_p50_ms']} ({size['overhead_in_selector_p50_ms']})",
         "inside": f"{i['p50']} / {i['p95']} / {i['p99']}",
+        "in_process": f"{p['p50']} / {p['p95']} / {p['p99']} ({size['in_process_cpu_ms']['p50']})",
         "sync": f"{size['sync_tools_per_s']} ({size['sync_of_batch_rate']:.0%} / {size['sync_of_model_rate']:.0%})",
         "sync_phases": f"{size['sync_write_s']} / {size['sync_embed_s']} ({size['sync_model_s']})",
         "indexer_rss": f"{size['indexer_rss_mb']} / {size['indexer_peak_rss_mb']}",

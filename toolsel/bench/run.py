@@ -3,7 +3,7 @@
 import asyncio
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,12 @@ THROUGHPUT_ROUNDS = 4
 """Each throughput measure is timed over this many times ``--requests`` selects, after ``--requests`` to warm up."""
 SECOND_SELECTOR_S = 300.0
 """How long the second selector may take to load the catalog."""
+
+
+InProcess = Callable[[Settings, str, str, Sequence[str]], Awaitable[dict[str, Any]]]
+"""Times a selection in process on the stack's catalog, without the query embedding: (settings, database URL,
+tenant, queries) -> ``in_process_ms`` and ``stages_ms`` (the selector's ``timings.in_process``, handed in by the
+CLI: the bench runs beneath the services)."""
 
 
 @dataclass(frozen=True)
@@ -195,8 +201,9 @@ async def measure_throughput(
     }
 
 
-async def run_bench(options: Options) -> dict[str, Any]:
-    """Reference costs, then each size in increasing order on one stack: every number comes from the same run."""
+async def run_bench(options: Options, in_process: InProcess | None = None) -> dict[str, Any]:
+    """Reference costs, then each size in increasing order on one stack: every number comes from the same run;
+    with ``in_process``, each size's selection in process too, on the same queries."""
     sets = pooled_sets(options.data)
     pool = [t for s in sets for t in s.tools]
     sizes = sorted(options.sizes)
@@ -216,10 +223,12 @@ async def run_bench(options: Options) -> dict[str, Any]:
             async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
                 reference["round_trip_p50_ms"] = await round_trip_p50(client)
                 pids = {name: stack.services[name].pid for name in ("selector", "indexer")}
-                measured = [  # each size its own queries: none is already in the selector's cache
-                    await measure_size(client, catalog_of(pool, size), queries[i * n : (i + 1) * n], pids, embed_s)
-                    for i, size in enumerate(sizes)
-                ]
+                measured = []
+                for i, tools in enumerate(sizes):  # each size its own queries: none is already in the selector's cache
+                    own = queries[i * n : (i + 1) * n]
+                    measured.append(await measure_size(client, catalog_of(pool, tools), own, pids, embed_s))
+                    if in_process is not None:
+                        measured[-1].update(await in_process(settings, endpoints.database_url, TENANT, own))
                 scaling = await measure_throughput(stack, client, endpoints.nats_url, sizes[-1], queries[timed:])
         finally:
             stack.stop()

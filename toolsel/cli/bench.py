@@ -31,12 +31,13 @@ def bench(
     """Measure select latency, selector memory and sync throughput against the model's own costs."""
     from toolsel.bench import report
     from toolsel.bench.run import Options, run_bench
+    from toolsel.services.selector.timings import in_process
 
     if not data.is_dir():
         console.print(f"[red]{data} is not a folder of evaluation sets[/]")
         raise typer.Exit(2)
     options = Options(data, _sizes(sizes), requests)
-    result = run(lambda: run_bench(options))
+    result = run(lambda: run_bench(options, in_process))
     console.print(report.table(result))
     if json_file is not None:
         report.write_json(json_file, result)

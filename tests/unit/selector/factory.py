@@ -85,6 +85,9 @@ class AxisEmbedder:
     def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
         return [self._embed(text) for text in (query, *parts)]
 
+    def embed_requests(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[npt.NDArray[np.float32]]]:
+        return [self.embed_request(query, parts) for query, parts in requests]
+
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._embed(text)
 

@@ -343,6 +343,13 @@ async def test_a_burst_of_broadcasts_costs_one_more_reload_not_one_each() -> Non
     assert state.waiting == set()
 
 
+ALONE = Settings(
+    nats_url="nats://in-memory:4222", thompson_sampling=False, exploration_slots=0, embedding_batch_wait_ms=0
+)
+"""Each request's query embedded alone, as it arrives."""
+
+
+@pytest.mark.parametrize("settings", [ALONE])
 async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_answered(
     broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,3 +375,24 @@ async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_a
     threads = seen[0].threads
     assert threads["a slow email to Oslo"].startswith("embed")  # the app's worker, not the event loop's thread
     assert threads["send an email to Bergen"].startswith("embed")
+
+
+@pytest.mark.parametrize(
+    "settings", [Settings(nats_url="nats://in-memory:4222", thompson_sampling=False, embedding_batch_wait_ms=50)]
+)
+async def test_requests_that_arrive_together_are_embedded_in_one_model_call(
+    broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[list[str]] = []
+    embed_requests = ThreadedEmbedder.embed_requests
+
+    def counted(self: ThreadedEmbedder, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[Any]]:
+        batches.append([query for query, _ in requests])
+        return embed_requests(self, requests)
+
+    monkeypatch.setattr(ThreadedEmbedder, "embed_requests", counted)
+    queries = ["send an email to Bergen", "the weather in Oslo", "a flight to Rome"]
+    replies = await asyncio.wait_for(asyncio.gather(*(select(broker, query=q, k=1, dry_run=True) for q in queries)), 5)
+    assert [r.tools[0].name for r in replies] == ["send_email"] * 3
+    assert sorted(q for batch in batches for q in batch) == sorted(queries)
+    assert len(batches) < len(queries)  # not one call each

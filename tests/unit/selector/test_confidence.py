@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from toolsel.services.selector.confidence import TERMS, Signals, best_rank, bm25_match, confidence, lead, terms
+from toolsel.services.selector.stages import top_n
 
 COEF = {
     "intercept": -1.0,
@@ -112,10 +113,12 @@ def test_best_rank_gives_each_part_of_a_compound_request_its_own_first_tool() ->
     pool = np.array([True, True, True, True])
     whole = np.array([0.9, 0.8, 0.7, 0.0])
     part = np.array([0.1, 0.2, 0.9, 0.0])
-    assert best_rank([whole, part], pool, np.arange(4)).tolist() == [1.0, 2.0, 1.0, np.inf]
-    assert best_rank([whole, part], pool, np.array([2, 1])).tolist() == [1.0, 2.0]
+    rankings = [top_n(whole, pool, 2), top_n(part, pool, 2)]
+    assert best_rank([whole, part], rankings, pool, np.arange(4)).tolist() == [1.0, 2.0, 1.0, np.inf]
+    assert best_rank([whole, part], rankings, pool, np.array([2, 1])).tolist() == [1.0, 2.0]
 
 
 def test_best_rank_of_a_plain_query_is_its_rank_within_the_pool() -> None:
     pool = np.array([True, False, True])
-    assert best_rank([np.array([0.5, 0.9, 0.7])], pool, np.arange(3)).tolist() == [2.0, np.inf, 1.0]
+    scores = np.array([0.5, 0.9, 0.7])
+    assert best_rank([scores], [top_n(scores, pool, 1)], pool, np.arange(3)).tolist() == [2.0, np.inf, 1.0]

@@ -15,7 +15,8 @@ from tests.unit.selector.factory import DIM
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import stages
 from toolsel.services.selector.catalog import Catalog
-from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of
+from toolsel.services.selector.pipeline import candidates
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of, ranks_within
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 
@@ -106,7 +107,7 @@ def test_the_row_subset_answers_as_every_row_does(seed: int, monkeypatch: pytest
     ]
     requests.append(SelectRequest.model_validate({"query": QUERIES[0], "seed": 1, "filters": {"min_score": 0.3}}))
     subset = [_answer(sel, r) for r in requests]
-    monkeypatch.setattr(Selector, "_rows_read", lambda self, *_: np.arange(len(self.catalog), dtype=np.int64))
+    monkeypatch.setattr(candidates, "_rows_read", lambda held, *_: np.arange(len(held.catalog), dtype=np.int64))
     assert subset == [_answer(sel, r) for r in requests]
 
 
@@ -118,3 +119,15 @@ def test_ranks_of_some_rows_are_their_ranks_among_all(scores: stages.Scores, dat
     mask = data.draw(hnp.arrays(np.bool_, scores.size))
     rows = np.array(sorted(data.draw(st.sets(st.integers(0, scores.size - 1)))), dtype=np.int64)
     assert ranks_of(scores, mask, rows).tolist() == ranks(scores, mask)[rows].tolist()
+
+
+@given(
+    hnp.arrays(np.float64, st.integers(1, 60), elements=st.sampled_from([0.0, 0.1, 0.2, 0.5, 0.7, 1.0, -0.3])),
+    st.integers(1, 10),
+    st.data(),
+)
+def test_ranks_read_off_the_top_n_are_the_ranks_among_all(scores: stages.Scores, n: int, data: st.DataObject) -> None:
+    mask = data.draw(hnp.arrays(np.bool_, scores.size))
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, scores.size - 1)))), dtype=np.int64)
+    ranking = stages.top_n(scores, mask, n)
+    assert ranks_within(ranking, scores, mask, rows).tolist() == ranks(scores, mask)[rows].tolist()

@@ -82,3 +82,19 @@ def test_a_model_fastembed_does_not_know_is_read_from_its_directory_as_a_mean_po
         Embedder(directory, model_name="local/unsized")
     with pytest.raises(ValueError, match="makes 384-d vectors, not 768"):
         Embedder(directory, model_name="local/missized", dim=768)
+
+
+def test_requests_embedded_together_get_the_vectors_each_gets_alone(tmp_path: Path) -> None:
+    """Micro-batching: the plain queries in one model call, the compound one in its own context, all cached."""
+    model = Embedder(assemble_model_dir(tmp_path / "model"))
+    alone = Embedder(assemble_model_dir(tmp_path / "model"))
+    requests = [
+        ("book a flight to Rome", []),
+        ("send an email to Bob about the quarterly meeting notes", []),
+        ("book a flight to Rome and then email Bob", ["book a flight to Rome", "email Bob"]),
+        ("book a flight to Rome", []),
+    ]
+    together = model.embed_requests(requests)
+    assert all(model.cached(query, parts) for query, parts in requests)
+    for (query, parts), vectors in zip(requests, together, strict=True):
+        assert np.allclose(np.vstack(vectors), np.vstack(alone.embed_request(query, parts)), atol=1e-5)

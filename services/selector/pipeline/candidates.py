@@ -1,0 +1,131 @@
+"""Stage 4, candidates: each query part's top-n, their merge, and the only rows every later stage reads, with
+what those stages need of retrieval's view of the whole pool (ranks, the vector's lead, the best relevance, the
+bandit context) taken here, once: from here on nothing reads an array over the whole catalog."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector import confidence, retrieval, stages
+from toolsel.services.selector.pipeline.fuse import Fused, Retrieved
+from toolsel.services.selector.pipeline.held import Held
+from toolsel.services.selector.pipeline.visibility import Visible
+from toolsel.services.selector.signals.vector import VECTOR
+
+
+@dataclass(frozen=True)
+class Candidates:
+    rows: stages.Rows
+    """The catalog rows the rest of the selection reads, ascending: each part's candidates and, when reranking,
+    the pins, each candidate's related tools and the relevance ranking to the depth an exploration slot reaches.
+    Position i of every array below is row ``rows[i]``."""
+    rankings: list[stages.Rows]
+    """Each part's top-n (the whole query first), as positions in ``rows``."""
+    merged: stages.Rows
+    """The rankings merged a turn each (every need gets its quota), as positions in ``rows``."""
+    per_query: list[Retrieved]
+    """Each part's retrieval, over ``rows``."""
+    in_pool: stages.Mask
+    """Which of ``rows`` retrieval could return (the pins are not in the pool when reranking)."""
+    rank: stages.Scores
+    """Each row's best retrieval rank over the parts (1: first; infinity: not ranked)."""
+    lead: stages.Scores
+    """Each row's cosine less the best other row's in the pool (``confidence.lead``)."""
+    relevance_top: float
+    """The best relevance in the pool: what a slot past the candidates scales relevance by."""
+    context_key: str
+    """The request's bandit context."""
+    explores_deep: bool
+    """Whether an exploration slot may reach past the candidates (the rows hold that depth then)."""
+
+    @property
+    def relevance(self) -> stages.Scores:
+        """Each row's best relevance over the parts (a tool serves the need it fits best)."""
+        return best(q.relevance for q in self.per_query)
+
+    def at(self, catalog_rows: stages.Rows) -> stages.Rows:
+        """The positions of these catalog rows (all among ``rows``)."""
+        return stages.locate(self.rows, catalog_rows)
+
+
+def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
+    """Seed 000's bandit context, ``tier:page:general`` by default. ``{intent}`` in the template stands for
+    the tool retrieval ranks first (seed 000, 10.3's finer query category): posteriors then learn, per
+    apparent intent, which tool the agent really uses."""
+    return template.format(tier=tier, page=page or "*", intent=intent)
+
+
+def explores_deep(held: Held) -> bool:
+    """Whether an exploration slot may reach past the candidates at all."""
+    s = held.settings
+    return held.rng is not None and s.exploration_slots > 0 and s.exploration_depth > s.retrieval_candidates
+
+
+def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> Candidates:
+    s, pool, per_query = held.settings, visible.pool, fused.per_query
+    rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
+    merged = retrieval.round_robin(rankings, s.retrieval_candidates)
+    intent = _intent(held, merged, fused, pool)
+    key = context_key(s.context_key_template, request.tier, request.page, intent)
+    deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
+    reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else merged[:0]
+    rows = _rows_read(held, request, rankings, visible.pinned, reach)
+    vector = best(q.signals[VECTOR.name] for q in per_query)
+    return Candidates(
+        rows=rows,
+        rankings=[stages.locate(rows, r) for r in rankings],
+        merged=stages.locate(rows, merged),
+        per_query=[Retrieved(q.relevance[rows], _at(q.signals, rows), q.bm25_match[rows]) for q in per_query],
+        in_pool=pool[rows],
+        rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
+        lead=confidence.lead(vector, pool, rows),
+        relevance_top=max(float(q.relevance[pool].max()) for q in per_query) if pool.any() else 0.0,
+        context_key=key,
+        explores_deep=deep,
+    )
+
+
+def best(per_query: Iterable[stages.Scores]) -> stages.Scores:
+    """Each row's best score over the query's parts (a tool serves the need it fits best)."""
+    result: stages.Scores = reduce(np.maximum, per_query)
+    return result
+
+
+def _deepest(rankings: list[stages.Rows], reach: stages.Rows) -> list[stages.Rows]:
+    """Each part's ranking to read ranks off: a plain query's exploration depth when it was ranked (the same
+    relevance ranked deeper, so only the pins and related tools past it are ranked against the pool)."""
+    return [reach] if len(rankings) == 1 and reach.size > rankings[0].size else rankings
+
+
+def _at(signals: dict[str, stages.Scores], rows: stages.Rows) -> dict[str, stages.Scores]:
+    return {name: scores[rows] for name, scores in signals.items()}
+
+
+def _rows_read(
+    held: Held, request: SelectRequest, rankings: list[stages.Rows], pinned: stages.Rows, reach: stages.Rows
+) -> stages.Rows:
+    """Each part's candidates, whose merge the rerank redoes; when reranking, also the pins, the related tools of
+    each candidate (the top one's may join the reply) and the exploration depth."""
+    candidates = np.concatenate(rankings)
+    if not request.rerank:
+        return np.unique(candidates)
+    related = [r for c in np.unique(candidates).tolist() for r in held.catalog.related[c]]
+    return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
+
+
+def _intent(held: Held, merged: stages.Rows, fused: Fused, pool: stages.Mask) -> str:
+    """The query's apparent intent (seed 000, 10.3): the tool nearest its meaning by declared vectors alone, so
+    that what use teaches moves the ranking but never the context its evidence is kept under. Reuses the vector
+    signal's cosine; only the rows it replaced with a learnt blend are computed again."""
+    cat, usage = held.catalog, held.usage
+    cosine = fused.per_query[0].signals.get("vector")
+    declared = pool & cat.has_vector
+    if fused.query_vector is None or cosine is None or not declared.any():
+        return cat.keys[int(merged[0])] if merged.size else "none"
+    nearest = cosine.copy()
+    if usage is not None:
+        nearest[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
+    return cat.keys[int(np.argmax(np.where(declared, nearest, -np.inf)))]

@@ -1,0 +1,85 @@
+"""Stage 3, fusion: each query part's retrieval signals in one relevance, weighed by their settings and their trust
+for the query; BM25 alone where vectors are not read (the BM25 mode, its fast path, or no vector to be had)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsel.services.selector import confidence, fusion, retrieval, stages
+from toolsel.services.selector.pipeline.held import Held
+from toolsel.services.selector.pipeline.retrieve import Part, Parts
+from toolsel.services.selector.signals.base import QueryContext
+from toolsel.services.selector.signals.bm25 import BM25
+from toolsel.services.selector.signals.registry import RETRIEVAL
+from toolsel.services.selector.signals.vector import VECTOR
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One query part's retrieval: its fused relevance and each retrieval signal's scores, by name."""
+
+    relevance: stages.Scores
+    signals: dict[str, stages.Scores]
+    bm25_match: stages.Scores
+    """BM25 over the query's ceiling: how much of its words each row matched (a raw signal of confidence)."""
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The request's retrieval: each part's (the whole query first), the method used, the whole query's vector."""
+
+    per_query: list[Retrieved]
+    method: str
+    query_vector: stages.Vector | None
+    degraded: list[str]
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every array it holds (the hot-query cache makes them read-only)."""
+        found = [a for q in self.per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
+        return [*found, *([self.query_vector] if self.query_vector is not None else [])]
+
+
+def run(held: Held, parts: Parts) -> Fused:
+    mode, method = parts.mode, parts.mode
+    out = []
+    for part in parts.parts:
+        relevance, method = _relevance(held, part, mode, method)
+        bm25 = part.signals[BM25.name]
+        if mode == "vector":
+            match = np.zeros_like(bm25)
+        else:
+            match = confidence.bm25_match(bm25, held.catalog.lexical.ceiling(part.context.query))
+        out.append(Retrieved(relevance, part.signals, match))
+    return Fused(out, method, parts.parts[0].context.vector, parts.degraded)
+
+
+def _relevance(held: Held, part: Part, mode: str, method: str) -> tuple[stages.Scores, str]:
+    """The part's relevance and the request's method so far (each part may say the vectors were not used)."""
+    found, ctx = part.signals, part.context
+    if mode == "vector" and ctx.vector is None:
+        method = "unranked"
+    if part.fast_path:
+        method = "bm25-fast-path"
+    if mode == "bm25" or part.fast_path or (mode == "hybrid" and not found[VECTOR.name].any()):
+        bm25 = found[BM25.name]
+        top = bm25[ctx.pool].max() if ctx.pool.any() else 0.0
+        if mode == "hybrid" and not part.fast_path:
+            method = "bm25"
+        return (bm25 / top if top > 0 else np.zeros_like(bm25)), method
+    if mode == "vector":
+        return found[VECTOR.name], method
+    return fuse(held, found, ctx), method
+
+
+def fuse(held: Held, found: dict[str, stages.Scores], ctx: QueryContext) -> stages.Scores:
+    """The retrieval signals in one relevance, each weighed by its setting times its trust for this query."""
+    s = held.settings
+    scores = [found[name] for name in RETRIEVAL]
+    weights = [s.fusion_weights.get(name, 0.0) * sig.trust(found[name], ctx) for name, sig in RETRIEVAL.items()]
+    if s.fusion == "zscore":
+        factors = [s.fusion_zscore_bm25_factor if name == BM25.name else 1.0 for name in RETRIEVAL]
+        return fusion.zscore_fusion(scores, [w * f for w, f in zip(weights, factors, strict=True)], ctx.pool)
+    if s.fusion == "scores":
+        return retrieval.score_fusion(scores, weights, ctx.pool)
+    lists = [retrieval.ranks(signal, ctx.pool) for signal in scores]
+    return retrieval.reciprocal_rank_fusion(lists, weights, s.fusion_rrf_k)

@@ -1,0 +1,34 @@
+"""What one selection reads, held for its whole run: the selector's copies as they were when it started (the app
+replaces them whole as broadcasts arrive, so a selection in flight keeps the ones it began with)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsel.embedder import Embedder
+from toolsel.services.selector.catalog import Catalog, Posteriors
+from toolsel.services.selector.history import UserHistory
+from toolsel.services.selector.policy import Rule
+from toolsel.services.selector.signals.base import ReviewLookup
+from toolsel.services.selector.usage import UsageView
+from toolsel.settings import Settings
+
+
+@dataclass(frozen=True)
+class Held:
+    settings: Settings
+    catalog: Catalog
+    embedder: Embedder | None
+    posteriors: Posteriors
+    rules: list[Rule]
+    history: UserHistory
+    scope: str
+    """Whose learning the request reads: its tenant's, or the shared scope's (``usage.scope_of``)."""
+    reviews: ReviewLookup | None
+    """The review index as the request's scope sees it (None without one)."""
+    usage: UsageView | None
+    """What the request's scope learnt from use, over this catalog copy (None: nothing yet)."""
+    counted: list[str]
+    """The retrieval signals beside BM25 worth computing (``Selector.counted``)."""
+    rng: np.random.Generator | None
+    """The request's randomness (seeded when it gives a seed); None when sampling is off."""

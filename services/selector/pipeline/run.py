@@ -1,0 +1,82 @@
+"""The pipeline assembled: one selection through its stages in order (the package's docstring lists them), each
+stage timed, the hot-query cache around retrieval and fusion."""
+
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import ParamSpec, TypeVar
+
+from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
+from toolsel.services.selector.pipeline import candidates, choose, fuse, reply, rerank, retrieve, visibility
+from toolsel.services.selector.pipeline.held import Held
+from toolsel.services.selector.retrieval_cache import RetrievalCache, Source, freeze, pool_digest
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "choose", "reply")
+"""The stages in the order they run, as ``Selection.stages_ms`` names them."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One selection's reply and event, with what each stage handed on (for the scripts that study a stage) and
+    the milliseconds each took (``retrieve`` and ``fuse`` absent when the hot-query cache answered)."""
+
+    reply: SelectReply
+    event: SelectionEvent
+    visible: visibility.Visible
+    fused: fuse.Fused
+    candidates: candidates.Candidates
+    scored: rerank.Scored
+    choice: choose.Choice
+    stages_ms: dict[str, float]
+
+
+@dataclass
+class _Timed:
+    """Runs stages, keeping each one's milliseconds by name."""
+
+    ms: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, name: str, stage: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        began = time.perf_counter()
+        out = stage(*args, **kwargs)
+        self.ms[name] = (time.perf_counter() - began) * 1000
+        return out
+
+
+HotQueries = RetrievalCache[fuse.Fused]
+"""The hot-query cache: a repeated query's retrieval and fusion while their sources are unchanged."""
+
+
+def select(
+    held: Held,
+    request: SelectRequest,
+    started: float,
+    hot: HotQueries,
+    sources: tuple[Source, ...],
+    stale: list[str],
+) -> Selection:
+    """``sources``: what the cached retrieval must have been computed from (``RetrievalCache``); ``stale``: the
+    state the selector could not refresh, which the reply names first among what degraded."""
+    timed = _Timed()
+    visible = timed("visibility", visibility.run, held, request)
+    parts, queries = retrieve.queries_of(held.settings, request.query)
+    key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.pool))
+    fused = hot.get(key, sources)
+    if fused is None:
+        found = timed("retrieve", retrieve.run, held, queries, visible.pool, request.retrieval)
+        fused = timed("fuse", fuse.run, held, found)
+        if not fused.degraded:  # a degraded retrieval is not kept
+            freeze(*fused.arrays())
+            hot.put(key, sources, fused)
+    found_rows = timed("candidates", candidates.run, held, request, visible, fused)
+    scored = timed("rerank", rerank.run, held, request, found_rows, fused.query_vector)
+    choice = timed("choose", choose.run, held, request, visible, found_rows, scored)
+    # a stage that shapes the choice further (how many tools, a token budget) goes here: a Choice in, a Choice out
+    degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
+    answer, event = timed(
+        "reply", reply.run, held, request, visible, found_rows, scored, choice, fused.method, parts, degraded, started
+    )
+    return Selection(answer, event, visible, fused, found_rows, scored, choice, timed.ms)

@@ -1,0 +1,73 @@
+"""Stage 1, policy and page filter: the rows a request may see, be given and have retrieved, with their counts."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector import stages
+from toolsel.services.selector.pipeline.held import Held
+from toolsel.services.selector.policy import Subject, visible_mask
+
+
+@dataclass(frozen=True)
+class Visible:
+    pool: stages.Mask
+    """What retrieval may return: visible, within the filters and the page (the pins left out when reranking: they
+    join the reply on their own)."""
+    allowed: stages.Mask
+    """What related tools may add: visible, not excluded, within the request's filters (the page aside)."""
+    pinned: stages.Rows
+    """The pins the request may see (they survive the page and request filters)."""
+    counts: dict[str, int]
+    """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts."""
+    visible_tokens: int
+    """What the agent would be sent without toolsel: the schema tokens of every visible tool."""
+    degraded: list[str]
+
+
+def run(held: Held, request: SelectRequest) -> Visible:
+    cat = held.catalog
+    counts = {"catalog": len(cat)}
+    degraded = []
+    standing = cat.standing(request.tenant_id)
+    mask = standing.visible & ~standing.quarantined
+    mask &= _policy(held, request)
+    counts["visible"] = int(mask.sum())
+    visible_tokens = int(cat.schema_tokens[mask].sum())
+    for ref in request.filters.exclude:
+        if (row := cat.rows.get(ref.key)) is not None:
+            mask[row] = False
+    pinned = np.flatnonzero(mask & cat.pinned)
+    mask = _apply_filters(held, mask, request)
+    allowed = mask
+    counts["filtered"] = int(mask.sum())
+    wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
+    if wanted:
+        keys = (f"{plugin}/{category}" for plugin, category in wanted)
+        mask, applied = stages.narrow(mask, stages.rows_mask(cat.category_rows, len(cat), keys))
+        if not applied:
+            degraded.append("page_filter.empty")
+    counts["page"] = int(mask.sum())
+    pool = mask & ~cat.pinned if request.rerank else mask
+    return Visible(pool, allowed, pinned, counts, visible_tokens, degraded)
+
+
+def _policy(held: Held, request: SelectRequest) -> stages.Mask:
+    who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
+    cat = held.catalog
+    return visible_mask(held.rules, who, cat.rows, cat.category_rows, len(cat), held.settings.tier_order)
+
+
+def _apply_filters(held: Held, mask: stages.Mask, request: SelectRequest) -> stages.Mask:
+    """The request's own filters: plugins, servers, categories and tags, each looked up in the catalog's index."""
+    cat, f = held.catalog, request.filters
+    for name, wanted in (
+        ("plugins", f.plugins),
+        ("servers", f.servers),
+        ("categories", f.categories),
+        ("tags", f.tags),
+    ):
+        if wanted:
+            mask = mask & stages.rows_mask(cat.filter_rows[name], len(cat), wanted)
+    return mask
