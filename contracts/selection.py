@@ -100,6 +100,12 @@ class ScoredTool(ToolRef):
     """Live tools its plugin says are often used with it."""
     related_to: ToolRef | None = None
     """Set when the tool is in the answer only as a related tool of that one, in room the ranking left."""
+    server: str = ""
+    """The server its plugin says serves it ("" for none declared)."""
+    execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
+    execution_config: dict[str, Any] = Field(default_factory=dict)
+    """How to call it, as its plugin declares (for ``mcp``: ``toolsel.contracts.execution``), for agents that call
+    tools themselves."""
 
 
 class TokenEstimate(BaseModel):

@@ -698,6 +698,9 @@ class Selector:
             "related_tools": [self._ref(r) for r in cat.related[row]],
             "related_to": None if related_to is None else self._ref(related_to),
             "breakdown": breakdown,
+            "server": str(spec.get("server") or ""),
+            "execution_type": spec.get("execution_type") or "internal",
+            "execution_config": config if isinstance(config := spec.get("execution_config"), dict) else {},
         }
 
 
