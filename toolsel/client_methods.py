@@ -5,7 +5,7 @@ row here; the async client and its sync wrapper both get it."""
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Generic, Self, TypeVar, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from toolsel.contracts import (
     AccuracyTrend,
@@ -55,6 +55,7 @@ from toolsel.contracts import (
     VisibilityRule,
     subjects,
 )
+from toolsel.errors import InvalidRequest, invalid
 
 Q = TypeVar("Q", bound=BaseModel)
 A = TypeVar("A", bound=BaseModel)
@@ -80,8 +81,13 @@ class Method(Generic[Q, A]):
         if len(args) == 1 and isinstance(args[0], self.message) and not fields:
             return args[0]
         if len(args) > len(self.args):
-            raise TypeError(f"{self.name}() takes {len(self.args)} positional arguments ({', '.join(self.args)})")
-        return self.message.model_validate({**self.preset, **dict(zip(self.args, args, strict=False)), **fields})
+            raise InvalidRequest.saying(
+                f"{self.name}() takes {len(self.args)} positional arguments ({', '.join(self.args)})"
+            )
+        try:
+            return self.message.model_validate({**self.preset, **dict(zip(self.args, args, strict=False)), **fields})
+        except ValidationError as error:
+            raise invalid(error) from None
 
     async def invoke(self, client: "AsyncMethods", message: Q) -> A:
         raise NotImplementedError
