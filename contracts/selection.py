@@ -58,6 +58,9 @@ class SelectRequest(Message):
     """Which retrieval signals to use (evaluation compares them); hybrid fuses vectors and BM25."""
     rerank: bool = True
     """False: the retrieval order alone, without the composite score, exploration or pins."""
+    explore: bool = True
+    """False: no exploration slot (``TOOLSEL_EXPLORATION_SLOTS``): every tool is the expected best, none is there
+    to be tried."""
 
 
 class ScoreBreakdown(BaseModel):

@@ -366,8 +366,9 @@ class Selector:
         are positions in ``scored``, which holds that depth of the ranking), to the tools nothing was learnt of
         in the scope when there are any there: one that already learnt has its learnt vector to be found by."""
         s = self.settings
-        if rng is None or not self._explores_deep(rng):
-            return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
+        slots = s.exploration_slots if request.explore else 0
+        if rng is None or not slots or not self._explores_deep(rng):
+            return stages.choose(candidates, exploit, scored.explore, k, slots)
         top = candidates[np.argsort(-exploit[candidates], kind="stable")][:k]
         observed = float(scored.evidence(s.prior_alpha, s.prior_beta)[top].sum())
         beyond = stages.beyond_candidates(scored.relevance, scored.pool, candidates, s.exploration_depth)

@@ -68,8 +68,13 @@ def create_server(
     async def search_tools(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What do you need to do?")],
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many tools at most")] = 5,
-        page: Annotated[int, Field(ge=1, le=100, description="2, 3, ...: further options for the same query")] = 1,
+        page: Annotated[
+            int, Field(ge=1, le=50, description="2, 3, ...: further options for the same query (an offset of limit)")
+        ] = 1,
         session: Annotated[str | None, Field(max_length=128, description="The session id of earlier answers")] = None,
+        explore: Annotated[
+            bool, Field(description="false: no slot for a tool that is there to be tried, only the expected best")
+        ] = True,
         *,
         context: Context[Any, Any],
     ) -> SearchResult:
@@ -79,7 +84,7 @@ def create_server(
         toolshed = shed()
         listed = toolshed.callable.version
         try:
-            found = await toolshed.search(query, limit, page, session)
+            found = await toolshed.search(query, limit, page, session, explore)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
         if toolshed.callable.version != listed:

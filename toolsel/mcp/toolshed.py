@@ -30,6 +30,8 @@ from toolsel.mcp.sessions import Session, Sessions
 from toolsel.tool_shapes import function_name, parameters_schema
 
 log = logging.getLogger(__name__)
+MAX_K = 50
+"""The most tools one select ranks for a request (``SelectRequest.k``): how deep pages reach."""
 REJECTING = frozenset({Verdict.UNRELATED, Verdict.BROKEN})
 """Verdicts after which a session never offers the tool again."""
 
@@ -173,19 +175,31 @@ class Toolshed:
     callable: CallableTools = field(default_factory=CallableTools)
     """The found tools this toolshed calls (``tools/list`` shows them beside the three discovery tools)."""
 
-    async def search(self, query: str, limit: int, page: int = 1, session: str | None = None) -> SearchResult:
+    async def search(
+        self, query: str, limit: int, page: int = 1, session: str | None = None, explore: bool = True
+    ) -> SearchResult:
+        """Page ``page`` of the tools for ``query``: past what earlier pages offered in this session (excluded),
+        and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them."""
         current = self.sessions.open(session)
+        skip = max(0, (page - 1) * limit - len(current.earlier(query, page)))
+        if skip + limit > MAX_K:
+            raise ToolshedError(
+                f"page {page}: only the best {MAX_K} tools of a query are ranked; ask for an earlier page, or search "
+                "on with the same session, page by page"
+            )
         named = {"tenant_id": self.tenant_id, "tier": self.tier, "role": self.role}
         request = SelectRequest(
             query=query,
             user_id=self.user_id,
             session_id=current.id,
-            k=limit,
-            max_tools=limit,
+            k=skip + limit,
+            max_tools=skip + limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
+            explore=explore,
             **{field: value for field, value in named.items() if value is not None},
         )
-        reply = await self.client.select(request)
+        answer = await self.client.select(request)
+        reply = answer.model_copy(update={"tools": answer.tools[skip:]})
         current.record(reply.selection_id, query, page, reply.tools)
         proxied = [] if self.gateway is None else [self.gateway.proxied(t, reply.selection_id) for t in reply.tools]
         served = [p for p in proxied if p is not None]
@@ -257,10 +271,9 @@ class Toolshed:
         return OutcomeResult(session=current.id, recorded=len(by_selection))
 
     def _session(self, session: str) -> Session:
-        found_session = self.sessions.find(session)
-        if found_session is None:
-            raise ToolshedError(f"session {session!r} is unknown or expired: call search_tools to start a new one")
-        return found_session
+        if not session:
+            raise ToolshedError("session: give the session id search_tools returned")
+        return self.sessions.open(session)
 
     @staticmethod
     def _offered(session: Session, name: str) -> tuple[ToolRef, UUID]:
