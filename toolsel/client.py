@@ -232,6 +232,7 @@ class ToolselClient(AsyncMethods):
         return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
 
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        """A service's health reply (``selector``, ``learner``, ``indexer``)."""
         return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)
 
     async def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
@@ -240,6 +241,7 @@ class ToolselClient(AsyncMethods):
             await self.publish(EVENT_SUBJECTS[type(event)], event)
 
     async def send(self, request: Request[Any, R], message: BaseModel) -> R:
+        """One table request (``toolsel.client_methods``): admin ones through ``admin``."""
         if request.admin and isinstance(message, AdminRequest):
             return await self.admin(request.subject, message, request.reply)
         return await self.request(request.subject, wire(message), request.reply, request.timeout_s)
@@ -293,11 +295,34 @@ class SyncToolselClient(SyncMethods):
         self._thread.join()
         self._loop.close()
 
+    def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
+        """``ToolselClient.request``: raw bytes sent, the reply decoded as ``reply_type``."""
+        return self.run(self._client.request(subject, payload, reply_type, timeout_s))
+
     def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
+        """``ToolselClient.sync``: sync a plugin's declaration."""
         return self.run(self._client.sync(sync, signing_key=signing_key))
 
+    def upload(self, body: bytes) -> SyncReport:
+        """``ToolselClient.upload``: a sync's JSON in parts."""
+        return self.run(self._client.upload(body))
+
+    def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:
+        """``ToolselClient.remove_plugin``: remove a plugin synced for ``tenant_id``."""
+        return self.run(self._client.remove_plugin(plugin_id, tenant_id))
+
+    def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
+        """``ToolselClient.admin``: one admin request."""
+        return self.run(self._client.admin(subject, request, reply_type))
+
+    def publish(self, subject: str, event: BaseModel) -> None:
+        """``ToolselClient.publish``: one event, durably."""
+        self.run(self._client.publish(subject, event))
+
     def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        """``ToolselClient.health``: a service's health reply."""
         return self.run(self._client.health(service, timeout_s))
 
     def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
+        """``ToolselClient.report``: publish outcomes, reviews or feedback durably."""
         self.run(self._client.report(events))
