@@ -32,6 +32,7 @@ from toolsel.contracts.common import (
     ToolName,
 )
 from toolsel.contracts.execution import mcp_server
+from toolsel.contracts.schemas import checked_schema
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), Storable]
@@ -59,7 +60,8 @@ def schema_size(schema: Any) -> Any:
     return schema
 
 
-Schema = Annotated[JsonObject, AfterValidator(schema_size)]
+Schema = Annotated[JsonObject, AfterValidator(schema_size), AfterValidator(checked_schema)]
+"""A declared JSON Schema: bounded, in today's forms and valid (``toolsel.contracts.schemas``)."""
 
 
 class ToolSpec(BaseModel):
