@@ -11,6 +11,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,13 +96,19 @@ class Gateway:
         )
         return Proxied(ToolRef(plugin_id=tool.plugin_id, name=tool.name), selection_id, server, listed)
 
-    def _transport(self, proxied: Proxied) -> Any:
-        secrets = self.secrets.get(proxied.ref.plugin_id, {})
+    async def _answer(self, proxied: Proxied, arguments: dict[str, Any]) -> CallToolResult:
+        """The tool's own answer, over a connection opened for this call (and closed after it)."""
         server = proxied.server
-        if isinstance(server, StdioServer):
-            program, *args = server.command
-            return StdioServerParameters(command=program, args=args, env=secrets or None)
-        return streamable_http_client(server.url, http_client=httpx2.AsyncClient(headers=secrets))
+        secrets = self.secrets.get(proxied.ref.plugin_id, {})
+        async with AsyncExitStack() as opened:
+            if isinstance(server, StdioServer):
+                program, *args = server.command
+                transport: Any = StdioServerParameters(command=program, args=args, env=secrets or None)
+            else:
+                http = await opened.enter_async_context(httpx2.AsyncClient(headers=secrets))
+                transport = streamable_http_client(server.url, http_client=http)
+            upstream = await opened.enter_async_context(Client(transport))
+            return await upstream.call_tool(server.tool, arguments)
 
     async def call(self, proxied: Proxied, arguments: dict[str, Any]) -> tuple[CallToolResult, ToolCall]:
         """Call the tool on its server within ``timeout_s``: its result (an error result when the server failed,
@@ -110,8 +117,7 @@ class Gateway:
         error: str | None = None
         try:
             with anyio.fail_after(self.timeout_s):
-                async with Client(self._transport(proxied)) as upstream:
-                    result = await upstream.call_tool(proxied.server.tool, arguments)
+                result = await self._answer(proxied, arguments)
             if result.is_error:
                 error = " ".join(getattr(block, "text", "") for block in result.content) or "the tool failed"
         except TimeoutError:
