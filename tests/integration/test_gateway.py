@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, unique
-from tests.integration.test_mcp import agent_environment, call, free_port, identity_of
+from tests.integration.test_mcp import agent_environment, call, free_port, identity_of, serving_http, with_token
 from tests.integration.upstream_mcp import KEY
 from toolsel.client import ToolselClient
 from toolsel.contracts import ToolSpec
@@ -181,4 +181,26 @@ async def test_toolsel_mcp_over_stdio_calls_found_tools_on_an_http_server_as_its
                 answer = await agent.call_tool(forecast["name"], {"city": "Oslo"})
                 assert (answer.is_error, text(answer)) == (False, "sunny in Oslo")
                 assert forecast["name"] in {t.name for t in (await agent.list_tools()).tools}
+    assert (await outcomes_of(pool, found["selection_id"], 1))["forecast"]["success"] is True
+
+
+async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_token(
+    client: ToolselClient, stack: Stack, pool: asyncpg.Pool
+) -> None:
+    """The shared HTTP server: the bearer's identity searches, the found tool is in its tools/list and is called
+    on its stdio server, and the outcome counts for that identity's selection."""
+    tenant, plugin = await weather_catalog(client, {"transport": "stdio", "command": UPSTREAM})
+    port = free_port()
+    settings = {
+        "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
+        "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
+    }
+    with serving_http(stack, port, settings), identity_of(stack, tenant) as mine:
+        assert await eventually(lambda: listening(port), timeout_s=60), "toolsel mcp --transport http did not listen"
+        async with Client(with_token(f"http://127.0.0.1:{port}/mcp", mine.bearer)) as agent:
+            found = await call(agent, "search_tools", query=WEATHER, limit=8)
+            forecast = next(t for t in found["tools"] if t["tool"] == f"{plugin}/forecast")
+            assert forecast["name"] in {t.name for t in (await agent.list_tools()).tools}
+            answer = await agent.call_tool(forecast["name"], {"city": "Lima"})
+    assert (answer.is_error, text(answer)) == (False, "sunny in Lima")
     assert (await outcomes_of(pool, found["selection_id"], 1))["forecast"]["success"] is True

@@ -213,10 +213,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving_http(stack: Stack, port: int) -> Iterator[None]:
-    """``toolsel mcp --transport http`` as a child process, stopped afterwards."""
+def serving_http(stack: Stack, port: int, settings: dict[str, str] | None = None) -> Iterator[None]:
+    """``toolsel mcp --transport http`` as a child process (with these settings in its environment), stopped
+    afterwards."""
     args = ["mcp", "--transport", "http", "--port", str(port)]
-    process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=agent_environment(stack), stdout=subprocess.DEVNULL)
+    env = agent_environment(stack) | (settings or {})
+    process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=env, stdout=subprocess.DEVNULL)
     try:
         yield
     finally:
