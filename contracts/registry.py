@@ -8,7 +8,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 from uuid import UUID, uuid4
 
-from pydantic import AfterValidator, Base64Bytes, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    Base64Bytes,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from toolsel.contracts.common import (
     SHARED_TENANT,
@@ -21,6 +31,8 @@ from toolsel.contracts.common import (
     Timestamp,
     ToolName,
 )
+from toolsel.contracts.execution import mcp_server
+from toolsel.contracts.schemas import checked_schema
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64), Storable]
@@ -48,7 +60,8 @@ def schema_size(schema: Any) -> Any:
     return schema
 
 
-Schema = Annotated[JsonObject, AfterValidator(schema_size)]
+Schema = Annotated[JsonObject, AfterValidator(schema_size), AfterValidator(checked_schema)]
+"""A declared JSON Schema: bounded, in today's forms and valid (``toolsel.contracts.schemas``)."""
 
 
 class ToolSpec(BaseModel):
@@ -71,9 +84,18 @@ class ToolSpec(BaseModel):
     server: ShortText = ""
     execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
     execution_config: JsonObject = Field(default_factory=dict)
+    """For ``mcp``, the server that serves the tool (``toolsel.contracts.execution``); free-form otherwise."""
     pinned: bool = False
     pin_weight: int = Field(default=0, ge=0, le=1000)
     schema_version: SemVer = "1.0.0"
+
+    @field_validator("execution_config")
+    @classmethod
+    def _server_declared(cls, config: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """An ``mcp`` tool names its server as the gateway can reach it, or is refused at sync."""
+        if info.data.get("execution_type") == "mcp":
+            mcp_server(config)
+        return config
 
 
 class CategorySpec(BaseModel):

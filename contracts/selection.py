@@ -58,6 +58,9 @@ class SelectRequest(Message):
     """Which retrieval signals to use (evaluation compares them); hybrid fuses vectors and BM25."""
     rerank: bool = True
     """False: the retrieval order alone, without the composite score, exploration or pins."""
+    explore: bool = True
+    """False: no exploration slot (``TOOLSEL_EXPLORATION_SLOTS``): every tool is the expected best, none is there
+    to be tried."""
 
 
 class ScoreBreakdown(BaseModel):
@@ -100,6 +103,12 @@ class ScoredTool(ToolRef):
     """Live tools its plugin says are often used with it."""
     related_to: ToolRef | None = None
     """Set when the tool is in the answer only as a related tool of that one, in room the ranking left."""
+    server: str = ""
+    """The server its plugin says serves it ("" for none declared)."""
+    execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
+    execution_config: dict[str, Any] = Field(default_factory=dict)
+    """How to call it, as its plugin declares (for ``mcp``: ``toolsel.contracts.execution``), for agents that call
+    tools themselves."""
 
 
 class TokenEstimate(BaseModel):

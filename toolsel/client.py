@@ -22,7 +22,6 @@ from toolsel.client_methods import AsyncMethods, Request, SyncMethods
 from toolsel.contracts import (
     SHARED_TENANT,
     AdminRequest,
-    ErrorDetail,
     ErrorReply,
     FeedbackEvent,
     HealthReply,
@@ -36,7 +35,8 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.contracts.identity import Scope, scope_of_user
-from toolsel.embedded import local_nats_url
+from toolsel.embedded import local_nats_url, redacted
+from toolsel.errors import NoStack, NotPermitted, SyncTooLarge, ToolselError, from_nats, from_reply
 from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings
 
@@ -63,17 +63,7 @@ def wire(message: BaseModel) -> bytes:
 log = logging.getLogger(__name__)
 
 
-class SyncTooLarge(ValueError):
-    """A sync over ``TOOLSEL_SYNC_MAX_BYTES``: refused before anything is sent."""
-
-
-class ToolselError(Exception):
-    """A typed error reply from a service."""
-
-    def __init__(self, detail: ErrorDetail):
-        where = f" ({detail.field})" if detail.field else ""
-        super().__init__(f"{detail.code.value}: {detail.message}{where}")
-        self.detail = detail
+__all__ = ["SyncTooLarge", "SyncToolselClient", "ToolselClient", "ToolselError"]
 
 
 async def _quiet(error: Exception) -> None:
@@ -103,7 +93,10 @@ class ToolselClient(AsyncMethods):
     default tenant's agents) with the password kept in that home. The user is who the client is: a tenant's
     identity (``<tenant>.<name>``) selects and reports for its tenant alone, under its scope, and reads its
     replies under its own inbox prefix; any other user sends as the operator. Admin requests carry
-    ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable)."""
+    ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable) and need the operator's user.
+
+    Every failure is a ``toolsel.errors.ToolselError`` (``InvalidRequest``, ``NotPermitted``, ``NoStack``,
+    ``Timeout``, ...). nats-py's own log lines are silenced unless ``nats_logs`` is true."""
 
     def __init__(
         self,
@@ -116,7 +109,10 @@ class ToolselClient(AsyncMethods):
         connect_timeout_s: float = 2.0,
         reconnect_attempts: int = 3,
         sync_max_bytes: int | None = None,
+        nats_logs: bool = False,
     ):
+        if not nats_logs:  # its failures reach the caller as ToolselErrors; its tracebacks would only repeat them
+            logging.getLogger("nats").setLevel(logging.CRITICAL + 1)
         self.url = url or ""
         self.user = user
         self.timeout_s = timeout_s
@@ -135,15 +131,22 @@ class ToolselClient(AsyncMethods):
             settings = Settings()
             self.url = settings.nats_url or local_nats_url(settings.home, self.user)
             self.scope = scope_of_user(urlsplit(self.url).username)
-        self._nc = await nats.connect(
-            self.url,
-            name="toolsel-client",
-            connect_timeout=self.connect_timeout_s,
-            max_reconnect_attempts=self.reconnect_attempts,
-            error_cb=_quiet,
-            inbox_prefix=self.scope.inbox_prefix,
-        )
+        try:
+            self._nc = await nats.connect(
+                self.url,
+                name="toolsel-client",
+                connect_timeout=self.connect_timeout_s,
+                max_reconnect_attempts=self.reconnect_attempts,
+                error_cb=_quiet,
+                inbox_prefix=self.scope.inbox_prefix,
+            )
+        except (nats.errors.Error, OSError) as error:
+            raise self._failure(error, "the connection") from None
         return self
+
+    def _failure(self, error: Exception, subject: str, timeout_s: float | None = None) -> Exception:
+        """A nats-py failure as the ``ToolselError`` it means (others as they are)."""
+        return from_nats(error, subject, redacted(self.url), timeout_s) or error
 
     def acting_as(self, scope: Scope) -> Self:
         """This client (its connection shared) sending under ``scope``: what an operator's gateway does for the
@@ -165,15 +168,19 @@ class ToolselClient(AsyncMethods):
     @property
     def nc(self) -> Client:
         if self._nc is None:
-            raise RuntimeError("use the client inside 'async with'")
+            raise NoStack.saying("not connected: use the client inside 'async with'")
         return self._nc
 
     async def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
         """Send raw bytes; decode the reply as ``reply_type`` or raise the typed error it carries."""
-        msg = await self.nc.request(self.subject(subject), payload, timeout=timeout_s or self.timeout_s)
+        waited = timeout_s or self.timeout_s
+        try:
+            msg = await self.nc.request(self.subject(subject), payload, timeout=waited)
+        except nats.errors.Error as error:
+            raise self._failure(error, subject, waited) from None
         body = json.loads(msg.data)
         if isinstance(body, dict) and "error" in body:
-            raise ToolselError(ErrorReply.model_validate(body).error)
+            raise from_reply(ErrorReply.model_validate(body).error)
         return reply_type.model_validate(body)
 
     async def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
@@ -185,7 +192,7 @@ class ToolselClient(AsyncMethods):
             payload["credential"] = payload_signature(payload, signing_key)
         body = json.dumps(payload).encode()
         if len(body) > self.sync_max_bytes:
-            raise SyncTooLarge(
+            raise SyncTooLarge.saying(
                 f"the sync of {sync.plugin_id} is {len(body):,} bytes, over the limit of {self.sync_max_bytes:,}"
                 " (TOOLSEL_SYNC_MAX_BYTES): split the plugin, or raise the limit for the indexer and the client"
             )
@@ -213,12 +220,19 @@ class ToolselClient(AsyncMethods):
         return await self.sync(plugin_removal(plugin_id, tenant_id))
 
     async def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
-        """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one."""
+        """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one;
+        refused at once for a tenant's identity (NATS would refuse it to any user but the operator)."""
+        if not self.scope.operator:
+            raise NotPermitted.saying(
+                f"{subject} is an admin call: it needs the operator's NATS user (`toolsel env` prints its "
+                f"TOOLSEL_NATS_URL), and this client is {self.scope.user}"
+            )
         if request.admin_token is None and self.admin_token:
             request = request.model_copy(update={"admin_token": self.admin_token})
         return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
 
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        """A service's health reply (``selector``, ``learner``, ``indexer``)."""
         return await self.request(subjects.health(service), b"{}", HealthReply, timeout_s=timeout_s)
 
     async def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
@@ -227,6 +241,7 @@ class ToolselClient(AsyncMethods):
             await self.publish(EVENT_SUBJECTS[type(event)], event)
 
     async def send(self, request: Request[Any, R], message: BaseModel) -> R:
+        """One table request (``toolsel.client_methods``): admin ones through ``admin``."""
         if request.admin and isinstance(message, AdminRequest):
             return await self.admin(request.subject, message, request.reply)
         return await self.request(request.subject, wire(message), request.reply, request.timeout_s)
@@ -234,7 +249,10 @@ class ToolselClient(AsyncMethods):
     async def publish(self, subject: str, event: BaseModel) -> None:
         """Publish one event durably; its ``event_id`` is the JetStream de-duplication id."""
         headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
-        await self.nc.jetstream().publish(self.subject(subject), wire(event), headers=headers)
+        try:
+            await self.nc.jetstream().publish(self.subject(subject), wire(event), headers=headers)
+        except nats.errors.Error as error:
+            raise self._failure(error, subject, self.timeout_s) from None
 
 
 class SyncToolselClient(SyncMethods):
@@ -257,7 +275,11 @@ class SyncToolselClient(SyncMethods):
 
     def __enter__(self) -> Self:
         self._thread.start()
-        self.run(self._client.__aenter__())
+        try:
+            self.run(self._client.__aenter__())
+        except BaseException:
+            self._stop()
+            raise
         return self
 
     def __exit__(
@@ -266,15 +288,41 @@ class SyncToolselClient(SyncMethods):
         try:
             self.run(self._client.__aexit__(kind, error, trace))
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-            self._loop.close()
+            self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
+        """``ToolselClient.request``: raw bytes sent, the reply decoded as ``reply_type``."""
+        return self.run(self._client.request(subject, payload, reply_type, timeout_s))
 
     def sync(self, sync: PluginSync, *, signing_key: str | None = None) -> SyncReport:
+        """``ToolselClient.sync``: sync a plugin's declaration."""
         return self.run(self._client.sync(sync, signing_key=signing_key))
 
+    def upload(self, body: bytes) -> SyncReport:
+        """``ToolselClient.upload``: a sync's JSON in parts."""
+        return self.run(self._client.upload(body))
+
+    def remove_plugin(self, plugin_id: str, tenant_id: str = SHARED_TENANT) -> SyncReport:
+        """``ToolselClient.remove_plugin``: remove a plugin synced for ``tenant_id``."""
+        return self.run(self._client.remove_plugin(plugin_id, tenant_id))
+
+    def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
+        """``ToolselClient.admin``: one admin request."""
+        return self.run(self._client.admin(subject, request, reply_type))
+
+    def publish(self, subject: str, event: BaseModel) -> None:
+        """``ToolselClient.publish``: one event, durably."""
+        self.run(self._client.publish(subject, event))
+
     def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
+        """``ToolselClient.health``: a service's health reply."""
         return self.run(self._client.health(service, timeout_s))
 
     def report(self, events: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent]) -> None:
+        """``ToolselClient.report``: publish outcomes, reviews or feedback durably."""
         self.run(self._client.report(events))

@@ -2,10 +2,12 @@
 from the row (the request built from positional arguments and fields, the reply decoded). A new subject is one
 row here; the async client and its sync wrapper both get it."""
 
+import inspect
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Generic, Self, TypeVar, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from toolsel.contracts import (
     AccuracyTrend,
@@ -55,10 +57,22 @@ from toolsel.contracts import (
     VisibilityRule,
     subjects,
 )
+from toolsel.errors import InvalidRequest, invalid
 
 Q = TypeVar("Q", bound=BaseModel)
 A = TypeVar("A", bound=BaseModel)
 T = TypeVar("T")
+
+
+class Made:
+    """The default shown for a field its message makes when left out (a fresh id, the time of sending)."""
+
+    def __repr__(self) -> str:
+        return "<made when left out>"
+
+
+def _default(field: FieldInfo) -> Any:
+    return Made() if field.default_factory is not None else field.default
 
 
 class Method(Generic[Q, A]):
@@ -80,11 +94,58 @@ class Method(Generic[Q, A]):
         if len(args) == 1 and isinstance(args[0], self.message) and not fields:
             return args[0]
         if len(args) > len(self.args):
-            raise TypeError(f"{self.name}() takes {len(self.args)} positional arguments ({', '.join(self.args)})")
-        return self.message.model_validate({**self.preset, **dict(zip(self.args, args, strict=False)), **fields})
+            raise InvalidRequest.saying(
+                f"{self.name}() takes {len(self.args)} positional arguments ({', '.join(self.args)})"
+            )
+        try:
+            return self.message.model_validate({**self.preset, **dict(zip(self.args, args, strict=False)), **fields})
+        except ValidationError as error:
+            raise invalid(error) from None
 
     async def invoke(self, client: "AsyncMethods", message: Q) -> A:
         raise NotImplementedError
+
+    @property
+    def returns(self) -> type[BaseModel]:
+        return self.message
+
+    def signature(self) -> inspect.Signature:
+        """The method's real signature: the row's ``args`` positionally, every other field of the message by
+        keyword with its default (the message whole is accepted as the one positional argument too)."""
+        hidden = {*self.preset, "schema_version"}
+        fields = {name: f for name, f in self.message.model_fields.items() if name not in hidden}
+        positional = [
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=fields[name].annotation)
+            for name in self.args
+        ]
+        keywords = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=field.annotation,
+                default=inspect.Parameter.empty if field.is_required() else _default(field),
+            )
+            for name, field in fields.items()
+            if name not in self.args
+        ]
+        return inspect.Signature([*positional, *keywords], return_annotation=self.returns)
+
+    def doc(self) -> str:
+        """The method's docstring: what it sends, where, what it returns, and the message's own description."""
+        kind = "publishes" if isinstance(self, Event) else "requests"
+        about = inspect.getdoc(self.message) or ""
+        return (
+            f"{kind.capitalize()} a {self.message.__name__} on {self.subject} and returns a "
+            f"{self.returns.__name__}. Takes the message whole, or {', '.join(self.args) or 'no positional arguments'}"
+            f" positionally and its other fields by keyword. Raises toolsel.errors.ToolselError.\n\n{about}"
+        ).strip()
+
+    def named(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call`` with this row's name, signature and docstring."""
+        call.__name__ = call.__qualname__ = self.name
+        call.__signature__ = self.signature()  # type: ignore[attr-defined]
+        call.__doc__ = self.doc()
+        return call
 
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> Self: ...
@@ -116,6 +177,10 @@ class Request(Method[Q, A]):
 
     async def invoke(self, client: "AsyncMethods", message: Q) -> A:
         return await client.send(self, message)
+
+    @property
+    def returns(self) -> type[BaseModel]:
+        return self.reply
 
 
 class Event(Method[Q, Q]):
@@ -198,8 +263,7 @@ class AsyncMethods(ClientMethods):
         async def call(*args: Any, **fields: Any) -> Any:
             return await method.invoke(self, method.build(args, fields))
 
-        call.__name__ = method.name
-        return call
+        return method.named(call)
 
 
 class SyncMethods(ClientMethods):
@@ -216,5 +280,4 @@ class SyncMethods(ClientMethods):
         def call(*args: Any, **fields: Any) -> Any:
             return self.run(method.invoke(self.aio, method.build(args, fields)))
 
-        call.__name__ = method.name
-        return call
+        return method.named(call)

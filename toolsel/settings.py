@@ -357,6 +357,20 @@ class Settings(BaseSettings):
     selection_retry_max_s: float = Field(default=2.0, gt=0)
     """The longest wait between a selector's attempts to publish buffered selection events."""
 
+    # the MCP gateway (``toolsel mcp`` calling the tools it found)
+    gateway_timeout_s: float = Field(default=30.0, gt=0)
+    """The longest a call that ``toolsel mcp`` proxies to a tool's MCP server may take, connecting included; a call
+    past it fails (and is reported as failed)."""
+    gateway_commands: list[list[str]] = Field(default_factory=list)
+    """The stdio MCP servers the gateway may start, each as the start of a command line (``[["uvx",
+    "mcp-server-time"]]``): a tool's declared command must begin with one. Empty: it starts none. A plugin's
+    declaration is its tenant's word; this list is the operator's."""
+    gateway_urls: list[str] = Field(default_factory=list)
+    """The HTTP MCP servers the gateway may reach: a tool's declared URL must begin with one of these. Empty: none."""
+    gateway_secrets: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """plugin_id -> credentials for its MCP servers: environment variables of a stdio server's process, headers
+    of an HTTP server's requests. Kept here, never in a declaration (which agents read)."""
+
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 

@@ -35,9 +35,47 @@ def function_name(ref: ToolRef) -> str:
     return f"{cleaned[: MAX_NAME - _HASH_LEN - 1]}_{digest}"
 
 
+def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A root-level ``$ref`` to the schema's own ``$defs``/``definitions`` replaced by what it names (once)."""
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return schema
+    target: Any = root
+    for part in ref[2:].split("/"):
+        target = target.get(part) if isinstance(target, Mapping) else None
+    if not isinstance(target, Mapping):
+        return schema
+    return {**{k: v for k, v in schema.items() if k != "$ref"}, **target}
+
+
+def _merged_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A root ``anyOf``/``oneOf`` of object schemas (or ``$ref``s to them) as one object the APIs accept: every
+    option's properties (the first declaration of a name wins), required only what every option requires, and the
+    choice said in the description; nothing an option takes is lost."""
+    options = next((schema[k] for k in ("anyOf", "oneOf") if isinstance(schema.get(k), list) and schema[k]), None)
+    if options is None:
+        return schema
+    objects = [_resolved(o, schema) for o in options if isinstance(o, Mapping)]
+    if len(objects) != len(options) or any(not isinstance(o.get("properties", {}), Mapping) for o in objects):
+        return schema
+    properties: dict[str, Any] = {}
+    for option in objects:
+        for name, sub in option.get("properties", {}).items():
+            properties.setdefault(name, sub)
+    required = [name for name in properties if all(name in (o.get("required") or []) for o in objects)]
+    said = " | ".join("{" + ", ".join(o.get("required") or o.get("properties", {})) + "}" for o in objects)
+    merged = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+    merged["properties"] = {**properties, **merged.get("properties", {})}
+    merged["required"] = sorted(set(required) | set(merged.get("required") or []))
+    merged["description"] = " ".join(filter(None, [str(schema.get("description") or ""), f"Give one of {said}."]))
+    return merged
+
+
 def parameters_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a tool's parameters both APIs accept: an object at the root without root combinators,
-    ``properties`` present and ``required`` naming only declared properties."""
+    """A copy of a tool's parameters both APIs accept: an object at the root without root combinators (a root
+    ``anyOf``/``oneOf`` of objects merged into one, a root ``$ref`` inlined), ``properties`` present and
+    ``required`` naming only declared properties."""
+    schema = _merged_root(_resolved(schema, schema))
     cleaned = {k: copy.deepcopy(v) for k, v in schema.items() if k not in ROOT_KEYWORDS_REFUSED}
     if cleaned.get("type") != "object":
         cleaned = {"type": "object", "properties": {}} if "properties" not in cleaned else cleaned

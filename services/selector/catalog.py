@@ -104,7 +104,16 @@ class Catalog:
 STANDINGS_KEPT = 64
 """Tenants whose standing a catalog copy keeps at once (one without evidence of its own costs a visibility mask;
 one with some, four more arrays of the catalog's length); more, and the copy starts again."""
-SPEC_READ = ("display_name", "description", "parameters", "usage_hint", "related_tools", "server")
+SPEC_READ = (
+    "display_name",
+    "description",
+    "parameters",
+    "usage_hint",
+    "related_tools",
+    "server",
+    "execution_type",
+    "execution_config",
+)
 """The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server
 filter."""
 NO_TAGS: frozenset[str] = frozenset()

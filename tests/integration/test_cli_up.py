@@ -3,6 +3,7 @@ to its services, used by the CLI on the machine and printed by `toolsel env`. Th
 its own tenant and `toolsel demo --reset` removes them. Then the README's quickstart runs as a reader runs it,
 block by block, against that stack."""
 
+import asyncio
 import json
 import os
 import re
@@ -14,8 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
+
 from toolsel.embedded import ADMIN_TOKEN_FILE
-from toolsel.stack import STACK_FILE, TOOLSEL_COMMAND
+from toolsel.stack import OPERATOR, STACK_FILE, TOOLSEL_COMMAND, running_stack
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -51,6 +54,29 @@ def _live_plugins(home: Path) -> set[str]:
     return {t["plugin_id"] for t in json.loads(listed.stdout)["tools"]}
 
 
+DEMO_LEARNT = """
+SELECT (SELECT count(*) FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id WHERE t.tenant_id = 'demo')
+     + (SELECT count(*) FROM tool_quality q JOIN tools t ON t.id = q.tool_id WHERE t.tenant_id = 'demo')
+     + (SELECT count(*) FROM tool_quarantine q JOIN tools t ON t.id = q.tool_id WHERE t.tenant_id = 'demo')
+"""
+
+
+def _demo_learnt(home: Path) -> int:
+    """Rows of what was learnt of the demo tenant's tools: posteriors, quality, quarantine."""
+    endpoints = running_stack(home, OPERATOR)
+    assert endpoints is not None
+
+    async def count() -> int:
+        conn = await asyncpg.connect(endpoints.database_url)
+        try:
+            learnt: int = await conn.fetchval(DEMO_LEARNT)
+            return learnt
+        finally:
+            await conn.close()
+
+    return asyncio.run(count())
+
+
 def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
     home = Path(tempfile.mkdtemp(prefix="toolsel-cliup-"))  # not pytest's: PostgreSQL runs as another user
     up = subprocess.Popen([*TOOLSEL_COMMAND, "up"], env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -73,6 +99,7 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         demo_plugins = _live_plugins(home)
         assert demo_plugins
         assert all(p.startswith("demo-") for p in demo_plugins)
+        assert _demo_learnt(home) > 0
 
         blocks = quickstart_blocks()
         assert len(blocks) >= 3, blocks
@@ -93,6 +120,7 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         assert "reported a success of mail send_email" in output  # not a demo tool: they are the demo tenant's
         assert "removed the demo" in output
         assert _live_plugins(home) == set()
+        assert _demo_learnt(home) == 0  # --reset forgot what the demo taught
     finally:
         up.send_signal(signal.SIGTERM)
         up.wait(60)

@@ -131,6 +131,16 @@ async def session_remembers(connected: Client) -> None:
     assert "No tool fits" in answer["note"]
 
 
+async def test_a_page_is_an_offset_in_any_session_and_an_unknown_session_is_refused(client: ToolselClient) -> None:
+    async with in_process(client) as (connected, _):
+        whole = await call(connected, "search_tools", query=EMAIL, limit=4, explore=False)
+        second = await call(connected, "search_tools", query=EMAIL, limit=2, page=2, explore=False)
+        assert [t["tool"] for t in second["tools"]] == [t["tool"] for t in whole["tools"][2:4]]
+        assert second["session"] != whole["session"]  # a fresh session: the offset alone pages
+        assert "unknown or expired" in await refused(connected, "search_tools", query=EMAIL, limit=2, session="x")
+        assert "only the best 50" in await refused(connected, "search_tools", query=EMAIL, limit=20, page=3)
+
+
 async def test_mistakes_come_back_as_tool_errors(client: ToolselClient) -> None:
     async with in_process(client) as (connected, _):
         await mistakes_are_tool_errors(connected)
@@ -203,10 +213,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving_http(stack: Stack, port: int) -> Iterator[None]:
-    """``toolsel mcp --transport http`` as a child process, stopped afterwards."""
+def serving_http(stack: Stack, port: int, settings: dict[str, str] | None = None) -> Iterator[None]:
+    """``toolsel mcp --transport http`` as a child process (with these settings in its environment), stopped
+    afterwards."""
     args = ["mcp", "--transport", "http", "--port", str(port)]
-    process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=agent_environment(stack), stdout=subprocess.DEVNULL)
+    env = agent_environment(stack) | (settings or {})
+    process = subprocess.Popen([*TOOLSEL_COMMAND, *args], env=env, stdout=subprocess.DEVNULL)
     try:
         yield
     finally:

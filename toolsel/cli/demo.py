@@ -11,11 +11,13 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
+import asyncpg
 from rich.progress import track
 
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.contracts import SHARED_TENANT, OutcomeEvent, PluginSync, QuarantineEntry, SelectReply, ToolCall
 from toolsel.render import console, selection_view, sync_table
+from toolsel.store import learning, usage
 
 DEMO_QUERIES = (
     ("find me a cheap flight to Paris next week", "/travel"),
@@ -73,14 +75,20 @@ async def _forget_shared_copies(client: ToolselClient) -> None:
         await client.remove_plugin(plugin.plugin_id, SHARED_TENANT)
 
 
-async def reset_demo(client: ToolselClient) -> None:
-    """Remove every demo plugin: tools soft-deleted, categories and page mappings dropped."""
+async def reset_demo(client: ToolselClient, pool: asyncpg.Pool) -> None:
+    """Remove every demo plugin (tools soft-deleted, categories and page mappings dropped) and forget what the demo
+    taught of their tools in its tenant: posteriors, quality, quarantine and learnt queries. A demo run after it
+    starts where the first did."""
     await _forget_shared_copies(client)
     reports = [await client.remove_plugin(p.plugin_id, DEMO_TENANT) for p in demo_catalog()]
+    async with pool.acquire() as conn, conn.transaction():
+        forgotten = await learning.forget_plugins(conn, DEMO_TENANT, [p.plugin_id for p in demo_catalog()])
+        await usage.forget_tools(conn, forgotten)
     console.print(sync_table(reports))
     console.print(
         f"removed the demo: {sum(r.deleted for r in reports)} tools of {len(reports)} {DEMO_PREFIX}* plugins "
-        "soft-deleted, their categories and page mappings dropped (learnt posteriors and events stay, unused)."
+        f"soft-deleted, their categories and page mappings dropped, and what the demo taught of its {len(forgotten)} "
+        "tools forgotten (posteriors, quality, quarantine, learnt queries; the events stay in the history)."
     )
 
 

@@ -13,6 +13,7 @@ import typer
 from toolsel.cli.running import USAGE, client, fail, run, settings
 from toolsel.client import ToolselClient
 from toolsel.embedded import EmbeddedError
+from toolsel.mcp.gateway import Gateway
 from toolsel.mcp.server import Transport, create_server, serve
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.tenants import IdentityTokens, PerIdentity
@@ -42,6 +43,7 @@ def mcp(
     if transport not in ("stdio", "http"):
         raise typer.BadParameter("stdio or http", param_hint="--transport")
     chosen: Transport = "stdio" if transport == "stdio" else "http"
+    gateway = Gateway(settings())
 
     async def stdio() -> None:
         async with ToolselClient() as connected:
@@ -49,13 +51,15 @@ def mcp(
             if own is not None and tenant not in (None, own):
                 fail(f"--tenant {tenant}: this identity serves its own tenant {own} only", USAGE)
             named = None if own is not None else tenant or "default"
-            toolshed = Toolshed(connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user)
+            toolshed = Toolshed(
+                connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user, gateway=gateway
+            )
             await serve(create_server(toolshed), chosen)
 
     async def http() -> None:
         tokens = IdentityTokens(settings().home)
         async with client() as operator:
-            toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s)
+            toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
             await serve(create_server(toolsheds, tokens, f"http://{host}:{port}"), chosen, host, port)
 
     main = stdio if chosen == "stdio" else http

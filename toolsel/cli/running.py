@@ -16,11 +16,13 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
-from toolsel.client import SyncTooLarge, ToolselClient, ToolselError
+from toolsel.client import ToolselClient, ToolselError
 from toolsel.client_methods import Request
 from toolsel.contracts import ErrorCode
 from toolsel.contracts.common import too_deep
 from toolsel.embedded import admin_token, redacted
+from toolsel.errors import NoStack, Timeout
+from toolsel.errors import first_problem as field_and_why
 from toolsel.render import console, errors, printable_json, rows_csv, rows_table
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import configured_endpoints
@@ -126,12 +128,12 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     ``USAGE``, a refusal or error reply ``FAILED``, no stack to ask ``NO_STACK``."""
     try:
         return asyncio.run(main())
+    except (NoStack, Timeout) as error:
+        fail(error.detail.message, NO_STACK)
     except ToolselError as error:
         fail(_why(error), USAGE if error.detail.code is ErrorCode.INVALID_REQUEST else FAILED)
     except ValidationError as error:
         fail(first_problem(error), USAGE)
-    except SyncTooLarge as error:
-        fail(str(error), USAGE)
     except nats.errors.NoRespondersError:
         fail("no service answers that request: is every service up? (`toolsel status`)", NO_STACK)
     except nats.errors.TimeoutError:
@@ -143,12 +145,8 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def first_problem(error: ValidationError) -> str:
     """A validation error as one line: the first offending field and why (and how many more there are)."""
-    problems = error.errors()
-    first = problems[0]
-    field = ".".join(str(part) for part in first["loc"])
-    why = first["msg"].removeprefix("Value error, ")
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"{field}: {why}{more}" if field else f"{why}{more}"
+    field, why = field_and_why(error)
+    return f"{field}: {why}" if field else why
 
 
 def read_json(path: Path) -> Any:

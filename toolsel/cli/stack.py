@@ -39,6 +39,7 @@ from toolsel.stack import (
     running_stack,
     stack_info,
 )
+from toolsel.store import create_pool
 from toolsel.store import migrate as apply_migrations
 
 app = typer.Typer()
@@ -107,10 +108,12 @@ def _logs(stack: Stack) -> str:
 
 @app.command()
 def demo(
-    reset: Annotated[bool, typer.Option(help="remove the demo's plugins (demo-*) instead of running it")] = False,
+    reset: Annotated[
+        bool, typer.Option(help="remove the demo's plugins (demo-*) and what it taught, instead of running it")
+    ] = False,
 ) -> None:
     """Sync the demo catalog (plugins demo-*), select, report outcomes and show the ranking move (starts a stack if
-    none); --reset removes what it synced."""
+    none); --reset removes what it synced and what it taught."""
     current = settings()
     endpoints = configured_endpoints(current)
     stack: Stack | None = None
@@ -125,7 +128,13 @@ def demo(
 
         async def main() -> None:
             async with ToolselClient(url, admin_token=token) as connected:
-                await (reset_demo(connected) if reset else run_demo(connected))
+                if not reset:
+                    return await run_demo(connected)
+                pool = await create_pool(endpoints.database_url)
+                try:
+                    await reset_demo(connected, pool)
+                finally:
+                    await pool.close()
 
         run(main)
     finally:

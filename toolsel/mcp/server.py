@@ -2,12 +2,14 @@
 or streamable HTTP. The caller owns the connected client, so one NATS connection serves every MCP session."""
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import Tool as MCPTool
 from pydantic import Field
 
 from toolsel import __version__
@@ -25,6 +27,31 @@ INSTRUCTIONS = (
 MAX_LIMIT = 20
 
 
+class GatewayServer(MCPServer):
+    """The MCP server whose ``tools/list`` holds, beside the discovery tools, the found tools the caller's toolshed
+    calls on their own MCP servers (``toolsel.mcp.gateway``), and whose ``tools/call`` proxies them."""
+
+    def __init__(self, shed: Callable[[], Toolshed], **options: Any):
+        super().__init__(**options)
+        self.shed = shed
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [*await super().list_tools(), *self.shed().callable.listed()]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        proxied = await self.shed().call(name, arguments)
+        return proxied if proxied is not None else await super().call_tool(name, arguments, context)
+
+
+async def tools_changed(context: Context[Any, Any]) -> None:
+    """Tell the client that ``tools/list`` changed: on its connection (the initialize handshake's protocol) and
+    to the ``subscriptions/listen`` streams (the 2026-07-28 protocol, which drops the former)."""
+    await context.request_context.session.send_tool_list_changed()
+    await context.notify_tools_changed()
+
+
 def create_server(
     toolshed: Toolshed | Callable[[], Toolshed], verifier: TokenVerifier | None = None, url: str = ""
 ) -> MCPServer:
@@ -33,23 +60,36 @@ def create_server(
     it accepts (``url``: where the server is reached)."""
     shed = toolshed if callable(toolshed) else lambda: toolshed
     auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if verifier is not None else None  # type: ignore[arg-type]
-    server: MCPServer = MCPServer(
-        "toolsel", instructions=INSTRUCTIONS, version=__version__, token_verifier=verifier, auth=auth
+    server = GatewayServer(
+        shed, name="toolsel", instructions=INSTRUCTIONS, version=__version__, token_verifier=verifier, auth=auth
     )
 
     @server.tool()
     async def search_tools(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What do you need to do?")],
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many tools at most")] = 5,
-        page: Annotated[int, Field(ge=1, le=100, description="2, 3, ...: further options for the same query")] = 1,
+        page: Annotated[
+            int, Field(ge=1, le=50, description="2, 3, ...: further options for the same query (an offset of limit)")
+        ] = 1,
         session: Annotated[str | None, Field(max_length=128, description="The session id of earlier answers")] = None,
+        explore: Annotated[
+            bool, Field(description="false: no slot for a tool that is there to be tried, only the expected best")
+        ] = True,
+        *,
+        context: Context[Any, Any],
     ) -> SearchResult:
         """Search for tools by what you need to do. Returns tools you can call (with their input schema, a usage
-        hint and related tools), workflow hints for their categories, and a session id to pass back."""
+        hint and related tools), workflow hints for their categories, and a session id to pass back. Tools marked
+        callable are added to this server's tools: call them by name."""
+        toolshed = shed()
+        listed = toolshed.callable.version
         try:
-            return await shed().search(query, limit, page, session)
+            found = await toolshed.search(query, limit, page, session, explore)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
+        if toolshed.callable.version != listed:
+            await tools_changed(context)
+        return found
 
     @server.tool()
     async def review_tools(

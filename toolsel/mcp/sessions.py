@@ -16,6 +16,10 @@ MAX_EXCLUDE = 200
 """What one select request may exclude (``SelectFilters.exclude``): rejections first, then the newest offers."""
 
 
+class UnknownSession(ValueError):
+    """A session id that is not (or no longer) live."""
+
+
 def query_key(query: str) -> str:
     """The same need asked with other spacing or case is the same query for paging."""
     return " ".join(query.lower().split())
@@ -41,13 +45,19 @@ class Session:
     names: dict[str, ToolRef] = field(default_factory=dict)
     """Function name (as the agent saw it) -> tool, for every tool this session was offered."""
 
-    def exclude_for(self, query: str, page: int) -> list[ToolRef]:
-        """Rejected tools, then whatever earlier pages of this query offered (newest first), within the cap."""
+    def earlier(self, query: str, page: int) -> list[ToolRef]:
+        """What earlier pages of this query offered in this session (newest first)."""
         key = query_key(query)
-        out = dict(self.rejected)
+        out: dict[str, ToolRef] = {}
         for offer in reversed(self.offers):
             if offer.query == key and offer.page < page:
                 out.update((t.key, t) for t in offer.tools if t.key not in out)
+        return list(out.values())
+
+    def exclude_for(self, query: str, page: int) -> list[ToolRef]:
+        """Rejected tools, then whatever earlier pages of this query offered (newest first), within the cap."""
+        out = dict(self.rejected)
+        out.update((t.key, t) for t in self.earlier(query, page) if t.key not in out)
         return list(out.values())[:MAX_EXCLUDE]
 
     def record(self, selection_id: UUID, query: str, page: int, tools: Iterable[ToolRef]) -> Offer:
@@ -105,9 +115,15 @@ class Sessions:
         return session
 
     def open(self, session_id: str | None = None) -> Session:
-        """The session with this id if it is live, else a new one with a fresh id."""
-        found = self.find(session_id) if session_id else None
-        if found is not None:
+        """The live session with this id, or a new one with a fresh id when none is given. An id that is unknown
+        or expired is refused (``UnknownSession``): a new session would silently offer again what was rejected."""
+        if session_id:
+            found = self.find(session_id)
+            if found is None:
+                raise UnknownSession(
+                    f"session {session_id!r} is unknown or expired: call search_tools without a session to "
+                    "start a new one"
+                )
             return found
         session = Session(secrets.token_hex(16), self.clock(), self.max_offers)
         self._live[session.id] = session

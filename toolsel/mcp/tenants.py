@@ -10,6 +10,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from toolsel.client import ToolselClient
 from toolsel.identities import Identity, Verifier
+from toolsel.mcp.gateway import Gateway
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.toolshed import Toolshed, ToolshedError
 
@@ -30,8 +31,15 @@ class IdentityTokens(TokenVerifier):
 class PerIdentity:
     """Picks the toolshed of the identity whose token the current request carries."""
 
-    def __init__(self, client: ToolselClient, tokens: IdentityTokens, max_sessions: int, session_ttl_s: float):
-        self.client, self.tokens = client, tokens
+    def __init__(
+        self,
+        client: ToolselClient,
+        tokens: IdentityTokens,
+        max_sessions: int,
+        session_ttl_s: float,
+        gateway: Gateway | None = None,
+    ):
+        self.client, self.tokens, self.gateway = client, tokens, gateway
         self.max_sessions, self.session_ttl_s = max_sessions, session_ttl_s
         self.sheds: dict[Identity, Toolshed] = {}
 
@@ -47,5 +55,6 @@ class PerIdentity:
                 user_id=identity.user_id,
                 tier=identity.tier,
                 role=identity.role,
+                gateway=self.gateway,
             )
         return self.sheds[identity]

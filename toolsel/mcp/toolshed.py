@@ -2,12 +2,14 @@
 seed 002's paging and exclusion of rejected tools), review (seed 002's verdicts or "none of these") and the
 outcome report. The MCP server only registers these; tests call them through the SDK's client."""
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 from uuid import UUID
 
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from toolsel.client import ToolselClient
@@ -23,9 +25,13 @@ from toolsel.contracts import (
     ToolReview,
     Verdict,
 )
+from toolsel.mcp.gateway import CallableTools, Gateway
 from toolsel.mcp.sessions import Session, Sessions
 from toolsel.tool_shapes import function_name, parameters_schema
 
+log = logging.getLogger(__name__)
+MAX_K = 50
+"""The most tools one select ranks for a request (``SelectRequest.k``): how deep pages reach."""
 REJECTING = frozenset({Verdict.UNRELATED, Verdict.BROKEN})
 """Verdicts after which a session never offers the tool again."""
 
@@ -46,6 +52,13 @@ class FoundTool(BaseModel):
     """The calibrated probability that this tool fits the request."""
     score: float
     """Its rank score in this answer (higher is better), with what was learnt from use."""
+    callable: bool = False
+    """True when this server calls it for you: call it by ``name`` (its outcome is reported for you)."""
+    server: str = ""
+    """The server its plugin says serves it."""
+    execution_type: Literal["rest", "dispatch", "internal", "mcp"] = "internal"
+    execution_config: dict[str, Any] = Field(default_factory=dict)
+    """How to call it yourself, as its plugin declares."""
 
 
 class SearchResult(BaseModel):
@@ -79,7 +92,7 @@ class ToolshedError(Exception):
     """A request the agent can correct (unknown session, a tool it was never offered)."""
 
 
-def found(tool: ScoredTool) -> FoundTool:
+def found(tool: ScoredTool, callable_names: frozenset[str] = frozenset()) -> FoundTool:
     related_to = tool.related_to
     return FoundTool(
         name=function_name(tool),
@@ -92,10 +105,16 @@ def found(tool: ScoredTool) -> FoundTool:
         category=tool.category,
         confidence=tool.confidence,
         score=tool.score,
+        callable=function_name(tool) in callable_names,
+        server=tool.server,
+        execution_type=tool.execution_type,
+        execution_config=tool.execution_config,
     )
 
 
-def search_result(session: Session, reply: SelectReply, page: int) -> SearchResult:
+def search_result(
+    session: Session, reply: SelectReply, page: int, callable_names: frozenset[str] = frozenset()
+) -> SearchResult:
     """The answer to a search; says so when nothing fits and how to ask for more when something might."""
     no_match = reply.no_match or not reply.tools
     if no_match:
@@ -104,15 +123,20 @@ def search_result(session: Session, reply: SelectReply, page: int) -> SearchResu
             "Rephrase the need, or go on without a tool."
         )
     else:
+        how = (
+            "Call the tools marked callable by name: this server calls them for you and reports how the call went."
+            if callable_names
+            else "Call these tools by name."
+        )
         note = (
-            f"Call these tools by name. If none fits, call review_tools with none_of_these=true, or search_tools "
-            f"again with page={page + 1} for further options."
+            f"{how} If none fits, call review_tools with none_of_these=true, or search_tools again with "
+            f"page={page + 1} for further options."
         )
     return SearchResult(
         session=session.id,
         selection_id=reply.selection_id,
         page=page,
-        tools=[found(t) for t in reply.tools],
+        tools=[found(t, callable_names) for t in reply.tools],
         workflow_hints=reply.workflow_hints,
         no_match=no_match,
         note=note.strip(),
@@ -146,22 +170,54 @@ class Toolshed:
     user_id: str | None = None
     tier: str | None = None
     role: str | None = None
+    gateway: Gateway | None = None
+    """Calls the found tools whose plugin declares an MCP server it may reach; None: none is callable here."""
+    callable: CallableTools = field(default_factory=CallableTools)
+    """The found tools this toolshed calls (``tools/list`` shows them beside the three discovery tools)."""
 
-    async def search(self, query: str, limit: int, page: int = 1, session: str | None = None) -> SearchResult:
+    async def search(
+        self, query: str, limit: int, page: int = 1, session: str | None = None, explore: bool = True
+    ) -> SearchResult:
+        """Page ``page`` of the tools for ``query``: past what earlier pages offered in this session (excluded),
+        and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them."""
         current = self.sessions.open(session)
+        skip = max(0, (page - 1) * limit - len(current.earlier(query, page)))
+        if skip + limit > MAX_K:
+            raise ToolshedError(
+                f"page {page}: only the best {MAX_K} tools of a query are ranked; ask for an earlier page, or search "
+                "on with the same session, page by page"
+            )
         named = {"tenant_id": self.tenant_id, "tier": self.tier, "role": self.role}
         request = SelectRequest(
             query=query,
             user_id=self.user_id,
             session_id=current.id,
-            k=limit,
-            max_tools=limit,
+            k=skip + limit,
+            max_tools=skip + limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
+            explore=explore,
             **{field: value for field, value in named.items() if value is not None},
         )
-        reply = await self.client.select(request)
+        answer = await self.client.select(request)
+        reply = answer.model_copy(update={"tools": answer.tools[skip:]})
         current.record(reply.selection_id, query, page, reply.tools)
-        return search_result(current, reply, page)
+        proxied = [] if self.gateway is None else [self.gateway.proxied(t, reply.selection_id) for t in reply.tools]
+        served = [p for p in proxied if p is not None]
+        self.callable.add(served)
+        return search_result(current, reply, page, frozenset(p.listed.name for p in served))
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult | None:
+        """Call a found tool on its MCP server and report the outcome to its selection (as this toolshed's
+        identity, the selection's owner); None when ``name`` is not a tool this toolshed calls."""
+        proxied = self.callable.get(name)
+        if proxied is None or self.gateway is None:
+            return None
+        result, made = await self.gateway.call(proxied, arguments)
+        try:
+            await self.client.report_outcome(OutcomeEvent(selection_id=proxied.selection_id, calls=[made]))
+        except Exception:  # the agent keeps the tool's answer; the stack being away loses only this outcome
+            log.warning("the outcome of a call to %s/%s was not sent", made.plugin_id, made.name, exc_info=True)
+        return result
 
     async def review(self, session: str, reviews: Iterable[Review], none_of_these: bool = False) -> ReviewResult:
         current = self._session(session)
@@ -215,10 +271,9 @@ class Toolshed:
         return OutcomeResult(session=current.id, recorded=len(by_selection))
 
     def _session(self, session: str) -> Session:
-        found_session = self.sessions.find(session)
-        if found_session is None:
-            raise ToolshedError(f"session {session!r} is unknown or expired: call search_tools to start a new one")
-        return found_session
+        if not session:
+            raise ToolshedError("session: give the session id search_tools returned")
+        return self.sessions.open(session)
 
     @staticmethod
     def _offered(session: Session, name: str) -> tuple[ToolRef, UUID]:

@@ -341,3 +341,27 @@ async def set_percentiles(
 async def count_posteriors(conn: asyncpg.Connection) -> int:
     count: int = await conn.fetchval(COUNT_POSTERIORS)
     return count
+
+
+TENANT_TOOLS = "SELECT id FROM tools WHERE tenant_id = $1 AND plugin_id = ANY($2::text[])"
+FORGET_TOOLS = tuple(
+    f"DELETE FROM {table} WHERE tool_id = ANY($1::bigint[])"
+    for table in (
+        "tool_bandit_stats",
+        "tool_quality",
+        "tool_quarantine",
+        "session_credits",
+        "review_credits",
+        "failure_credits",
+    )
+)
+
+
+async def forget_plugins(conn: asyncpg.Connection, tenant_id: str, plugin_ids: Sequence[str]) -> list[int]:
+    """Forget what was learnt of a tenant's plugins' tools (posteriors, quality, quarantine, credits), their rows
+    kept: ``toolsel demo --reset`` leaves the demo's tenant as it found it. Returns the tools' ids (for the usage
+    memory's own ``usage.forget_tools``)."""
+    ids: list[int] = [row["id"] for row in await conn.fetch(TENANT_TOOLS, tenant_id, list(plugin_ids))]
+    for statement in FORGET_TOOLS:
+        await conn.execute(statement, ids)
+    return ids

@@ -34,6 +34,10 @@ VERSION_LOCK = 7_433_004
 
 LEARNT_TOOLS = "SELECT count(DISTINCT tool_id) FROM tool_usage_vectors"
 FORGET = "DELETE FROM tool_usage_vectors; DELETE FROM tool_usage_examples; DELETE FROM usage_query_totals"
+FORGET_TOOLS = (
+    "DELETE FROM tool_usage_vectors WHERE tool_id = ANY($1::bigint[])",
+    "DELETE FROM tool_usage_examples WHERE tool_id = ANY($1::bigint[])",
+)
 
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
@@ -189,6 +193,12 @@ async def add_query_totals(conn: asyncpg.Connection, totals: Mapping[str, tuple[
         await conn.execute(
             ADD_QUERY_TOTALS, scopes, vector_array(totals[s][0] for s in scopes), [totals[s][1] for s in scopes]
         )
+
+
+async def forget_tools(conn: asyncpg.Connection, tool_ids: Sequence[int]) -> None:
+    """The query examples learnt for these tools and the vectors made of them."""
+    for statement in FORGET_TOOLS:
+        await conn.execute(statement, list(tool_ids))
 
 
 async def forget(conn: asyncpg.Connection) -> int:

@@ -81,8 +81,9 @@ def _explore(
     hold that depth of the ranking then), to the tools nothing was learnt of in the scope when there are any
     there: one that already learnt has its learnt vector to be found by."""
     s, rng = held.settings, held.rng
-    if rng is None or not found.explores_deep:
-        return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
+    slots = s.exploration_slots if request.explore else 0
+    if rng is None or not slots or not found.explores_deep:
+        return stages.choose(candidates, exploit, scored.explore, k, slots)
     top = candidates[np.argsort(-exploit[candidates], kind="stable")][:k]
     observed = float(scored.evidence(s.prior_alpha, s.prior_beta)[top].sum())
     beyond = stages.beyond_candidates(scored.relevance, found.in_pool, candidates, s.exploration_depth)
@@ -91,9 +92,9 @@ def _explore(
     if held.usage is not None and (untaught := beyond[~np.isin(found.rows[beyond], held.usage.rows)]).size:
         beyond = untaught
     if beyond.size == 0 or rng.random() >= stages.deep_exploration_chance(observed):
-        return stages.choose(candidates, exploit, scored.explore, k, s.exploration_slots)
+        return stages.choose(candidates, exploit, scored.explore, k, slots)
     deep = stages.deep_score(scored.breakdown["thompson"], scored.relevance, found.relevance_top)
-    return stages.choose(candidates, exploit, deep, k, s.exploration_slots, beyond)
+    return stages.choose(candidates, exploit, deep, k, slots, beyond)
 
 
 def _with_related(

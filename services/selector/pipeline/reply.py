@@ -131,4 +131,7 @@ def _scored(
         "related_tools": [_ref(cat, r) for r in cat.related[row]],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
+        "server": str(spec.get("server") or ""),
+        "execution_type": spec.get("execution_type") or "internal",
+        "execution_config": config if isinstance(config := spec.get("execution_config"), dict) else {},
     }

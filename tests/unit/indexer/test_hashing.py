@@ -114,7 +114,7 @@ def test_text_counts_only_for_a_tool_without_examples(change: dict[str, Any]) ->
         {"usage_hint": "amounts in cents"},
         {"category": "invoices"},
         {"schema_version": "2.0.0"},
-        {"execution_type": "mcp"},
+        {"execution_type": "mcp", "execution_config": {"transport": "http", "url": "https://x/mcp", "tool": "t"}},
     ],
 )
 def test_embedding_hash_ignores_fields_not_embedded(change: dict[str, Any]) -> None:

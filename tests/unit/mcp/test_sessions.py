@@ -2,8 +2,10 @@
 
 from uuid import uuid4
 
+import pytest
+
 from toolsel.contracts import ToolRef
-from toolsel.mcp.sessions import MAX_EXCLUDE, Sessions
+from toolsel.mcp.sessions import MAX_EXCLUDE, Sessions, UnknownSession
 
 
 class Clock:
@@ -19,10 +21,16 @@ def refs(*names: str) -> list[ToolRef]:
 
 
 def test_a_new_session_each_time_unless_a_live_id_comes_back() -> None:
-    sessions = Sessions(max_sessions=10, ttl_s=60)
+    clock = Clock()
+    sessions = Sessions(max_sessions=10, ttl_s=60, clock=clock)
     first = sessions.open()
     assert sessions.open(first.id) is first
-    assert sessions.open("unknown").id not in {first.id, "unknown"}
+    assert sessions.open().id != first.id
+    with pytest.raises(UnknownSession, match="unknown or expired: call search_tools without a session"):
+        sessions.open("unknown")
+    clock.now += 61
+    with pytest.raises(UnknownSession):
+        sessions.open(first.id)
 
 
 def test_least_recently_used_sessions_go_first() -> None:

@@ -228,6 +228,14 @@ def test_exploration_slot_is_marked_and_is_outside_the_exploited_ones() -> None:
     assert [t.exploration for t in retrieved] == [False, False, True]
 
 
+def test_a_request_can_turn_exploration_off() -> None:
+    sel = selector(exploration_slots=1, thompson_sampling=True)
+    reply, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1, explore=False))
+    expected, _ = sel.select(SelectRequest(query="email inbox", k=3, seed=1, rerank=True))
+    assert not any(t.exploration for t in reply.tools)
+    assert [t.key for t in reply.tools if not t.pinned][:2] == [t.key for t in expected.tools if not t.pinned][:2]
+
+
 def test_learnt_posterior_moves_a_tool_up() -> None:
     twins = [T("alpha_mail", "send an email", 0), T("beta_mail", "send an email", 0)]  # equal relevance
     sel = selector(twins)

@@ -5,7 +5,7 @@ from typing import Any, TypeVar
 from uuid import uuid4
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from toolsel.client import ToolselClient
 from toolsel.client_methods import AsyncMethods, Event, Request, SyncMethods, table
@@ -20,6 +20,7 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.contracts.identity import tenant_scope
+from toolsel.errors import InvalidRequest
 
 T = TypeVar("T")
 
@@ -98,12 +99,17 @@ async def test_events_are_published_and_returned() -> None:
 
 
 async def test_bad_calls_fail_before_anything_is_sent() -> None:
+    """Each as an ``InvalidRequest`` naming the field (or the arguments) in one line."""
     client = Recorder()
-    with pytest.raises(TypeError, match="show_tool"):
+    with pytest.raises(InvalidRequest, match="show_tool"):
         await client.show_tool("mail", "x", "extra")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidRequest, match=r"Extra inputs are not permitted \(no_such_field\)"):
         await client.list_tools(no_such_field=1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidRequest) as refused:
+        await client.select("", k=0)
+    assert (refused.value.detail.field, "\n" in str(refused.value)) == ("query", False)
+    assert "and 1 more" in str(refused.value)
+    with pytest.raises(InvalidRequest):
         await client.review(uuid4())  # neither reviews nor none_of_these
     assert client.sent == client.published == []
 

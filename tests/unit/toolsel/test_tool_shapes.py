@@ -82,6 +82,28 @@ def test_schemas_get_an_object_root_without_refused_keywords(schema: dict[str, A
     assert set(cleaned.get("required", [])) <= set(cleaned["properties"])
 
 
+def test_a_root_choice_of_objects_keeps_every_argument() -> None:
+    by_id = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    by_name = {"type": "object", "properties": {"name": {"type": "string"}, "id": {"type": "integer"}}}
+    merged = parameters_schema({"anyOf": [by_id, by_name]})
+    assert merged["properties"] == {"id": {"type": "string"}, "name": {"type": "string"}}
+    assert "required" not in merged  # neither argument is needed by every choice
+    assert merged["description"] == "Give one of {id} | {name, id}."
+    both = parameters_schema({"oneOf": [by_id, {**by_name, "required": ["id", "name"]}]})
+    assert both["required"] == ["id"]
+
+
+def test_a_root_ref_is_inlined() -> None:
+    schema = {
+        "$ref": "#/$defs/Query",
+        "$defs": {"Query": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}},
+    }
+    cleaned = parameters_schema(schema)
+    assert (cleaned["properties"], cleaned["required"]) == ({"q": {"type": "string"}}, ["q"])
+    choice = parameters_schema({"anyOf": [{"$ref": "#/definitions/A"}], "definitions": schema["$defs"] | {"A": {}}})
+    assert choice["properties"] == {}
+
+
 def test_a_clean_schema_is_kept_and_never_shared() -> None:
     schema: dict[str, Any] = {
         "type": "object",
