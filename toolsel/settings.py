@@ -8,7 +8,7 @@ import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from toolsel.embedder import BATCH_TOKENS
+from toolsel.embedder import BATCH_TOKENS, TOOLS_MODEL_NAME
 
 RERANK_WEIGHTS = {
     "relevance": 0.5,
@@ -56,14 +56,17 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """External PostgreSQL with pgvector; when unset, an embedded server under ``home``."""
     model_dir: Path | None = None
-    """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8. With an
-    ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
+    """A directory with model.onnx and tokenizer files; default: the packaged model ``embedding_model`` names. With
+    an ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
     ``embedding_dim``-d vectors (scripts/export_onnx_model.py writes such a directory)."""
-    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    """The fastembed model name; another name than the packaged one is fetched and cached by fastembed (needs
-    the network once), ``model_dir`` then optional. Set ``embedding_dim`` to its dimension. The store records
-    which model made its vectors and the services refuse another: on a store in use, change the model with
-    ``toolsel indexer --switch-model``."""
+    embedding_model: str = TOOLS_MODEL_NAME
+    """The embedding model. By default ``toolsel/minilm-tools``, toolsel's own all-MiniLM-L6-v2 fine-tuned for
+    tool retrieval, shipped in the package; the stock model, also shipped, is
+    ``sentence-transformers/all-MiniLM-L6-v2``.
+    Another name is a fastembed model, fetched and cached by fastembed (needs the network once), ``model_dir`` then
+    optional, or with ``model_dir`` a model of your own (``toolsel train-model``). Set ``embedding_dim`` to its
+    dimension. The store records which model made its vectors and the services refuse another: on a store in use,
+    change the model with ``toolsel indexer --switch-model``."""
     log_level: str = "INFO"
     """Log level of the services (DEBUG, INFO, WARNING, ERROR)."""
 
