@@ -100,10 +100,9 @@ def bf16_supported() -> bool:
 
 
 def load(base: Path) -> tuple[Any, Any]:
-    """The base model and its tokenizer, from files. Training uses torch's fused attention (SDPA), cheaper on a
-    CPU than the eager arithmetic the export traces; the export reloads the weights with eager attention and checks
-    its vectors against them (``toolsel.tuning.export``)."""
-    model = AutoModel.from_pretrained(base, attn_implementation="sdpa")
+    """The base model (eager attention: the same arithmetic as the export; torch's fused attention cost as much
+    per pair on a CPU, docs/results.md) and its tokenizer, from files."""
+    model = AutoModel.from_pretrained(base, attn_implementation="eager")
     return model, AutoTokenizer.from_pretrained(base)
 
 
