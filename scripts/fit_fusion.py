@@ -5,14 +5,14 @@ parameters fitted on the other sets only.
     python scripts/fit_fusion.py SETS_DIR --model metatool=DIR [--model SET=DIR ...] [--max-queries 2000]
 
 Each ``--model SET=DIR`` names the model that left SET out (``toolsel train-model --leave-out SET``; its card gives
-its name); ``--model SET=stock`` ranks SET with the packaged model. Each set's tools and queries are embedded once
-(the embedder's query cache holds every query), then every point of the grid ranks the seeded sample of the
-set's queries that ``toolsel eval`` ranks through the product's selector in process (full pipeline, top 10, dry run, no
-Thompson draws): only the pure stages run again, never the model. For each set S, the point with the best mean
-NDCG@10 over the other sets is S's fusion, and S's NDCG@10 at that point is its cold number; the confidence model
-is fitted at that point on the other sets' rows (``scripts/fit_confidence.py``) and its calibration error read on
-S. The shipped defaults are the point and coefficients fitted on all the sets. Prints a table and the defaults
-as JSON (``TOOLSEL_FUSION_ZSCORE_BM25_FACTOR``, ``TOOLSEL_BM25_CONFIDENCE_SCALE``,
+its name); ``--model SET=stock`` ranks SET with the stock all-MiniLM-L6-v2. Each set's tools and queries are
+embedded once (the embedder's query cache holds every query), then every point of the grid ranks the seeded sample
+of the set's queries that ``toolsel eval`` ranks through the product's selector in process (full pipeline, top 10,
+dry run, no Thompson draws): only the pure stages run again, never the model. For each set S, the point with the
+best mean NDCG@10 over the other sets is S's fusion, and S's NDCG@10 at that point is its cold number; the
+confidence model is fitted at that point on the other sets' rows (``scripts/fit_confidence.py``) and its
+calibration error read on S. The shipped defaults are the point and coefficients fitted on all the sets. Prints
+a table and the defaults as JSON (``TOOLSEL_FUSION_ZSCORE_BM25_FACTOR``, ``TOOLSEL_BM25_CONFIDENCE_SCALE``,
 ``TOOLSEL_CONFIDENCE_COEFFICIENTS``).
 """
 
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from fit_confidence import Matrix, Measured, Recording, SetCatalog, ece, fit
 
+from toolsel.embedder import MODEL_NAME
 from toolsel.evaluation.dataset import load_set
 from toolsel.evaluation.metrics import ndcg_at
 from toolsel.evaluation.split import sample, split_queries
@@ -52,7 +53,9 @@ class Fold:
 def model_settings(base: Settings, model: str) -> Settings:
     """The settings that serve ``model`` (a trained model's directory, or ``stock``), every query kept cached."""
     update: dict[str, object] = {"thompson_sampling": False, "query_cache_size": 1_000_000}
-    if model != "stock":
+    if model == "stock":
+        update |= {"model_dir": None, "embedding_model": MODEL_NAME, "embedding_dim": 384}
+    else:
         card = read_card(Path(model))
         if card is None:
             raise SystemExit(f"{model}: no model card (toolsel train-model writes one)")
