@@ -20,7 +20,7 @@ def train_model(
     manifest: Annotated[Path | None, typer.Option(help="the pairs' manifest (sources, licences) for the card")] = None,
     seed: Annotated[int, typer.Option(help="seed of the sample, the batches and the weights' updates")] = 0,
     threads: Annotated[
-        int | None, typer.Option(help="torch threads (default: the cores this process may use, at most 2)")
+        int | None, typer.Option(help="torch threads (default 1: on a busy 2-core machine two wait for each other)")
     ] = None,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
     query_max_tokens: Annotated[

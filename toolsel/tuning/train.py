@@ -69,9 +69,10 @@ class TrainResult:
         return 1000 * self.cpu_seconds / max(self.pairs, 1)
 
 
-MAX_THREADS = 2
-"""Threads a run takes by default at most: the machines it is meant for (users', CI) have 2 cores, and on a busy
-machine every further thread mostly waits for the others (docs/results.md, time per 1,000 pairs)."""
+MAX_THREADS = 1
+"""Threads a run takes by default at most: on the 2-core machines it is meant for (users', CI), with anything else
+running, two threads took 2.4 times as long per pair as one, waiting for each other (277 against 117 s per 1,000
+pairs at load average 4; docs/results.md, time per 1,000 pairs). ``--threads`` gives more on an idle machine."""
 
 
 def default_threads() -> int:
