@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,12 @@ from in_process import in_process_catalog
 from toolsel.contracts import SelectRequest
 from toolsel.embedder import Embedder
 from toolsel.evaluation.calibration import calibration
-from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
+from toolsel.evaluation.dataset import BenchSet, Query, load_set, tool_spec, wire_names
 from toolsel.evaluation.split import sample
 from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.services.selector import confidence
+from toolsel.services.selector.catalog import Catalog
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings, get_settings
 
@@ -41,28 +43,59 @@ RIDGE = 1e-6
 def rows_of(folder: Path, settings: Settings, embedder: Embedder, args: argparse.Namespace) -> tuple[Matrix, Matrix]:
     """The terms and relevance of every tool returned for the set's sampled queries."""
     bench = load_set(folder)
-    names = wire_names([t.name for t in bench.tools])
-    specs = [tool_spec(t, names[t.name]) for t in bench.tools]
     cached = None if args.vectors is None else args.vectors / f"{bench.name}.npy"
-    if cached is not None and cached.exists():
-        vectors = np.load(cached)
-    else:
-        vectors = embedder.embed([embedding_text(s) for s in specs])
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            np.save(cached, vectors)
-    catalog = in_process_catalog([s.model_dump(exclude_none=True) for s in specs], vectors, settings)
-    selector = Selector(settings, catalog, embedder)
-    named = {wire: name for name, wire in names.items()}
-    terms, labels = [], []
-    for query in sample(bench.queries, args.max_queries, args.seed):
-        selection = selector.run(SelectRequest(query=query.text[:2000], dry_run=True, k=10, seed=0))
-        reply, scored = selection.reply, selection.scored
-        at = {int(row): i for i, row in enumerate(selection.candidates.rows)}
-        picked = [at[catalog.rows[tool.key]] for tool in reply.tools]
-        terms.append(confidence.terms(scored.signals, len(reply.sub_queries) > 1)[picked])
-        labels.append([named.get(tool.name) in query.relevant for tool in reply.tools])
-    return np.vstack(terms), np.concatenate(labels).astype(np.float64)
+    catalog = SetCatalog.of(bench, settings, embedder, cached)
+    measured = catalog.measure(
+        Selector(settings, catalog.catalog, embedder), sample(bench.queries, args.max_queries, args.seed)
+    )
+    return measured.terms, measured.labels
+
+
+@dataclass(frozen=True)
+class Measured:
+    rankings: list[list[str]]
+    """Each query's returned tools by their set names, best first."""
+    terms: Matrix
+    labels: Matrix
+
+
+@dataclass(frozen=True)
+class SetCatalog:
+    """An evaluation set's tools in an in-process catalog, embedded as the indexer embeds them."""
+
+    catalog: Catalog
+    named: dict[str, str]
+    """The set's tool name of each wire name."""
+
+    @classmethod
+    def of(cls, bench: BenchSet, settings: Settings, embedder: Embedder, cached: Path | None = None) -> "SetCatalog":
+        """The catalog of ``bench``'s tools (their vectors kept in ``cached`` between runs, where given)."""
+        names = wire_names([t.name for t in bench.tools])
+        specs = [tool_spec(t, names[t.name]) for t in bench.tools]
+        if cached is not None and cached.exists():
+            vectors = np.load(cached)
+        else:
+            vectors = embedder.embed([embedding_text(s) for s in specs])
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                np.save(cached, vectors)
+        catalog = in_process_catalog([s.model_dump(exclude_none=True) for s in specs], vectors, settings)
+        return cls(catalog, {wire: name for name, wire in names.items()})
+
+    def measure(self, selector: Selector, queries: Sequence[Query]) -> Measured:
+        """The selector's top 10 for each query (full pipeline, dry run), with each returned tool's confidence
+        terms and relevance."""
+        rankings, terms, labels = [], [], []
+        for query in queries:
+            selection = selector.run(SelectRequest(query=query.text[:2000], dry_run=True, k=10, seed=0))
+            reply, scored = selection.reply, selection.scored
+            at = {int(row): i for i, row in enumerate(selection.candidates.rows)}
+            picked = [at[self.catalog.rows[tool.key]] for tool in reply.tools]
+            terms.append(confidence.terms(scored.signals, len(reply.sub_queries) > 1)[picked])
+            ranked = [self.named.get(tool.name, "") for tool in reply.tools]
+            rankings.append(ranked)
+            labels.append([name in query.relevant for name in ranked])
+        return Measured(rankings, np.vstack(terms), np.concatenate(labels).astype(np.float64))
 
 
 def fit(sets: Sequence[tuple[Matrix, Matrix]]) -> Matrix:

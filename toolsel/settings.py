@@ -8,7 +8,7 @@ import platformdirs
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from toolsel.embedder import BATCH_TOKENS
+from toolsel.embedder import BATCH_TOKENS, TOOLS_MODEL_NAME
 
 RERANK_WEIGHTS = {
     "relevance": 0.5,
@@ -21,21 +21,22 @@ RERANK_WEIGHTS = {
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {
-    "intercept": -4.8607,
-    "cosine": 3.5018,
-    "bm25_match": 3.4033,
-    "log_rank": -1.0003,
-    "cosine_lead": 11.1879,
-    "log_length": 0.5489,
-    "compound": -2.1828,
-    "compound_log_rank": 0.6207,
-    "compound_first": 2.3883,
+    "intercept": -4.9209,
+    "cosine": 4.335,
+    "bm25_match": 2.7595,
+    "log_rank": -0.9203,
+    "cosine_lead": 12.4726,
+    "log_length": 0.487,
+    "compound": -1.9819,
+    "compound_log_rank": 0.5126,
+    "compound_first": 2.2308,
 }
-"""Logistic regression fitted on the four shared evaluation sets (each weighing the same) over the top 10 of every
-query (``scripts/fit_confidence.py`` over the evaluation sets): raw cosine, the share of the query's BM25 ceiling a
-tool reached, the log of its best retrieval rank over the query and its parts, its cosine's lead over the best
-other tool's times its cosine, the log of the query's length in characters, and for a compound request an
-intercept, rank slope and a part's first tool's term of its own (``toolsel.services.selector.confidence``)."""
+"""Logistic regression fitted for toolsel/minilm-tools on the four shared evaluation sets (each weighing the same),
+each set ranked by the model trained without it, over the top 10 of every query (``scripts/fit_fusion.py``;
+``scripts/fit_confidence.py`` fits it alone): raw cosine, the share of the query's BM25 ceiling a tool reached, the
+log of its best retrieval rank over the query and its parts, its cosine's lead over the best other tool's times its
+cosine, the log of the query's length in characters, and for a compound request an intercept, rank slope and a
+part's first tool's term of its own (``toolsel.services.selector.confidence``)."""
 
 
 def default_home() -> Path:
@@ -56,14 +57,17 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """External PostgreSQL with pgvector; when unset, an embedded server under ``home``."""
     model_dir: Path | None = None
-    """A directory with model.onnx and tokenizer files; default: the packaged all-MiniLM-L6-v2 int8. With an
-    ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
+    """A directory with model.onnx and tokenizer files; default: the packaged model ``embedding_model`` names. With
+    an ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
     ``embedding_dim``-d vectors (scripts/export_onnx_model.py writes such a directory)."""
-    embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    """The fastembed model name; another name than the packaged one is fetched and cached by fastembed (needs
-    the network once), ``model_dir`` then optional. Set ``embedding_dim`` to its dimension. The store records
-    which model made its vectors and the services refuse another: on a store in use, change the model with
-    ``toolsel indexer --switch-model``."""
+    embedding_model: str = TOOLS_MODEL_NAME
+    """The embedding model. By default ``toolsel/minilm-tools``, toolsel's own all-MiniLM-L6-v2 fine-tuned for
+    tool retrieval, shipped in the package; the stock model, also shipped, is
+    ``sentence-transformers/all-MiniLM-L6-v2``.
+    Another name is a fastembed model, fetched and cached by fastembed (needs the network once), ``model_dir`` then
+    optional, or with ``model_dir`` a model of your own (``toolsel train-model``). Set ``embedding_dim`` to its
+    dimension. The store records which model made its vectors and the services refuse another: on a store in use,
+    change the model with ``toolsel indexer --switch-model``."""
     log_level: str = "INFO"
     """Log level of the services (DEBUG, INFO, WARNING, ERROR)."""
 
@@ -139,12 +143,13 @@ class Settings(BaseSettings):
     pulled multi-tool sets down (online toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it;
     docs/results.md, Quality); what is learnt reaches retrieval through the usage vectors and the learnt words
     instead."""
-    fusion_zscore_bm25_factor: float = Field(default=0.67, ge=0)
+    fusion_zscore_bm25_factor: float = Field(default=0.4, ge=0)
     """With TOOLSEL_FUSION=zscore, BM25's fusion weight is multiplied by this: most tools match none of the
-    query's words, so the few that do stand more deviations out than any cosine does. Picked on a grid over the
-    four shared sets (normalisation x BM25 weight x confidence scale); leaving each set out, the grid picked this
-    weight on three folds and z-score fusion beat max-scaled scores on all four; 0.6 to 0.75 all do
-    (docs/results.md, Fusion)."""
+    query's words, so the few that do stand more deviations out than any cosine does. Fitted for toolsel/minilm-tools
+    on a grid over the four shared sets, each ranked by the model trained without it (scripts/fit_fusion.py): 0.4
+    on all four, and leaving each set out the other three picked 0.4 (0.3 leaving livemcpbench out); its better
+    vectors want less of BM25 than the stock model's, for which 0.67 was fitted (docs/results.md, Fusion and A
+    model trained for tool retrieval)."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
     bm25_k1: float = 1.2
@@ -169,8 +174,8 @@ class Settings(BaseSettings):
     relevant: intercept, cosine, bm25_match, log_rank (the log of the tool's best rank over the query and its
     parts), cosine_lead (its cosine less the best other tool's, times its cosine), log_length (the log of the
     query's length in characters), and for a compound request (split into parts) compound, compound_log_rank and
-    compound_first, added to the intercept, the rank's slope and a part's first tool (fitted on the four shared
-    sets by scripts/fit_confidence.py; docs/results.md, Quality)."""
+    compound_first, added to the intercept, the rank's slope and a part's first tool (fitted for the default model
+    on the four shared sets by scripts/fit_fusion.py; docs/results.md, Quality)."""
     no_match_confidence: float = Field(default=0.2, ge=0.0, le=1.0)
     """A reply whose tools all have a confidence below this says ``no_match``: nothing in the catalog fits. At 0.2
     it says so for 2.9% of metatool's queries, none of toolbench_stb's or seal_tools' and 5.3% of livemcpbench's

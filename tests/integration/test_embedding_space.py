@@ -20,20 +20,23 @@ from toolsel.contracts import ToolSpec
 from toolsel.embedded import local_nats_url
 from toolsel.runtime import load_model, open_store
 from toolsel.services.indexer.hashing import embedding_text
-from toolsel.settings import get_settings
+from toolsel.settings import Settings, get_settings
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints, Stack
 from toolsel.store import create_pool, migrate, registry
 
 PACKAGED = get_settings()
 OTHER = PACKAGED.model_copy(update={"embedding_model": "BAAI/bge-base-en-v1.5", "embedding_dim": 768})
+STOCK = "sentence-transformers/all-MiniLM-L6-v2"
 EMBEDDING_SPACE = 13
 """The migration that records the model."""
 SPEC = json.dumps({"name": "get_weather", "description": "Current weather and forecast for a city."})
 
 
 async def learnt_store(url: str) -> tuple[asyncpg.Pool, int]:
-    """A store with one embedded tool, a review of it, what it learnt from use and its posterior."""
+    """A store of the packaged model with one embedded tool, a review of it, what it learnt from use and its
+    posterior."""
     pool = await create_pool(url)
+    await embedding_space.check(pool, PACKAGED)  # what the first service to start records
     vector = Vector(np.full(384, 0.05, dtype=np.float32))
     async with pool.acquire() as conn:
         tool = await conn.fetchval(
@@ -88,7 +91,7 @@ async def test_a_service_set_for_another_model_than_the_stores_refuses_to_start(
         await embedding_space.check(pool, PACKAGED)
         with pytest.raises(embedding_space.ModelMismatch) as refused:
             await embedding_space.check(pool, OTHER)
-        assert "sentence-transformers/all-MiniLM-L6-v2 (384-d)" in str(refused.value)
+        assert f"{PACKAGED.embedding_model} (384-d)" in str(refused.value)
         assert "BAAI/bge-base-en-v1.5 (768-d)" in str(refused.value)
         assert "toolsel indexer --switch-model" in str(refused.value)
         same_name = PACKAGED.model_copy(update={"embedding_dim": 768})
@@ -194,9 +197,9 @@ async def test_a_stopped_embedded_stack_is_switched_on_its_own_database(tmp_path
     assert (tmp_path / "pg").is_dir()
 
 
-async def test_a_store_from_before_the_record_keeps_its_vectors_and_takes_the_first_services_model(
-    empty_database: str,
-) -> None:
+async def test_a_store_from_before_the_record_holds_the_stock_models_vectors(empty_database: str) -> None:
+    """Before the store recorded its model, every store's vectors were the stock model's (then the default): the
+    default service refuses them and says what to do, a service set for the stock model takes them."""
     await migrate(empty_database, before=EMBEDDING_SPACE)
     conn = await asyncpg.connect(empty_database)
     try:
@@ -214,7 +217,28 @@ async def test_a_store_from_before_the_record_keeps_its_vectors_and_takes_the_fi
         stored = await pool.fetchval("SELECT embedding FROM tools WHERE id = $1", tool)
         assert np.allclose(stored.to_numpy(), 0.05)
         assert await pool.fetchval("SELECT count(*) FROM embedding_space") == 0
-        await embedding_space.check(pool, PACKAGED)
-        assert tuple(await pool.fetchrow("SELECT model, dim FROM embedding_space")) == (PACKAGED.embedding_model, 384)
+        with pytest.raises(embedding_space.ModelMismatch) as refused:
+            await embedding_space.check(pool, PACKAGED)
+        assert tuple(await pool.fetchrow("SELECT model, dim FROM embedding_space")) == (STOCK, 384)
+        said = " ".join(str(refused.value).split())
+        assert f"default is now {PACKAGED.embedding_model}" in said
+        assert "toolsel indexer --switch-model" in said
+        assert f"TOOLSEL_EMBEDDING_MODEL={STOCK}" in said
+        await embedding_space.check(pool, get_settings().model_copy(update={"embedding_model": STOCK}))
+    finally:
+        await pool.close()
+
+
+async def test_upgrading_a_store_of_the_stock_model_says_how_to_move_or_stay(empty_database: str) -> None:
+    pool = await create_pool(empty_database)
+    try:
+        stock = Settings(embedding_model=STOCK)
+        await embedding_space.check(pool, stock)  # an earlier version's services recorded the stock model
+        with pytest.raises(embedding_space.ModelMismatch) as refused:
+            await embedding_space.check(pool, Settings())  # this version's defaults
+        said = " ".join(str(refused.value).split())
+        assert f"this store's vectors come from {STOCK}, the default model of earlier versions" in said
+        assert "stop every service and run `toolsel indexer --switch-model`" in said
+        assert f"to keep the stock model, set TOOLSEL_EMBEDDING_MODEL={STOCK}" in said
     finally:
         await pool.close()

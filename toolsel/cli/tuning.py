@@ -19,8 +19,16 @@ def train_model(
     max_pairs: Annotated[int, typer.Option(help="pairs trained on at most, shared fairly between the groups")] = 4000,
     manifest: Annotated[Path | None, typer.Option(help="the pairs' manifest (sources, licences) for the card")] = None,
     seed: Annotated[int, typer.Option(help="seed of the sample, the batches and the weights' updates")] = 0,
-    threads: Annotated[int, typer.Option(help="torch threads")] = 2,
+    threads: Annotated[
+        int | None, typer.Option(help="torch threads (default 1: on a busy 2-core machine two wait for each other)")
+    ] = None,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
+    query_max_tokens: Annotated[
+        int | None, typer.Option(help="queries are cut at this many tokens while training (default 64)")
+    ] = None,
+    tool_max_tokens: Annotated[
+        int | None, typer.Option(help="tool texts are cut at this many tokens while training (default 128)")
+    ] = None,
 ) -> None:
     """Fine-tune all-MiniLM-L6-v2 on query → tool pairs (in-batch negatives), export it to int8 ONNX, check the
     export against the torch model and write its model card. Serve it with TOOLSEL_EMBEDDING_MODEL=NAME
@@ -36,7 +44,14 @@ def train_model(
         left = seconds / step * (steps - step)
         console.print(f"step {step}/{steps}  loss {loss:.3f}  {seconds:.0f} s, about {left:.0f} s left")
 
-    settings = TrainSettings(seed=seed, threads=threads, epochs=epochs)
+    defaults = TrainSettings()
+    settings = TrainSettings(
+        seed=seed,
+        threads=threads,
+        epochs=epochs,
+        query_max_tokens=query_max_tokens or defaults.query_max_tokens,
+        tool_max_tokens=tool_max_tokens or defaults.tool_max_tokens,
+    )
     card = build(
         pairs,
         out,

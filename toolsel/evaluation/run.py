@@ -11,6 +11,7 @@ from uuid import uuid4
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from toolsel.client import ToolselClient
+from toolsel.embedder import packaged_model_dir
 from toolsel.evaluation import online, scenarios
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import Query, load_set, subset_fields
@@ -63,7 +64,8 @@ def _advance(progress: Progress, description: str, total: int) -> Callable[[int]
 def model_used(settings: Settings) -> dict[str, Any]:
     """The embedding model the evaluation runs with (as this process reads the environment) and, from its model
     card, the evaluation sets whose queries it was trained on (none for a model without a card)."""
-    card = read_card(settings.model_dir) if settings.model_dir is not None else None
+    directory = settings.model_dir or packaged_model_dir(settings.embedding_model)
+    card = read_card(directory) if directory is not None else None
     return {"name": settings.embedding_model, "trained_on": card.trained_on if card else []}
 
 

@@ -5,6 +5,7 @@ import asyncpg
 
 RECORDED = "SELECT model, dim FROM embedding_space"
 CLAIM = "INSERT INTO embedding_space (model, dim) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING"
+HAS_VECTORS = "SELECT EXISTS (SELECT 1 FROM tools WHERE embedding IS NOT NULL)"
 RECORD = """
 INSERT INTO embedding_space (model, dim) VALUES ($1, $2)
 ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, dim = EXCLUDED.dim, recorded_at = now()
@@ -17,10 +18,14 @@ async def recorded(conn: asyncpg.Connection) -> tuple[str, int] | None:
     return None if row is None else (str(row["model"]), int(row["dim"]))
 
 
-async def claim(conn: asyncpg.Connection, model: str, dim: int) -> tuple[str, int]:
-    """The model the stored vectors come from and its size, this one recorded first when none is: a new store,
-    or one from before the record, whose vectors the services of that time made with the model they were set
-    for."""
+async def claim(
+    conn: asyncpg.Connection, model: str, dim: int, unrecorded: tuple[str, int] | None = None
+) -> tuple[str, int]:
+    """The model the stored vectors come from and its size, one recorded first when none is: this one for a new
+    store; for one from before the record that holds vectors already, ``unrecorded`` where given (the model the
+    services of that time made them with), else this one."""
+    if unrecorded is not None and await recorded(conn) is None and await conn.fetchval(HAS_VECTORS):
+        model, dim = unrecorded
     await conn.execute(CLAIM, model, dim)
     found = await recorded(conn)
     assert found is not None

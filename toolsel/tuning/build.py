@@ -70,6 +70,7 @@ def build(
             "cpu_seconds_per_1000_pairs": round(result.cpu_seconds_per_1000_pairs, 1),
             "first_loss": round(result.first_loss, 4),
             "last_loss": round(result.last_loss, 4),
+            "threads": result.threads,
             "bf16": bf16_supported() if settings.bf16 is None else settings.bf16,
         },
         export={"min_cosine": round(parity.min_cosine, 5), "min_batch_cosine": round(parity.min_batch_cosine, 5)},

@@ -2,6 +2,8 @@
 negatives (multiple negatives ranking: each query's own tool against the batch's other tools), on the CPU first:
 length-bucketed batches, short length cuts for queries, the torch threads set once. Needs the ``tune`` extra."""
 
+import contextlib
+import os
 import random
 import time
 from collections import Counter
@@ -36,7 +38,9 @@ class TrainSettings:
     freeze_embeddings: bool = True
     """The token embedding table (half the weights) is left as it was: a few thousand pairs barely move it, and
     its gradient and optimiser update are a large part of a step on a CPU."""
-    threads: int = 2
+    threads: int | None = None
+    """Torch's threads for the matrix products. None: the cores this process may run on, at most
+    ``MAX_THREADS``; one thread for work between operators either way (a step is one chain of operators)."""
     bf16: bool | None = None
     """Matrix products in bfloat16 (autocast; the weights stay float32). None: where the CPU has bfloat16
     instructions, which made a step about 2.5 times cheaper in CPU time on an AVX-512 machine (docs/results.md)."""
@@ -53,6 +57,8 @@ class TrainResult:
     """CPU time of the steps over all threads: on a shared machine, what the work costs whatever else runs."""
     first_loss: float
     last_loss: float
+    threads: int
+    """Torch's threads for the matrix products."""
 
     @property
     def seconds_per_1000_pairs(self) -> float:
@@ -63,17 +69,30 @@ class TrainResult:
         return 1000 * self.cpu_seconds / max(self.pairs, 1)
 
 
+MAX_THREADS = 1
+"""Threads a run takes by default at most: on the 2-core machines it is meant for (users', CI), with anything else
+running, two threads took 2.4 times as long per pair as one, waiting for each other (277 against 117 s per 1,000
+pairs at load average 4; docs/results.md, time per 1,000 pairs). ``--threads`` gives more on an idle machine."""
+
+
+def default_threads() -> int:
+    """The cores this process may run on, at most ``MAX_THREADS``."""
+    return max(1, min(MAX_THREADS, len(os.sched_getaffinity(0))))
+
+
 Progress = Callable[[int, int, float, float], None]
 """Called after each step: step, steps, the step's loss, seconds so far."""
 
 
-def seed_everything(seed: int, threads: int) -> None:
-    """One seed for Python, numpy and torch, deterministic kernels, and torch's thread count set once."""
+def seed_everything(seed: int, threads: int | None) -> None:
+    """One seed for Python, numpy and torch, deterministic kernels, and torch's thread counts set once."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or default_threads())
+    with contextlib.suppress(RuntimeError):  # set already: torch allows it once, before any parallel work
+        torch.set_num_interop_threads(1)
 
 
 def bf16_supported() -> bool:
@@ -82,7 +101,8 @@ def bf16_supported() -> bool:
 
 
 def load(base: Path) -> tuple[Any, Any]:
-    """The base model (eager attention: the same arithmetic as the export) and its tokenizer, from files."""
+    """The base model (eager attention: the same arithmetic as the export; torch's fused attention cost as much
+    per pair on a CPU, docs/results.md) and its tokenizer, from files."""
     model = AutoModel.from_pretrained(base, attn_implementation="eager")
     return model, AutoTokenizer.from_pretrained(base)
 
@@ -142,6 +162,7 @@ def train(
         cpu_seconds,
         losses[0],
         sum(last) / len(last),
+        torch.get_num_threads(),
     )
 
 
