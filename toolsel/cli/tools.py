@@ -253,15 +253,15 @@ def tools_delete(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table,
     ask(ToolselClient.delete_tool, {"plugin_id": plugin, "name": name}, "tools delete", chosen(as_json, fmt), _written)
 
 
-def switch_embedding_model() -> None:
-    """``toolsel indexer --switch-model``: the configured model becomes the store's, with no service running (the
-    embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The model is loaded first,
-    so a model that does not load, or whose size the settings get wrong, drops nothing."""
+def switch_embedding_model(current: Settings | None = None) -> None:
+    """``toolsel indexer --switch-model``: the configured model (or ``current``'s) becomes the store's, with no
+    service running (the embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The
+    model is loaded first, so a model that does not load, or whose size the settings get wrong, drops nothing."""
     from toolsel.stack import StackRunning, stopped_stack_database
 
-    current = settings()
+    current = current or settings()
     if current.database_url:
-        if current.nats_url and (answering := run(_answering)):
+        if current.nats_url and (answering := run(answering_services)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
         switched, embedded = run(lambda: _switch(str(current.database_url), current))
     else:
@@ -278,7 +278,7 @@ def switch_embedding_model() -> None:
     )
 
 
-async def _answering() -> list[str]:
+async def answering_services() -> list[str]:
     """The services that answer their health request on the configured NATS."""
     from toolsel.stack import health_all
 
