@@ -4,6 +4,7 @@ this deployment's use (both need the ``tune`` extra)."""
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -77,6 +78,7 @@ def tune(
     dry_run: Annotated[bool, typer.Option(help="train and compare, never switch")] = False,
     seed: Annotated[int, typer.Option(help="seed of the batches and the weights' updates")] = 0,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
+    learning_rate: Annotated[float | None, typer.Option(help="AdamW's learning rate (default training's)")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads (default TOOLSEL_TUNE_THREADS)")] = None,
 ) -> None:
     """Tune the embedding model from this deployment's use: its selections' successful calls and reviews become
@@ -91,6 +93,8 @@ def tune(
         fail("toolsel tune needs the tune extra: pip install 'toolsel[tune]'", USAGE)
     os.nice(settings().tune_niceness)
     train = TrainSettings(seed=seed, epochs=epochs, threads=threads or settings().tune_threads)
+    if learning_rate is not None:
+        train = replace(train, learning_rate=learning_rate)
     current = settings().model_copy(update={"embedding_threads": train.threads})
     found, serving = _read_use(current)
     chosen = stages.split(found, current)

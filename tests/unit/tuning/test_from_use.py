@@ -34,6 +34,7 @@ def test_the_most_recent_selections_are_held_back_and_their_queries_never_traine
     evidence = [said(n, f"p/t{n % 8}") for n in range(10)] + [said(3, "p/t5", query="query 9")]
     older, recent = split_recent(evidence, 0.2)
     assert {e.selection for e in recent} == {"s8", "s9"}
+    assert {e.selection for e in older} == {f"s{n}" for n in range(8)}
     split = pairs_from_use(evidence, SHARED, WIDE, share=0.2)
     assert [(j.query, j.relevant) for j in split.held_out] == [
         ("query 8", frozenset({"p/t0"})),

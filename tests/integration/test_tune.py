@@ -1,0 +1,200 @@
+"""``toolsel tune`` on real stores: what enters training from a running stack's events (a tenant's private tools
+and their queries never do), a candidate that measures worse on the held-back selections refused with nothing
+changed, and one that meets the margin switched to, the store re-embedded with it. Real all-MiniLM-L6-v2 weights,
+one training step on a tiny set."""
+
+import asyncio
+import json
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+pytest.importorskip("torch", reason="tuning needs the tune extra")
+
+from tests.integration.catalog import TOOLS, eventually, plugin_sync, tool, unique
+from toolsel import embedding_space
+from toolsel.client import ToolselClient
+from toolsel.contracts import (
+    SHARED_TENANT,
+    OutcomeEvent,
+    ReviewEvent,
+    SelectedTool,
+    SelectionEvent,
+    ToolCall,
+    ToolReview,
+    ToolSpec,
+)
+from toolsel.services.indexer.hashing import embedding_text
+from toolsel.settings import Settings, get_settings
+from toolsel.stack import TOOLSEL_COMMAND
+from toolsel.store import create_pool, events, space
+from toolsel.tuning.from_use import Use
+from toolsel.tuning.tune import read_use, split
+
+
+def text_of(spec: object) -> str:
+    return embedding_text(ToolSpec.model_validate(spec))
+
+
+async def chosen(client: ToolselClient, tenant: str, query: str, plugin: str, name: str) -> OutcomeEvent:
+    """Select as ``tenant`` (the tool must be offered) and report a successful call of it."""
+    reply = await client.select(query=query, tenant_id=tenant, k=7)
+    assert (plugin, name) in {(t.plugin_id, t.name) for t in reply.tools}
+    outcome = OutcomeEvent(selection_id=reply.selection_id, calls=[ToolCall(plugin_id=plugin, name=name, success=True)])
+    await client.report([outcome])
+    return outcome
+
+
+async def test_a_tenants_private_tools_and_their_queries_never_enter_training(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    a, b = unique("tune-a"), unique("tune-b")
+    shared, private = unique("tune-shared"), unique("tune-private")
+    await client.sync(plugin_sync(shared, SHARED_TENANT, [tool(n) for n in ("send_email", "get_weather")]))
+    await client.sync(plugin_sync(private, a, [tool("translate_text"), tool("create_event")]))
+
+    async def served() -> bool:
+        reply = await client.select(query="anything", tenant_id=a, k=10, dry_run=True)
+        return {t.plugin_id for t in reply.tools} == {shared, private}
+
+    assert await eventually(served)
+    private_queries = ["translate my secret merger memo to German", "schedule the layoff meeting for friday"]
+    sent = [
+        await chosen(client, a, private_queries[0], private, "translate_text"),
+        await chosen(client, a, private_queries[1], private, "create_event"),
+        await chosen(client, a, "email the offsite agenda to the team", shared, "send_email"),
+        await chosen(client, b, "is it going to snow in Oslo", shared, "get_weather"),
+        vetoed := await chosen(client, b, "email the weather report", shared, "send_email"),
+    ]
+    review = ReviewEvent(
+        selection_id=vetoed.selection_id, reviews=[ToolReview(plugin_id=shared, name="send_email", verdict="unrelated")]
+    )
+    await client.report([review])
+    sent.append(await chosen(client, b, "weather in Rome tomorrow", shared, "get_weather"))  # the most recent
+
+    async def stored() -> Use | None:
+        found = await read_use(pool, text_of)
+        ours = [e for e in found.evidence if e.tenant in (a, b)]
+        return Use(ours, found.texts, found.owners) if len(ours) == len(sent) + 1 else None
+
+    found = await eventually(stored)
+    assert found is not None, "the learner did not store every outcome and the review"
+    settings = get_settings().model_copy(update={"tune_holdout_share": 0.1})
+    picked = split(found, settings)
+    assert sorted((p.query, p.tool_id) for p in picked.pairs) == [
+        ("email the offsite agenda to the team", f"{shared}/send_email"),
+        ("is it going to snow in Oslo", f"{shared}/get_weather"),
+    ]
+    assert [(j.tenant, j.query) for j in picked.held_out] == [(b, "weather in Rome tomorrow")]
+    assert picked.left_out_private == 2
+    assert picked.by_tenant == {a: 1, b: 1}
+    assert not any(private in p.tool_id or p.query in private_queries for p in picked.pairs)
+
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+async def used_store(url: str, mislabelled: bool) -> None:
+    """A store with the test tools shared and each one's example queries used: the older ones' calls went to the
+    tool after it when ``mislabelled`` (what a model must not learn), the three most recent to the right tool."""
+    pool = await create_pool(url)
+    names = list(TOOLS)
+    uses = [(query, names[i]) for i, name in enumerate(names) for query in TOOLS[name][1]]
+    offered = [SelectedTool(plugin_id="tune", name=n, rank=i, score=0.5) for i, n in enumerate(names)]
+    try:
+        async with pool.acquire() as conn:
+            for name in names:
+                spec = tool(name).model_dump_json(exclude={"example_queries"})
+                await conn.execute(
+                    "INSERT INTO tools (plugin_id, name, tenant_id, spec, content_hash, embed_hash) VALUES ('tune', $1,"
+                    " '*', $2, repeat('0', 64), repeat('1', 64))",
+                    name,
+                    spec,
+                )
+            for n, (query, name) in enumerate(uses):
+                at = START + timedelta(minutes=n)
+                wrong = names[(names.index(name) + 1) % len(names)]
+                called = wrong if mislabelled and n < len(uses) - 3 else name
+                selection = SelectionEvent(
+                    occurred_at=at,
+                    tenant_id=f"tenant-{n % 2}",
+                    query=query,
+                    tier="free",
+                    context_key="free::general",
+                    method="hybrid",
+                    tools=offered,
+                    candidate_count=len(offered),
+                    latency_ms=1.0,
+                    tokens_selected=1,
+                    tokens_catalog=1,
+                )
+                await events.insert_selections(conn, [selection])
+                calls = [ToolCall(plugin_id="tune", name=called, success=True)]
+                outcome = OutcomeEvent(occurred_at=at, selection_id=selection.selection_id, calls=calls)
+                await events.insert_outcomes(conn, [outcome])
+        await embedding_space.check(pool, get_settings())
+    finally:
+        await pool.close()
+
+
+def tune(home: Path, url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")}
+    environment |= {"TOOLSEL_HOME": str(home), "TOOLSEL_DATABASE_URL": url, "COLUMNS": "200", **env}
+    return subprocess.run(
+        [*TOOLSEL_COMMAND, "tune", *args], env=environment, capture_output=True, text=True, timeout=300
+    )
+
+
+def figures(output: str, model: str) -> tuple[float, float]:
+    """R@5 and NDCG@10 of ``model`` in the shadow test's table."""
+    row = next(line for line in output.splitlines() if model in line and "│" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    return float(cells[-2]), float(cells[-1])
+
+
+async def test_a_candidate_that_measures_worse_is_refused_and_nothing_changes(
+    empty_database: str, tmp_path: Path
+) -> None:
+    await used_store(empty_database, mislabelled=True)
+    done = await asyncio.to_thread(tune, tmp_path, empty_database, "--learning-rate", "1e-3", TOOLSEL_TUNE_MARGIN="0")
+    assert done.returncode == 0, done.stderr
+    current, candidate = figures(done.stdout, Settings().embedding_model), figures(done.stdout, "toolsel/tuned-")
+    assert candidate[1] < current[1]  # trained on calls to the wrong tools, it ranks the held-back ones worse
+    assert "the candidate was discarded" in " ".join(done.stdout.split())
+    assert not any((tmp_path / "tuned").iterdir())
+    pool = await create_pool(empty_database)
+    try:
+        assert await space.recorded(pool) == (Settings().embedding_model, 384)
+    finally:
+        await pool.close()
+
+
+async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_embedded_with_it(
+    empty_database: str, tmp_path: Path
+) -> None:
+    """The margin lets any measured candidate win here (the decision itself is tested in the unit tests): what
+    is tested is what a win does."""
+    await used_store(empty_database, mislabelled=False)
+    done = await asyncio.to_thread(tune, tmp_path, empty_database, TOOLSEL_TUNE_MARGIN="-1")
+    assert done.returncode == 0, done.stderr
+    [out] = list((tmp_path / "tuned").iterdir())
+    card = json.loads((out / "model_card.json").read_text())
+    name = card["name"]
+    assert card["evaluation"]["shadow_test"]["switched"] is True
+    assert card["evaluation"]["shadow_test"]["held_out_queries"] == 3
+    assert card["sources"][-1]["pairs_by_tenant"] == {"tenant-0": 6, "tenant-1": 6}
+    assert card["base_model"] == Settings().embedding_model
+    assert f"TOOLSEL_EMBEDDING_MODEL={name} TOOLSEL_MODEL_DIR={out}" in " ".join(done.stdout.split())
+    pool = await create_pool(empty_database)
+    try:
+        assert await space.recorded(pool) == (name, 384)
+        statuses = await pool.fetch("SELECT embedding_status FROM tools")
+        assert {r["embedding_status"] for r in statuses} == {"current"}
+        with pytest.raises(embedding_space.ModelMismatch):
+            await embedding_space.check(pool, get_settings())
+    finally:
+        await pool.close()
