@@ -112,8 +112,8 @@ def served(evidence: Iterable[Evidence], shared: Mapping[str, str]) -> tuple[lis
             private += 1
             continue
         vetoed = {e.tool for e in items if not e.positive}
-        firsts = {(e.tool): e for e in sorted(items, key=lambda e: e.at) if e.positive and e.tool not in vetoed}
-        kept.extend(firsts.values())
+        latest = {e.tool: e for e in sorted(items, key=lambda e: e.at) if e.positive and e.tool not in vetoed}
+        kept.extend(latest.values())  # one per tool: a call and a review of the same selection are one pair
     kept.sort(key=lambda e: (e.at, e.selection, e.tool), reverse=True)
     return kept, private
 
