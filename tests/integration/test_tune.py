@@ -7,10 +7,13 @@ import asyncio
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 pytest.importorskip("torch", reason="tuning needs the tune extra")
@@ -28,7 +31,14 @@ from toolsel.contracts import (
     ToolReview,
     ToolSpec,
 )
+from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
+from toolsel.services.learner import relearn
+from toolsel.services.learner.degradation import DegradationPolicy
+from toolsel.services.learner.fitness import Multipliers
+from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
+from toolsel.services.learner.reviews import apply_reviews
+from toolsel.services.learner.usage import UsageRules
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import TOOLSEL_COMMAND
 from toolsel.store import create_pool, events, space
@@ -104,7 +114,21 @@ async def used_store(url: str, mislabelled: bool) -> None:
     pool = await create_pool(url)
     names = list(TOOLS)
     uses = [(query, names[i]) for i, name in enumerate(names) for query in TOOLS[name][1]]
-    offered = [SelectedTool(plugin_id="tune", name=n, rank=i, score=0.5) for i, n in enumerate(names)]
+    offered = [
+        SelectedTool(plugin_id="tune", name=n, rank=i, score=0.5, similarity=0.5 - i / 100) for i, n in enumerate(names)
+    ]
+    settings = get_settings()
+    rules, policy, multipliers = (
+        OutcomeRules.from_settings(settings),
+        DegradationPolicy.from_settings(settings),
+        Multipliers.from_settings(settings),
+    )
+    embedder = await load_model(settings, cache=False)
+
+    async def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return embedder.embed(texts)
+
+    outcomes: list[OutcomeEvent] = []
     try:
         async with pool.acquire() as conn:
             for name in names:
@@ -134,9 +158,16 @@ async def used_store(url: str, mislabelled: bool) -> None:
                 )
                 await events.insert_selections(conn, [selection])
                 calls = [ToolCall(plugin_id="tune", name=called, success=True)]
-                outcome = OutcomeEvent(occurred_at=at, selection_id=selection.selection_id, calls=calls)
-                await events.insert_outcomes(conn, [outcome])
-        await embedding_space.check(pool, get_settings())
+                outcomes.append(OutcomeEvent(occurred_at=at, selection_id=selection.selection_id, calls=calls))
+        await embedding_space.check(pool, settings)
+        await apply_outcomes(pool, outcomes, rules, policy, embed)
+        first = outcomes[0].selection_id  # reviewed: its tool perfect, the one after it unrelated
+        verdicts = [
+            ToolReview(plugin_id="tune", name=n, verdict=v)
+            for n, v in zip(names[:2], ("perfect", "unrelated"), strict=True)
+        ]
+        review = ReviewEvent(selection_id=first, reviews=verdicts)
+        await apply_reviews(pool, [review], embed, multipliers, settings.review_merge_similarity, rules.usage)
     finally:
         await pool.close()
 
@@ -173,12 +204,51 @@ async def test_a_candidate_that_measures_worse_is_refused_and_nothing_changes(
         await pool.close()
 
 
+LEARNT = """
+SELECT t.name, v.scope, v.positives, v.negatives, v.words, v.centroid, v.residual
+FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id ORDER BY t.name, v.scope
+"""
+KEPT = {
+    "posteriors": "SELECT tool_id, tenant_id, context_key, alpha, beta FROM tool_bandit_stats ORDER BY 1, 2, 3",
+    "examples": "SELECT id, tool_id, scope, polarity, words FROM tool_usage_examples ORDER BY id",
+    "log": "SELECT id, tool_id, scope, verdict FROM review_log ORDER BY id",
+    "index": "SELECT tool_id, scope, reviews FROM review_index ORDER BY 1, 2, 3",
+    "totals": "SELECT scope, queries FROM usage_query_totals ORDER BY scope",
+}
+
+
+async def learnt_state(pool: asyncpg.Pool) -> tuple[dict[str, list[tuple[object, ...]]], list[asyncpg.Record]]:
+    """What the store learnt that does not depend on the vectors, and the usage vectors."""
+    return {k: [tuple(r) for r in await pool.fetch(q)] for k, q in KEPT.items()}, await pool.fetch(LEARNT)
+
+
+async def nearest_learnt(pool: asyncpg.Pool, settings: Settings) -> dict[str, str]:
+    """Each learnt word's nearest usage centroid in its scope, the word embedded with ``settings``' model."""
+    embedder = await load_model(settings, cache=False)
+    rows = await pool.fetch(LEARNT)
+    result = {}
+    for r in rows:
+        for word in r["words"]:
+            query = embedder.embed([word])[0]
+            mine = [x for x in rows if x["scope"] == r["scope"]]
+            result[f"{r['scope']}:{word}"] = max(mine, key=lambda x: float(x["centroid"].to_numpy() @ query))["name"]
+    return result
+
+
 async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_embedded_with_it(
     empty_database: str, tmp_path: Path
 ) -> None:
     """The margin lets any measured candidate win here (the decision itself is tested in the unit tests): what
     is tested is what a win does."""
     await used_store(empty_database, mislabelled=False)
+    pool = await create_pool(empty_database)
+    try:
+        kept, vectors = await learnt_state(pool)
+        nearest = await nearest_learnt(pool, get_settings())
+    finally:
+        await pool.close()
+    assert kept["totals"]  # a review's listwise step
+    assert any(r["residual"] is not None for r in vectors)
     done = await asyncio.to_thread(tune, tmp_path, empty_database, TOOLSEL_TUNE_MARGIN="-1")
     assert done.returncode == 0, done.stderr
     [out] = list((tmp_path / "tuned").iterdir())
@@ -196,5 +266,25 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
         assert {r["embedding_status"] for r in statuses} == {"current"}
         with pytest.raises(embedding_space.ModelMismatch):
             await embedding_space.check(pool, get_settings())
+        # what usage memory and the review index learnt stays, in the new model's vectors
+        after, switched = await learnt_state(pool)
+        assert after == kept
+        assert [r[:5] for r in switched] == [r[:5] for r in vectors]
+        assert not all(
+            np.allclose(a["centroid"].to_numpy(), b["centroid"].to_numpy())
+            for a, b in zip(switched, vectors, strict=True)
+        )
+        served = get_settings().model_copy(update={"embedding_model": name, "model_dir": out})
+        assert await nearest_learnt(pool, served) == nearest  # a query learnt before still finds its tool's memory
+        # derived again with the same model, nothing changes
+        rules, embedder = UsageRules.from_settings(served), await load_model(served, cache=False)
+        planned = await relearn.plan(pool, rules, lambda t: asyncio.to_thread(embedder.embed, t), 64, lambda *_: None)
+        async with pool.acquire() as conn, conn.transaction():
+            await relearn.write(conn, planned, rules, served.review_merge_similarity)
+        again, rewritten = await learnt_state(pool)
+        assert again == kept
+        for a, b in zip(rewritten, switched, strict=True):
+            assert a[:5] == b[:5]
+            assert np.allclose(a["centroid"].to_numpy(), b["centroid"].to_numpy(), atol=1e-6)
     finally:
         await pool.close()
