@@ -30,6 +30,7 @@ from toolsel.contracts import (
     ToolCall,
     ToolReview,
     ToolSpec,
+    Verdict,
 )
 from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
@@ -161,12 +162,13 @@ async def used_store(url: str, mislabelled: bool) -> None:
                 outcomes.append(OutcomeEvent(occurred_at=at, selection_id=selection.selection_id, calls=calls))
         await embedding_space.check(pool, settings)
         await apply_outcomes(pool, outcomes, rules, policy, embed)
-        first = outcomes[0].selection_id  # reviewed: its tool perfect, the one after it unrelated
+        first = outcomes[0]  # reviewed as its call says: the called tool perfect, the one after it unrelated
+        called = names.index(first.calls[0].name)
         verdicts = [
-            ToolReview(plugin_id="tune", name=n, verdict=v)
-            for n, v in zip(names[:2], ("perfect", "unrelated"), strict=True)
+            ToolReview(plugin_id="tune", name=names[called], verdict=Verdict.PERFECT),
+            ToolReview(plugin_id="tune", name=names[called + 1], verdict=Verdict.UNRELATED),
         ]
-        review = ReviewEvent(selection_id=first, reviews=verdicts)
+        review = ReviewEvent(occurred_at=first.occurred_at, selection_id=first.selection_id, reviews=verdicts)
         await apply_reviews(pool, [review], embed, multipliers, settings.review_merge_similarity, rules.usage)
     finally:
         await pool.close()
