@@ -1,13 +1,14 @@
 """``toolsel tune`` on real stores: what enters training from a running stack's events (a tenant's private tools
 and their queries never do), a candidate that measures worse on the held-back selections refused with nothing
-changed, and one that meets the margin switched to, the store re-embedded with it. Real all-MiniLM-L6-v2 weights,
-one training step on a tiny set."""
+changed, and one that meets the margin switched to, the store re-embedded with it and what it had learnt from use
+kept. Real all-MiniLM-L6-v2 weights, one training step on a tiny set; the two tunes run side by side."""
 
 import asyncio
 import json
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 pytest.importorskip("torch", reason="tuning needs the tune extra")
 
+from tests.conftest import scratch_database
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, tool, unique
 from toolsel import embedding_space
 from toolsel.client import ToolselClient
@@ -41,7 +43,7 @@ from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
 from toolsel.services.learner.reviews import apply_reviews
 from toolsel.services.learner.usage import UsageRules
 from toolsel.settings import Settings, get_settings
-from toolsel.stack import TOOLSEL_COMMAND
+from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 from toolsel.store import create_pool, events, space
 from toolsel.tuning.from_use import Use
 from toolsel.tuning.tune import read_use, split
@@ -189,23 +191,6 @@ def figures(output: str, model: str) -> tuple[float, float]:
     return float(cells[-2]), float(cells[-1])
 
 
-async def test_a_candidate_that_measures_worse_is_refused_and_nothing_changes(
-    empty_database: str, tmp_path: Path
-) -> None:
-    await used_store(empty_database, mislabelled=True)
-    done = await asyncio.to_thread(tune, tmp_path, empty_database, "--learning-rate", "1e-3", TOOLSEL_TUNE_MARGIN="0")
-    assert done.returncode == 0, done.stderr
-    current, candidate = figures(done.stdout, Settings().embedding_model), figures(done.stdout, "toolsel/tuned-")
-    assert candidate[1] < current[1]  # trained on calls to the wrong tools, it ranks the held-back ones worse
-    assert "the candidate was discarded" in " ".join(done.stdout.split())
-    assert not any((tmp_path / "tuned").iterdir())
-    pool = await create_pool(empty_database)
-    try:
-        assert await space.recorded(pool) == (Settings().embedding_model, 384)
-    finally:
-        await pool.close()
-
-
 LEARNT = """
 SELECT t.name, v.scope, v.positives, v.negatives, v.words, v.centroid, v.residual
 FROM tool_usage_vectors v JOIN tools t ON t.id = v.tool_id ORDER BY t.name, v.scope
@@ -237,23 +222,71 @@ async def nearest_learnt(pool: asyncpg.Pool, settings: Settings) -> dict[str, st
     return result
 
 
-async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_embedded_with_it(
-    empty_database: str, tmp_path: Path
-) -> None:
-    """The margin lets any measured candidate win here (the decision itself is tested in the unit tests): what
-    is tested is what a win does."""
-    await used_store(empty_database, mislabelled=False)
-    pool = await create_pool(empty_database)
+@dataclass(frozen=True)
+class Tuned:
+    """A store used as ``used_store`` makes it, tuned in ``home``; what it had learnt before the tune."""
+
+    home: Path
+    url: str
+    done: subprocess.CompletedProcess[str]
+    kept: dict[str, list[tuple[object, ...]]]
+    vectors: list[asyncpg.Record]
+    nearest: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+async def tuned(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Tuned]]:
+    """Two stores tuned side by side (one torch thread each): the 'worse' one's older calls went to the wrong
+    tools and its candidate trains at a high rate under the default margin; any 'winner' candidate wins (the
+    margin is -1: the decision itself is tested in the unit tests, what a win does is tested here)."""
+    cases = {"worse": (True, ("--learning-rate", "1e-3"), "0"), "winner": (False, (), "-1")}
+    async with scratch_database(endpoints) as worse, scratch_database(endpoints) as winner:
+        urls = {"worse": worse, "winner": winner}
+        homes = {case: tmp_path_factory.mktemp(case) for case in cases}
+        before = {}
+        for case, (mislabelled, _, _) in cases.items():
+            await used_store(urls[case], mislabelled)
+            pool = await create_pool(urls[case])
+            try:
+                before[case] = (*await learnt_state(pool), await nearest_learnt(pool, get_settings()))
+            finally:
+                await pool.close()
+        runs = [
+            asyncio.to_thread(tune, homes[case], urls[case], *args, TOOLSEL_TUNE_MARGIN=margin)
+            for case, (_, args, margin) in cases.items()
+        ]
+        done = dict(zip(cases, await asyncio.gather(*runs), strict=True))
+        yield {case: Tuned(homes[case], urls[case], done[case], *before[case]) for case in cases}
+
+
+async def test_a_candidate_that_measures_worse_is_refused_and_nothing_changes(tuned: dict[str, Tuned]) -> None:
+    worse = tuned["worse"]
+    done = worse.done
+    assert done.returncode == 0, done.stderr
+    current, candidate = figures(done.stdout, Settings().embedding_model), figures(done.stdout, "toolsel/tuned-")
+    assert candidate[1] < current[1]  # trained on calls to the wrong tools, it ranks the held-back ones worse
+    assert "the candidate was discarded" in " ".join(done.stdout.split())
+    assert not any((worse.home / "tuned").iterdir())
+    pool = await create_pool(worse.url)
     try:
+        assert await space.recorded(pool) == (Settings().embedding_model, 384)
         kept, vectors = await learnt_state(pool)
-        nearest = await nearest_learnt(pool, get_settings())
+        assert kept == worse.kept
+        for a, b in zip(vectors, worse.vectors, strict=True):
+            assert tuple(a) == tuple(b)
     finally:
         await pool.close()
+
+
+async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_embedded_with_it(
+    tuned: dict[str, Tuned],
+) -> None:
+    winner = tuned["winner"]
+    done, kept, vectors = winner.done, winner.kept, winner.vectors
     assert kept["totals"]  # a review's listwise step
     assert any(r["residual"] is not None for r in vectors)
-    done = await asyncio.to_thread(tune, tmp_path, empty_database, TOOLSEL_TUNE_MARGIN="-1")
     assert done.returncode == 0, done.stderr
-    [out] = list((tmp_path / "tuned").iterdir())
+    [out] = list((winner.home / "tuned").iterdir())
     card = json.loads((out / "model_card.json").read_text())
     name = card["name"]
     assert card["evaluation"]["shadow_test"]["switched"] is True
@@ -261,7 +294,7 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
     assert card["sources"][-1]["pairs_by_tenant"] == {"tenant-0": 6, "tenant-1": 6}
     assert card["base_model"] == Settings().embedding_model
     assert f"TOOLSEL_EMBEDDING_MODEL={name} TOOLSEL_MODEL_DIR={out}" in " ".join(done.stdout.split())
-    pool = await create_pool(empty_database)
+    pool = await create_pool(winner.url)
     try:
         assert await space.recorded(pool) == (name, 384)
         statuses = await pool.fetch("SELECT embedding_status FROM tools")
@@ -277,7 +310,9 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
             for a, b in zip(switched, vectors, strict=True)
         )
         served = get_settings().model_copy(update={"embedding_model": name, "model_dir": out})
-        assert await nearest_learnt(pool, served) == nearest  # a query learnt before still finds its tool's memory
+        assert (
+            await nearest_learnt(pool, served) == winner.nearest
+        )  # a query learnt before still finds its tool's memory
         # derived again with the same model, nothing changes
         rules, embedder = UsageRules.from_settings(served), await load_model(served, cache=False)
         planned = await relearn.plan(pool, rules, lambda t: asyncio.to_thread(embedder.embed, t), 64, lambda *_: None)
@@ -288,5 +323,7 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
         for a, b in zip(rewritten, switched, strict=True):
             assert a[:5] == b[:5]
             assert np.allclose(a["centroid"].to_numpy(), b["centroid"].to_numpy(), atol=1e-6)
+            assert (a["residual"] is None) == (b["residual"] is None)
+            assert a["residual"] is None or np.allclose(a["residual"].to_numpy(), b["residual"].to_numpy(), atol=1e-6)
     finally:
         await pool.close()
