@@ -6,6 +6,7 @@ directory that is removed when the run ends: the tests leave nothing in the syst
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -92,8 +93,8 @@ async def pool(endpoints: Endpoints) -> AsyncIterator[asyncpg.Pool]:
     await connections.close()
 
 
-@pytest.fixture
-async def empty_database(endpoints: Endpoints) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def scratch_database(endpoints: Endpoints) -> AsyncIterator[str]:
     """A new database on the stack's server, dropped afterwards."""
     name = f"scratch_{uuid4().hex[:12]}"
     server = await asyncpg.connect(endpoints.database_url)
@@ -102,3 +103,10 @@ async def empty_database(endpoints: Endpoints) -> AsyncIterator[str]:
     yield urlunsplit(parts._replace(path=f"/{name}"))
     await server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     await server.close()
+
+
+@pytest.fixture
+async def empty_database(endpoints: Endpoints) -> AsyncIterator[str]:
+    """A new database on the stack's server, dropped afterwards."""
+    async with scratch_database(endpoints) as url:
+        yield url

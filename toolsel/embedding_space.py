@@ -1,15 +1,20 @@
 """Which model the stored vectors come from. A query embedded by one model is meaningless against another model's
 vectors, even of the same size, and the store cannot tell them apart: every service checks its model against the
 store's record when it starts, and changing the model is one deliberate step (``toolsel indexer
---switch-model``) that clears the other model's vectors."""
+--switch-model``) that drops the tools' vectors (embedded again after) and writes what was learnt from queries'
+vectors again with the new model (the caller derives it: the learner's ``relearn``)."""
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import asyncpg
 
 from toolsel.embedder import MODEL_NAME, TOOLS_MODEL_NAME
 from toolsel.settings import Settings
-from toolsel.store import registry, reviews, space, usage
+from toolsel.store import registry, space
+
+R = TypeVar("R")
 
 
 class ModelMismatch(RuntimeError):
@@ -17,24 +22,22 @@ class ModelMismatch(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Switched:
-    """What a switch of model cleared."""
+class Switched(Generic[R]):
+    """What a switch of model dropped and what it wrote again."""
 
     previous: tuple[str, int] | None
     """The model the vectors came from and its size (None: none was recorded)."""
     tools: int
     """Tools whose vector was dropped (the live ones wait for the new model's)."""
-    reviews: int
-    """Review verdicts whose logged query vector was dropped (with the review index)."""
-    learnt: int
-    """Tools that had vectors learnt from use, dropped."""
+    learnt: R
+    """What the learnt state's rewrite returned."""
 
 
 STOCK = (MODEL_NAME, 384)
 """The model every store's vectors came from before the store recorded its model, when it was the default."""
 SWITCH = (
-    "stop every service and run `toolsel indexer --switch-model` (it embeds every tool again with {model} and drops"
-    " what was learnt from queries' vectors)"
+    "stop every service and run `toolsel indexer --switch-model` (it embeds every tool and every learnt query again"
+    " with {model})"
 )
 
 
@@ -67,14 +70,16 @@ def mismatch(recorded: tuple[str, int], settings: Settings) -> str:
     )
 
 
-async def switch(pool: asyncpg.Pool, settings: Settings) -> Switched:
-    """Record this model as the store's and drop every vector of the previous one, in one transaction: the
-    tools' (they wait for new ones), the review log's and index's, and those learnt from use. What does not
-    depend on the vector space stays: posteriors, quality, health, the events."""
+async def switch(
+    pool: asyncpg.Pool, settings: Settings, relearn: Callable[[asyncpg.Connection], Awaitable[R]]
+) -> Switched[R]:
+    """Record this model as the store's, drop the tools' vectors (they wait for new ones) and write what was
+    learnt from queries' vectors with this model (``relearn``, given the connection), in one transaction: a
+    switch that fails leaves the previous model's store whole. What does not depend on the vector space stays:
+    posteriors, quality, health, the events."""
     async with pool.acquire() as conn, conn.transaction():
         previous = await space.recorded(conn)
         tools = await registry.forget_vectors(conn)
-        logged = await reviews.forget(conn)
-        learnt = await usage.forget(conn)
+        learnt = await relearn(conn)
         await space.record(conn, settings.embedding_model, settings.embedding_dim)
-    return Switched(previous, tools, logged, learnt)
+    return Switched(previous, tools, learnt)

@@ -379,6 +379,21 @@ class Settings(BaseSettings):
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 
+    # tuning the model from use (``toolsel tune``)
+    tune_max_pairs: int = Field(default=10_000, ge=1)
+    """Pairs from use a tune trains on at most, shared equally between the tenants (one with fewer gives the rest
+    to the others); each tenant's pairs are bounded as its usage memory is (``learning_credits_per_actor`` per
+    actor and tool, ``usage_examples_per_tool`` per tool)."""
+    tune_holdout_share: float = Field(default=0.2, gt=0.0, lt=1.0)
+    """The most recent share of the selections with outcomes or reviews, held back: never trained on, the current
+    model and the candidate are measured on them."""
+    tune_margin: float = Field(default=0.005, ge=-1.0, le=1.0)
+    """How much higher the candidate's held-back NDCG@10 must be than the current model's for a tune to switch."""
+    tune_threads: int = Field(default=1, ge=1)
+    """Torch threads a tune trains with: one leaves the other cores to a serving stack beside it."""
+    tune_niceness: int = Field(default=10, ge=0, le=19)
+    """How much a tune lowers its own CPU priority (``os.nice``), so that selections beside it go first."""
+
     @field_validator("rerank_weights", "fusion_weights")
     @classmethod
     def _weights(cls, given: dict[str, float], info: ValidationInfo) -> dict[str, float]:

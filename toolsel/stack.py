@@ -235,15 +235,20 @@ class Stack:
         for name in self.servers():
             self.supervision[name] = Supervision()
         self.start_services()
-        async with ToolselClient(endpoints.nats_url) as client:
+        await self.answering(timeout_s)
+        self.write_stack_file()
+        return endpoints
+
+    async def answering(self, timeout_s: float) -> None:
+        """Return once every service answers its health request; raise when one died or time ran out."""
+        assert self.endpoints is not None
+        async with ToolselClient(self.endpoints.nats_url) as client:
             deadline = time.monotonic() + timeout_s
             while not all(isinstance(r, HealthReply) for r in (await health_all(client, subjects.SERVICES)).values()):
                 dead = self.dead_services()
                 if dead or time.monotonic() > deadline:
                     raise RuntimeError(self.start_failure(dead))
                 await asyncio.sleep(0.2)
-        self.write_stack_file()
-        return endpoints
 
     def start_servers(self) -> Endpoints:
         home = self.settings.home
@@ -369,11 +374,8 @@ class Stack:
         else:
             self.services[name] = self.spawn(name)
 
-    def stop(self) -> None:
-        """Stop what this stack started, in reverse order; a stack that never got the home's lock stops nothing."""
-        if self.lock is None:
-            return
-        (self.settings.home / STACK_FILE).unlink(missing_ok=True)
+    def stop_services(self) -> None:
+        """Stop the services (SIGTERM, then SIGKILL after 15 s), leaving the servers up."""
         for proc in self.services.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -384,6 +386,13 @@ class Stack:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+    def stop(self) -> None:
+        """Stop what this stack started, in reverse order; a stack that never got the home's lock stops nothing."""
+        if self.lock is None:
+            return
+        (self.settings.home / STACK_FILE).unlink(missing_ok=True)
+        self.stop_services()
         if self.postgres is not None:
             self.postgres.stop()
         if self.nats is not None:

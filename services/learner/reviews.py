@@ -13,7 +13,7 @@ from uuid import UUID
 
 import asyncpg
 
-from toolsel.contracts import ReviewEvent, UsageUpdated
+from toolsel.contracts import ReviewEvent, UsageUpdated, Verdict
 from toolsel.services.learner.compaction import compact
 from toolsel.services.learner.fitness import Multipliers, verdicts
 from toolsel.services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
@@ -57,6 +57,23 @@ class Lesson(NamedTuple):
     credit: CreditKey
     """(tenant, actor, tool id): the selection's tenant and actor (``outcomes.actor``)."""
     example: Example
+
+
+def lesson(
+    event_id: UUID, selection: Mapping[str, Any], key: str, verdict: Verdict, tool_id: int, scope: str
+) -> Lesson:
+    """What a teaching verdict (one in ``POLARITY``) on an offered tool teaches its usage memory (with the part of
+    the query the tool was offered for: ``taught_with``), and whose credit it takes."""
+    example = Example(
+        tool_id,
+        scope,
+        event_id,
+        POLARITY[verdict],
+        taught_with(selection, key),
+        selection["selection_id"],
+        step_start(selection, key),
+    )
+    return Lesson((selection["tenant_id"], actor(selection), tool_id), example)
 
 
 def credited(
@@ -107,11 +124,7 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
-                    taught, similarity = taught_with(row, key), step_start(row, key)
-                    example = Example(
-                        tool_id, scope, event.event_id, POLARITY[verdict], taught, event.selection_id, similarity
-                    )
-                    lessons.append(Lesson((row["tenant_id"], actor(row), tool_id), example))
+                    lessons.append(lesson(event.event_id, row, key, verdict, tool_id, scope))
         if not logged:
             return result
         await reviews.log_reviews(conn, logged)

@@ -117,6 +117,12 @@ class Example:
     no step, see ``rankings``)."""
 
 
+def distinct(examples: Sequence[Example]) -> list[Example]:
+    """The first example of each (tool, scope, selection, polarity): an outcome and a review of one selection are
+    one query."""
+    return list({(e.tool_id, e.scope, e.selection_id, e.polarity): e for e in reversed(examples)}.values())
+
+
 def recency_weights(n: int, half_life: float) -> npt.NDArray[np.float64]:
     """Weights of ``n`` examples, newest first: the k-th newest weighs 0.5 ** (k / half_life)."""
     result: npt.NDArray[np.float64] = 0.5 ** (np.arange(n, dtype=np.float64) / half_life)
@@ -212,7 +218,7 @@ async def remember(
     ``toolsel.store.usage.EXAMPLES_OF``), with the residuals the examples' listwise steps moved (the caller passes
     only the examples of events applied for the first time); what to broadcast after commit, or None when nothing
     changed (e.g. every example was known and none was a step)."""
-    examples = list({(e.tool_id, e.scope, e.selection_id, e.polarity): e for e in reversed(examples)}.values())
+    examples = distinct(examples)
     if not examples:
         return None
     selections = sorted({(e.selection_id, e.scope) for e in examples if e.polarity == POSITIVE})

@@ -1,6 +1,6 @@
 """The store knows which model its vectors come from: a service set for another refuses to start, and
-``toolsel indexer --switch-model`` is the one way to change it (it drops the other model's vectors, keeps the
-rest, and embeds every tool again)."""
+``toolsel indexer --switch-model`` is the one way to change it (it embeds every tool and what was learnt from
+queries again, and keeps the rest)."""
 
 import asyncio
 import json
@@ -105,28 +105,18 @@ async def test_a_service_set_for_another_model_than_the_stores_refuses_to_start(
         await pool.close()
 
 
-async def test_a_switch_drops_the_previous_models_vectors_and_keeps_the_rest(empty_database: str) -> None:
+async def test_a_switch_drops_the_tools_vectors_and_keeps_the_rest_for_the_learner_to_write_again(
+    empty_database: str,
+) -> None:
     pool, tool = await learnt_store(empty_database)
     try:
         await embedding_space.check(pool, PACKAGED)
-        switched = await embedding_space.switch(pool, OTHER)
-        assert (switched.previous, switched.tools, switched.reviews, switched.learnt) == (
-            (PACKAGED.embedding_model, 384),
-            1,
-            1,
-            1,
-        )
+        before = await counts(pool)
+        switched = await embedding_space.switch(pool, OTHER, lambda conn: conn.fetchval("SELECT count(*) FROM tools"))
+        assert (switched.previous, switched.tools, switched.learnt) == ((PACKAGED.embedding_model, 384), 1, 1)
         row = await pool.fetchrow("SELECT embedding, embedding_status FROM tools WHERE id = $1", tool)
         assert (row["embedding"], row["embedding_status"]) == (None, "pending")
-        left = await counts(pool)
-        assert left == {
-            "review_log": 0,
-            "review_index": 0,
-            "tool_usage_examples": 0,
-            "tool_usage_vectors": 0,
-            "usage_query_totals": 0,
-            "posteriors": 1,
-        }
+        assert await counts(pool) == before  # what was learnt is the caller's to write again
         await embedding_space.check(pool, OTHER)
         with pytest.raises(embedding_space.ModelMismatch):
             await embedding_space.check(pool, PACKAGED)
@@ -157,13 +147,22 @@ async def test_switching_the_model_embeds_every_tool_again(empty_database: str) 
     try:
         done = await asyncio.to_thread(switch, TOOLSEL_DATABASE_URL=empty_database)
         assert done.returncode == 0, done.stderr
-        assert "1 tools embedded again; dropped 1 tool vectors" in " ".join(done.stdout.split())
+        said = " ".join(done.stdout.split())
+        assert "1 tools embedded again (1 tool vectors dropped)" in said
+        assert "2 whose selection is no longer stored were dropped" in said  # they were stored without one
         row = await pool.fetchrow("SELECT embedding, embedding_status FROM tools WHERE id = $1", tool)
         assert row["embedding_status"] == "current"
         embedder = await load_model(PACKAGED, cache=False)
         expected = embedder.embed([embedding_text(ToolSpec.model_validate_json(SPEC))])[0]
         assert float(np.dot(row["embedding"].to_numpy(), expected)) > 0.99
-        assert (await counts(pool))["tool_usage_vectors"] == 0
+        assert await counts(pool) == {
+            "review_log": 0,
+            "review_index": 0,
+            "tool_usage_examples": 0,
+            "tool_usage_vectors": 0,
+            "usage_query_totals": 0,
+            "posteriors": 1,
+        }
     finally:
         await pool.close()
 

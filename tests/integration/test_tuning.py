@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="training needs the tune extra")
 from toolsel.embedder import Embedder, assemble_model_dir  # noqa: E402
 from toolsel.tuning.build import base_weights, build, parity_texts  # noqa: E402
 from toolsel.tuning.card import file_sha256, read_card  # noqa: E402
-from toolsel.tuning.export import check, onnx_vectors  # noqa: E402
+from toolsel.tuning.export import check, onnx_session, onnx_vectors  # noqa: E402
 from toolsel.tuning.pairs import read_pairs  # noqa: E402
 from toolsel.tuning.train import TrainSettings  # noqa: E402
 
@@ -101,7 +101,7 @@ def test_the_product_serves_the_trained_model(built: Path, tmp_path: Path) -> No
     embedder = Embedder(built, model_name="test/tools", dim=384)
     texts = list(TOOLS.values())
     served = embedder.embed(texts)
-    expected = onnx_vectors(built / "model.onnx", AutoTokenizer.from_pretrained(built), texts)
+    expected = onnx_vectors(onnx_session(built / "model.onnx"), AutoTokenizer.from_pretrained(built), texts)
     assert np.allclose(served, expected, atol=1e-4)
     stock = Embedder(assemble_model_dir(tmp_path / "stock")).embed(texts)
     assert float((served * stock).sum(axis=1).min()) < 0.9999  # the served vectors are the trained model's

@@ -30,7 +30,8 @@ def eval_(
         Scenario,
         typer.Option(
             help="online: stream (plain), drift (a tool fails, then recovers), new-tool (a copy of a tool added "
-            "mid-stream), tenants (two tenants share the catalog, one streams)"
+            "mid-stream), tenants (two tenants share the catalog, one streams), tune (stream, then toolsel tune beside "
+            "the stack and switch when it wins)"
         ),
     ] = "stream",
     drift_at: Annotated[int | None, typer.Option(help="drift: event its calls start failing (default n/3)")] = None,

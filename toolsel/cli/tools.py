@@ -1,10 +1,11 @@
 """``toolsel tools``: inspect and govern the tool registry through the indexer's admin requests (which carry
 ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
 
+import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -44,6 +45,12 @@ from toolsel.contracts.common import too_deep
 from toolsel.render import clipped, console, new_table
 from toolsel.settings import Settings
 from toolsel.store import create_pool
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from toolsel.services.learner.relearn import Relearnt
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
@@ -253,15 +260,15 @@ def tools_delete(plugin: str, name: str, fmt: ObjectOutput = ObjectFormat.table,
     ask(ToolselClient.delete_tool, {"plugin_id": plugin, "name": name}, "tools delete", chosen(as_json, fmt), _written)
 
 
-def switch_embedding_model() -> None:
-    """``toolsel indexer --switch-model``: the configured model becomes the store's, with no service running (the
-    embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The model is loaded first,
-    so a model that does not load, or whose size the settings get wrong, drops nothing."""
+def switch_embedding_model(current: Settings | None = None) -> None:
+    """``toolsel indexer --switch-model``: the configured model (or ``current``'s) becomes the store's, with no
+    service running (the embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The
+    model is loaded first, so a model that does not load, or whose size the settings get wrong, drops nothing."""
     from toolsel.stack import StackRunning, stopped_stack_database
 
-    current = settings()
+    current = current or settings()
     if current.database_url:
-        if current.nats_url and (answering := run(_answering)):
+        if current.nats_url and (answering := run(answering_services)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
         switched, embedded = run(lambda: _switch(str(current.database_url), current))
     else:
@@ -271,14 +278,21 @@ def switch_embedding_model() -> None:
         except StackRunning as running:
             fail(f"{running} (the switch needs it stopped)", USAGE)
     before = "no model was recorded" if switched.previous is None else "were {}'s ({}-d)".format(*switched.previous)
+    learnt = switched.learnt
     console.print(
         f"the store's vectors are now {current.embedding_model}'s ({current.embedding_dim}-d), {before}:"
-        f" {embedded} tools embedded again; dropped {switched.tools} tool vectors, the query vectors of"
-        f" {switched.reviews} review verdicts and the learnt vectors of {switched.learnt} tools"
+        f" {embedded} tools embedded again ({switched.tools} tool vectors dropped); learnt again with it:"
+        f" {learnt.examples} usage examples, {learnt.tools} usage vectors, {learnt.verdicts} review verdicts,"
+        f" {learnt.entries} review-index entries"
+        + (
+            f"; {learnt.lost} whose selection is no longer stored were dropped (their text is unknown)"
+            if learnt.lost
+            else ""
+        )
     )
 
 
-async def _answering() -> list[str]:
+async def answering_services() -> list[str]:
     """The services that answer their health request on the configured NATS."""
     from toolsel.stack import health_all
 
@@ -287,14 +301,27 @@ async def _answering() -> list[str]:
     return [name for name, reply in replies.items() if isinstance(reply, HealthReply)]
 
 
-async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched, int]:
+async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched["Relearnt"], int]:
     from toolsel.runtime import load_model
     from toolsel.services.indexer.embedding import embed_pending
+    from toolsel.services.learner import relearn
+    from toolsel.services.learner.usage import UsageRules
 
     embedder = await load_model(current, cache=False)
+    rules = UsageRules.from_settings(current)
+
+    async def embed(texts: Sequence[str]) -> "npt.NDArray[np.float32]":
+        return await asyncio.to_thread(embedder.embed, texts)
+
+    def progress(done: int, total: int) -> None:
+        console.print(f"learnt queries embedded with {current.embedding_model}: {done}/{total}")
+
     pool = await create_pool(url)
     try:
-        switched = await embedding_space.switch(pool, current)
+        planned = await relearn.plan(pool, rules, embed, relearn.CHUNK, progress)
+        switched = await embedding_space.switch(
+            pool, current, lambda conn: relearn.write(conn, planned, rules, current.review_merge_similarity)
+        )
         return switched, (await embed_pending(pool, embedder)).tools
     finally:
         await pool.close()

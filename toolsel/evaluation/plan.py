@@ -9,7 +9,7 @@ from typing import Literal
 
 from toolsel.evaluation.dataset import Query, Tool
 
-Scenario = Literal["stream", "drift", "new-tool", "tenants"]
+Scenario = Literal["stream", "drift", "new-tool", "tenants", "tune"]
 CANDIDATES = 5
 """The most frequently relevant tools of the stream among which the seed picks the drifting or copied tool."""
 OFFERED_SHARE = 0.5

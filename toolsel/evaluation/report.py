@@ -172,6 +172,14 @@ def scenario_lines(scenario: Mapping[str, Any]) -> list[str]:
             f"{scenario['tenant_b']} R@5 {scenario['b_before']['recall_at_5']:.3f} → "
             f"{scenario['b_after']['recall_at_5']:.3f}",
         ]
+    if name == "tune":
+        before, after, p50 = scenario["before"], scenario["after"], scenario["select_ms_p50"]
+        model = scenario["model"]["name"] if scenario["switched"] else "the current model kept"
+        return [
+            f"tune: {model}; held-out R@5 {before['recall_at_5']:.3f} → {after['recall_at_5']:.3f}, NDCG@10 "
+            f"{before['ndcg_at_10']:.3f} → {after['ndcg_at_10']:.3f} (targets 0.95 / 0.90)",
+            f"select p50 {p50['idle']:.1f} ms idle, {p50['while_tuning']:.1f} ms while tuning (target ≤ 2×)",
+        ]
     return []
 
 

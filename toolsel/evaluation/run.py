@@ -92,7 +92,8 @@ async def run_offline(options: Options) -> dict[str, Any]:
         "model": model_used(Settings()),
         "queries_evaluated": len(queries),
     }
-    async with nats_url(OFFLINE_ENV) as (url, own_stack), ToolselClient(url, timeout_s=REQUEST_TIMEOUT_S) as client:
+    async with nats_url(OFFLINE_ENV) as (url, stack), ToolselClient(url, timeout_s=REQUEST_TIMEOUT_S) as client:
+        own_stack = stack is not None
         catalogs: dict[str, BenchCatalog] = {}
         modes_out: dict[str, Any] = {}
         with _progress() as progress:
@@ -172,6 +173,8 @@ async def _scenario(stage: scenarios.Stage, options: Options, stack_env: dict[st
             return await scenarios.new_tool(stage, options.add_at)
         case "tenants":
             return await scenarios.tenants(stage)
+        case "tune":
+            return await scenarios.tune(stage)
 
 
 async def run_online(options: Options) -> dict[str, Any]:
@@ -186,7 +189,8 @@ async def run_online(options: Options) -> dict[str, Any]:
         f"other {len(pool)}{' (cycled)' if len(queries) > len(pool) else ''}; measured every {options.every} events."
     )
     stack_env = _stack_env(options)
-    async with nats_url(stack_env) as (url, own_stack), ToolselClient(url, timeout_s=60) as client:
+    async with nats_url(stack_env) as (url, stack), ToolselClient(url, timeout_s=60) as client:
+        own_stack = stack is not None
         with _progress() as progress:
             stage = scenarios.Stage(
                 client,
@@ -198,6 +202,7 @@ async def run_online(options: Options) -> dict[str, Any]:
                 options.settle_s,
                 uuid4().hex[:8],
                 _advance(progress, "events", len(queries)),
+                stack,
             )
             outcome = await _scenario(stage, options, stack_env if own_stack else {})
         settings = _settings(options, [], own_stack)

@@ -2,8 +2,14 @@
 mid-stream, and two tenants sharing one catalog (one of A's tools failing for A). Each gives the held-out curve
 and what it measured."""
 
+import asyncio
+import os
+import statistics
+import time
+from asyncio.subprocess import PIPE, STDOUT
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from toolsel.client import ToolselClient
@@ -14,6 +20,8 @@ from toolsel.evaluation.online import STREAM_K, Point, Streamed, held_out_rankin
 from toolsel.evaluation.plan import Event, Sighting
 from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.render import console
+from toolsel.stack import TOOLSEL_COMMAND, Stack
+from toolsel.tuning.card import ModelCard, read_card
 
 SHARE_SAMPLE = 20
 """Distinct queries per candidate tool ranked to measure how often it is offered before the change."""
@@ -48,6 +56,8 @@ class Stage:
     settle_s: float
     run: str
     advance: Callable[[int], None] = lambda n: None
+    stack: Stack | None = None
+    """The evaluation's own stack (None on configured servers): the tune scenario restarts its services."""
 
     async def catalog(
         self, tools: Sequence[Tool], suffix: str, tenant: str, select_as: str | None = None
@@ -253,3 +263,85 @@ async def tenants(stage: Stage) -> Outcome:
         "met": not changed,
     }
     return Outcome(streamed.curve, details, {"A's tool fails": start}, failing, streamed.discovery)
+
+
+LATENCY_QUERIES = 50
+"""Held-out queries selected (dry run) per latency round: idle before the tune, and again and again while it runs."""
+
+
+async def _latencies(stage: Stage, catalog: BenchCatalog) -> list[float]:
+    """Milliseconds of each dry-run selection of a round of held-out queries, as the client waits for it."""
+    timings = []
+    for query in stage.holdout[:LATENCY_QUERIES]:
+        started = time.perf_counter()
+        await stage.client.select(query=query.text, tenant_id=catalog.tenant_id, k=STREAM_K, dry_run=True)
+        timings.append(1000 * (time.perf_counter() - started))
+    return timings
+
+
+async def _tune_beside(stage: Stage, catalog: BenchCatalog, stack: Stack) -> tuple[str, list[float]]:
+    """``toolsel tune`` beside the serving stack (so it trains and compares, and leaves the switch to us), with
+    the selection latencies measured while it runs; its output."""
+    tune = await asyncio.create_subprocess_exec(
+        *TOOLSEL_COMMAND, "tune", env={**stack.service_env(), "COLUMNS": "200"}, stdout=PIPE, stderr=STDOUT
+    )
+    output = asyncio.ensure_future(tune.communicate())
+    busy: list[float] = []
+    while not output.done():
+        busy += await _latencies(stage, catalog)
+    text = (await output)[0].decode(errors="replace")
+    if tune.returncode != 0:
+        raise RuntimeError(f"toolsel tune failed ({tune.returncode}): {text[-2000:]}")
+    return text, busy
+
+
+async def _switch(stack: Stack, card: ModelCard, model_dir: Path) -> None:
+    """Stop the services, move the store to the tuned model (``toolsel indexer --switch-model``) and start them
+    with it, as docs/operators.md tells an operator to."""
+    chosen = {"TOOLSEL_EMBEDDING_MODEL": card.name, "TOOLSEL_MODEL_DIR": str(model_dir)}
+    stack.stop_services()
+    switch = await asyncio.create_subprocess_exec(
+        *TOOLSEL_COMMAND, "indexer", "--switch-model", env={**stack.service_env(), **chosen}, stdout=PIPE, stderr=STDOUT
+    )
+    said = (await switch.communicate())[0].decode(errors="replace")
+    if switch.returncode != 0:
+        raise RuntimeError(f"the switch failed: {said[-2000:]}")
+    os.environ.update(chosen)  # the services' environment (the evaluation restores its own when it ends)
+    stack.start_services()
+    await stack.answering(timeout_s=300)
+
+
+async def tune(stage: Stage) -> Outcome:
+    """A catalog shared with every tenant, one tenant streams, then ``toolsel tune`` runs beside the serving stack:
+    the held-out queries before and after it (the switch, when the candidate wins, drops what usage memory learnt
+    from query vectors, as it does for an operator), and the selection latency idle and while it trains."""
+    if stage.stack is None:
+        raise ValueError("the tune scenario restarts the services with the tuned model: it needs its own stack")
+    tenant = f"eval-{stage.run}"
+    shared = await stage.catalog(stage.bench.tools, "shared", SHARED_TENANT, select_as=tenant)
+    try:
+        streamed = await stage.learn(shared, [Event(q) for q in stage.queries])
+        n = len(stage.queries)
+        before = score_point(n, await held_out_rankings(stage.client, shared, stage.holdout, stage.seed), stage.holdout)
+        idle = await _latencies(stage, shared)
+        console.print(f"tune: {n} events streamed; tuning beside the stack")
+        said, busy = await _tune_beside(stage, shared, stage.stack)
+        candidates = sorted((stage.stack.settings.home / "tuned").glob("*"))
+        card = read_card(candidates[-1]) if candidates else None
+        if card is not None:
+            await _switch(stage.stack, card, candidates[-1])
+        after = score_point(n, await held_out_rankings(stage.client, shared, stage.holdout, stage.seed), stage.holdout)
+    finally:
+        await _remove(stage.client, shared)
+    details = {
+        "catalog": "synced once as shared (tenant '*'); one tenant streams",
+        "tune_output": said.splitlines()[-12:],
+        "switched": card is not None,
+        "model": card.model_dump(include={"name", "training", "evaluation", "sources"}) if card else None,
+        "before": asdict(before),
+        "after": asdict(after),
+        "select_ms_p50": {"idle": statistics.median(idle), "while_tuning": statistics.median(busy)},
+        "select_samples": {"idle": len(idle), "while_tuning": len(busy)},
+        "targets": {"held_out_recall_at_5": 0.95, "held_out_ndcg_at_10": 0.90, "p50_ratio": 2.0},
+    }
+    return Outcome([*streamed.curve, after], details, {"tune": n}, discovery=streamed.discovery)

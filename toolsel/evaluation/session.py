@@ -13,11 +13,11 @@ UNSET = ("TOOLSEL_PLUGIN_SECRETS", "TOOLSEL_REQUIRE_PLUGIN_CREDENTIALS", "TOOLSE
 
 
 @asynccontextmanager
-async def nats_url(env: Mapping[str, str]) -> AsyncIterator[tuple[str, bool]]:
-    """(NATS URL, whether the stack is our own). With TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL set those
+async def nats_url(env: Mapping[str, str]) -> AsyncIterator[tuple[str, Stack | None]]:
+    """(NATS URL, the stack when it is our own). With TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL set those
     servers are used as they are; otherwise a fresh stack starts with ``env`` set for its services."""
     if os.environ.get("TOOLSEL_NATS_URL") and os.environ.get("TOOLSEL_DATABASE_URL"):
-        yield os.environ["TOOLSEL_NATS_URL"], False
+        yield os.environ["TOOLSEL_NATS_URL"], None
         return
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="toolsel-eval-") as home:
@@ -27,7 +27,7 @@ async def nats_url(env: Mapping[str, str]) -> AsyncIterator[tuple[str, bool]]:
         stack = Stack(Settings(home=Path(home)))
         try:
             endpoints = await stack.start(timeout_s=300)
-            yield endpoints.nats_url, True
+            yield endpoints.nats_url, stack
         finally:
             stack.stop()
             os.environ.clear()

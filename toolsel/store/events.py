@@ -12,7 +12,7 @@ from uuid import UUID
 import asyncpg
 from pydantic import TypeAdapter
 
-from toolsel.contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, ReviewEvent, SelectionEvent, ToolCall, ToolReview
 
 Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
@@ -51,6 +51,13 @@ ORDER BY o.applied_at, o.event_id
 """Every stored outcome with its selection (``SELECTION_KEYS``), in the order they were applied (a batch's
 outcomes in event-id order, as the learner applies them)."""
 
+REVIEW_HISTORY = f"""
+SELECT r.event_id, r.reviews, r.none_of_these, s.*
+FROM reviews r JOIN ({SELECTION_KEYS}) s USING (selection_id)
+ORDER BY r.applied_at, r.event_id
+"""
+"""Every stored review with its selection (``SELECTION_KEYS``), in the order they were applied."""
+
 INSERT_REVIEWS = """
 INSERT INTO reviews (event_id, selection_id, occurred_at, reviews, none_of_these)
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::bool[])
@@ -73,6 +80,7 @@ FEEDBACK_TOTALS = """
 SELECT tool_id, tenant_id, sum(rating) AS total, count(*) AS n FROM tool_feedback GROUP BY tool_id, tenant_id
 """
 
+REVIEW_LIST = TypeAdapter(list[ToolReview])
 CALL_LIST = TypeAdapter(list[ToolCall])
 """One serialisation of a whole call list (in pydantic's core) instead of a model per call: the hot path."""
 
@@ -154,6 +162,11 @@ async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]
         [e.none_of_these for e in events],
     )
     return {r["event_id"] for r in rows}
+
+
+async def review_history(conn: Conn) -> list[tuple[asyncpg.Record, list[ToolReview]]]:
+    """Every stored review (``REVIEW_HISTORY``) with its verdicts read back."""
+    return [(r, REVIEW_LIST.validate_json(r["reviews"])) for r in await conn.fetch(REVIEW_HISTORY)]
 
 
 async def insert_feedback(

@@ -34,8 +34,18 @@ FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::vector[], $5::text[], $6::
 ON CONFLICT (event_id, tool_id) DO NOTHING
 """
 LOCK_TOOL_INDEX = "SELECT pg_advisory_xact_lock($1, $2)"
-LOGGED = "SELECT count(*) FROM review_log"
-FORGET = "DELETE FROM review_index; DELETE FROM review_log"
+LOG_TEXTS = """
+SELECT l.id, l.tool_id, l.scope, l.fitness, s.query
+FROM review_log l LEFT JOIN reviews r ON r.event_id = l.event_id
+LEFT JOIN selection_events s ON s.selection_id = r.selection_id
+ORDER BY l.id
+"""
+"""Each logged verdict in log order with its selection's query (NULL when the selection is not stored)."""
+SET_LOG_VECTORS = """
+UPDATE review_log l SET query_embedding = u.vector
+FROM unnest($1::bigint[], $2::vector[]) AS u(id, vector) WHERE l.id = u.id
+"""
+DROP_LOG = "DELETE FROM review_log WHERE id = ANY($1::bigint[])"
 NEAREST_ENTRIES = """
 SELECT DISTINCT ON (r.id) r.id, r.tool_id, r.scope, r.centroid, r.fitness, r.reviews
 FROM unnest($1::bigint[], $2::text[], $3::vector[]) AS q(tool_id, scope, query)
@@ -151,9 +161,19 @@ async def owner_reviews(
     return points, np.array([r["fitness"] for r in rows], dtype=np.float64)
 
 
-async def forget(conn: asyncpg.Connection) -> int:
-    """Every review's logged query vector and the index built from them (another model's vectors are not
-    comparable with this one's); returns how many verdicts were logged. The verdicts stay in ``reviews``."""
-    logged: int = await conn.fetchval(LOGGED)
-    await conn.execute(FORGET)
-    return logged
+async def log_texts(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+    """Every logged verdict's ``id``, ``tool_id``, ``scope``, ``fitness`` and its selection's ``query`` (NULL when
+    the selection is not stored), in log order: what a new model embeds."""
+    rows: list[asyncpg.Record] = await conn.fetch(LOG_TEXTS)
+    return rows
+
+
+async def set_log_vectors(conn: asyncpg.Connection, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    """The logged verdicts' query embeddings become these (one row each, in the order of ``ids``)."""
+    if ids:
+        await conn.execute(SET_LOG_VECTORS, list(ids), vector_array(vectors))
+
+
+async def drop_log(conn: asyncpg.Connection, ids: Sequence[int]) -> None:
+    if ids:
+        await conn.execute(DROP_LOG, list(ids))

