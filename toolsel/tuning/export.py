@@ -92,12 +92,12 @@ def quantise_weights(source: Path, target: Path) -> None:
         values = onnx.numpy_helper.to_array(weights[name])
         if values.dtype != np.float32 or values.ndim != 2 or values.size < QUANTISED_MIN_SIZE:
             continue
-        scale = np.maximum(np.abs(values).max(axis=axis, keepdims=True), 1e-12) / 127
+        ints, scale = quantised(values, axis)
         graph.initializer.remove(weights[name])
         graph.initializer.extend(
             [
-                onnx.numpy_helper.from_array(np.round(values / scale).astype(np.int8), f"{name}_q"),
-                onnx.numpy_helper.from_array(scale.astype(np.float32), f"{name}_scale"),
+                onnx.numpy_helper.from_array(ints, f"{name}_q"),
+                onnx.numpy_helper.from_array(scale, f"{name}_scale"),
             ]
         )
         dequantised += [
@@ -109,6 +109,12 @@ def quantise_weights(source: Path, target: Path) -> None:
     graph.node.extend(nodes)
     onnx.checker.check_model(model)
     onnx.save(model, str(target))
+
+
+def quantised(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` as int8 and the float32 scale (along ``axis``) that turns them back."""
+    scale = (np.maximum(np.abs(values).max(axis=axis, keepdims=True), 1e-12) / 127).astype(np.float32)
+    return np.round(values / scale).astype(np.int8), scale
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,19 @@ from typing import Any
 
 import asyncpg
 
+from toolsel.embedder import packaged_model_dir
 from toolsel.settings import Settings
 from toolsel.store import use
 from toolsel.tuning.build import BASE_MODEL, base_weights, build
-from toolsel.tuning.card import ModelCard, write_card
+from toolsel.tuning.card import ModelCard, file_sha256, write_card
+from toolsel.tuning.from_onnx import NotRebuildable, torch_weights_from_onnx
 from toolsel.tuning.from_use import USAGE_GROUP, Evidence, Limits, Use, UseSplit, pairs_from_use
 from toolsel.tuning.train import Progress, TrainSettings
 
 TORCH_DIR = "torch"
 """Where a model trained here keeps its torch weights, beside its ONNX file: a later tune starts from them."""
+WEIGHTS_DIR = "weights"
+"""Where, under the home, torch weights rebuilt from a model's ONNX file stay (by the file's hash)."""
 
 
 class NoWeights(RuntimeError):
@@ -44,15 +48,30 @@ def split(found: Use, settings: Settings) -> UseSplit:
 
 def current_weights(settings: Settings) -> tuple[str, Path]:
     """The current model's name and torch weights: a model trained here keeps them in its ``torch`` folder; the
-    stock all-MiniLM-L6-v2's come with the tune extra."""
+    stock all-MiniLM-L6-v2's come with the tune extra; any other model ``export`` wrote (the packaged default
+    among them) has them rebuilt from its ONNX file once, into the home."""
     if settings.model_dir is not None and (settings.model_dir / TORCH_DIR / "model.safetensors").is_file():
         return settings.embedding_model, settings.model_dir / TORCH_DIR
     if settings.model_dir is None and settings.embedding_model == BASE_MODEL:
         return BASE_MODEL, base_weights()
-    raise NoWeights(
-        f"{settings.embedding_model} has no torch weights to tune from (a model trained by toolsel keeps them in"
-        f" {TORCH_DIR}/ beside model.onnx)"
-    )
+    directory = settings.model_dir or packaged_model_dir(settings.embedding_model)
+    if directory is None or not (directory / "model.onnx").is_file():
+        raise NoWeights(
+            f"{settings.embedding_model} has no torch weights to tune from and no model.onnx to rebuild them from"
+            f" (a model trained by toolsel keeps them in {TORCH_DIR}/ beside model.onnx)"
+        )
+    return settings.embedding_model, rebuilt_weights(directory / "model.onnx", settings.home / WEIGHTS_DIR)
+
+
+def rebuilt_weights(onnx: Path, root: Path) -> Path:
+    """The torch weights rebuilt from ``onnx``, under ``root`` by the file's hash: rebuilt and checked once."""
+    out = root / file_sha256(onnx)[:16]
+    if (out / "model.safetensors").is_file():
+        return out
+    try:
+        return torch_weights_from_onnx(onnx, out, base_weights())
+    except NotRebuildable as refused:
+        raise NoWeights(f"no torch weights to tune from could be rebuilt from {onnx}: {refused}") from refused
 
 
 def train_candidate(
