@@ -2,6 +2,7 @@
 command a desktop client launches) and over streamable HTTP."""
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import asyncpg
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -17,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel import identities
 from toolsel.client import ToolselClient
+from toolsel.contracts import RegistryChanged, subjects
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.toolshed import Toolshed
@@ -155,6 +158,39 @@ async def mistakes_are_tool_errors(connected: Client) -> None:
     assert "at least one" in await refused(connected, "review_tools", session=session)
     assert (await connected.call_tool("search_tools", {"query": "", "limit": 2})).is_error
     assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 500})).is_error
+
+
+async def test_a_call_gives_its_page_tier_and_user_where_the_identity_leaves_them_open(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    tenant, plugin = await catalog(client)
+    await pool.execute(
+        "INSERT INTO tool_visibility_rules (tenant_id, rule_type, effect, target_kind, target, conditions, priority)"
+        " VALUES ($1, 'page', 'deny', 'tool', $2, $3, 10)",
+        tenant,
+        f"{plugin}/send_email",
+        json.dumps({"page": "/settings*"}),
+    )
+    await client.nc.publish(
+        subjects.REGISTRY_CHANGED, RegistryChanged(plugin_id=plugin, reason="rule").model_dump_json().encode()
+    )
+    open_shed = Toolshed(client, Sessions(max_sessions=10, ttl_s=600), tenant_id=tenant)
+    fixed_shed = Toolshed(client, Sessions(max_sessions=10, ttl_s=600), tenant_id=tenant, user_id="u1", tier="pro")
+    async with Client(create_server(open_shed)) as connected:
+
+        async def hidden_on_settings() -> bool:
+            found = await call(connected, "search_tools", query=EMAIL, limit=3, app_page="/settings/account")
+            return f"{plugin}__send_email" not in {t["name"] for t in found["tools"]}
+
+        assert await eventually(hidden_on_settings)
+        inbox = await call(connected, "search_tools", query=EMAIL, limit=3, app_page="/inbox", tier="pro", user="u9")
+        assert inbox["tools"][0]["name"] == f"{plugin}__send_email"
+        assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 2, "tier": "pro plan"})).is_error
+        assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 2, "app_page": "/" * 300})).is_error
+    async with Client(create_server(fixed_shed)) as connected:
+        await call(connected, "search_tools", query=EMAIL, limit=2, tier="pro", user="u1")
+        assert "fixed to 'pro'" in await refused(connected, "search_tools", query=EMAIL, limit=2, tier="enterprise")
+        assert "fixed to 'u1'" in await refused(connected, "search_tools", query=EMAIL, limit=2, user="u2")
 
 
 def agent_environment(stack: Stack, url: str | None = None) -> dict[str, str]:

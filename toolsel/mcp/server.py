@@ -14,6 +14,7 @@ from pydantic import Field
 
 from toolsel import __version__
 from toolsel.client import ToolselError
+from toolsel.contracts.common import Identifier
 from toolsel.mcp.stdio import run_stdio
 from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
 
@@ -75,6 +76,15 @@ def create_server(
         explore: Annotated[
             bool, Field(description="false: no slot for a tool that is there to be tried, only the expected best")
         ] = True,
+        app_page: Annotated[
+            str, Field(max_length=256, description="Where the user is in your application, e.g. /travel/booking")
+        ] = "",
+        tier: Annotated[
+            Identifier | None, Field(description="The user's plan (free, pro, ...), unless your identity has one")
+        ] = None,
+        user: Annotated[
+            Identifier | None, Field(description="The user you act for, unless your identity has one")
+        ] = None,
         *,
         context: Context[Any, Any],
     ) -> SearchResult:
@@ -84,7 +94,7 @@ def create_server(
         toolshed = shed()
         listed = toolshed.callable.version
         try:
-            found = await toolshed.search(query, limit, page, session, explore)
+            found = await toolshed.search(query, limit, page, session, explore, app_page=app_page, tier=tier, user=user)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
         if toolshed.callable.version != listed:

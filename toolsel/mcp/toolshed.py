@@ -92,6 +92,17 @@ class ToolshedError(Exception):
     """A request the agent can correct (unknown session, a tool it was never offered)."""
 
 
+def per_call(field: str, fixed: str | None, given: str | None) -> str | None:
+    """The value of a request's ``field`` (user, tier): the identity's where it fixes one, else what the call
+    gives. A call that gives another value than the identity fixes is refused: an identity made for one user or
+    tier speaks only for that one."""
+    if given is None or given == fixed:
+        return fixed
+    if fixed is not None:
+        raise ToolshedError(f"{field} {given!r}: this identity is fixed to {fixed!r}; leave {field} out")
+    return given
+
+
 def found(tool: ScoredTool, callable_names: frozenset[str] = frozenset()) -> FoundTool:
     related_to = tool.related_to
     return FoundTool(
@@ -176,10 +187,21 @@ class Toolshed:
     """The found tools this toolshed calls (``tools/list`` shows them beside the three discovery tools)."""
 
     async def search(
-        self, query: str, limit: int, page: int = 1, session: str | None = None, explore: bool = True
+        self,
+        query: str,
+        limit: int,
+        page: int = 1,
+        session: str | None = None,
+        explore: bool = True,
+        *,
+        app_page: str = "",
+        tier: str | None = None,
+        user: str | None = None,
     ) -> SearchResult:
         """Page ``page`` of the tools for ``query``: past what earlier pages offered in this session (excluded),
-        and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them."""
+        and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them.
+        ``app_page``, ``tier`` and ``user``: this call's context, where the identity does not fix it
+        (``per_call``); the tenant is always the identity's."""
         current = self.sessions.open(session)
         skip = max(0, (page - 1) * limit - len(current.earlier(query, page)))
         if skip + limit > MAX_K:
@@ -187,10 +209,11 @@ class Toolshed:
                 f"page {page}: only the best {MAX_K} tools of a query are ranked; ask for an earlier page, or search "
                 "on with the same session, page by page"
             )
-        named = {"tenant_id": self.tenant_id, "tier": self.tier, "role": self.role}
+        named = {"tenant_id": self.tenant_id, "tier": per_call("tier", self.tier, tier), "role": self.role}
         request = SelectRequest(
             query=query,
-            user_id=self.user_id,
+            user_id=per_call("user", self.user_id, user),
+            page=app_page,
             session_id=current.id,
             k=skip + limit,
             max_tools=skip + limit,
