@@ -93,6 +93,96 @@ def parameters_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
+STRICT_KEYWORDS: Final = frozenset(
+    {
+        *("type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const"),
+        *("$ref", "$defs", "definitions", "description", "title", "pattern", "format", "multipleOf"),
+        *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems"),
+    }
+)
+"""The keywords OpenAI's strict mode (Structured Outputs) supports; a schema with any other stays non-strict."""
+STRICT_TYPES: Final = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+STRICT_FORMATS: Final = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats strict mode supports."""
+_NESTING: Final = ("items", "anyOf", "properties", "$defs", "definitions")
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` that also accepts null: how strict mode says an argument may be left out."""
+    kind = schema.get("type")
+    if isinstance(kind, str | list):
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        widened = {**schema, "type": kinds if "null" in kinds else [*kinds, "null"]}
+        if "enum" in schema and None not in schema["enum"]:
+            widened["enum"] = [*schema["enum"], None]
+        return widened
+    if isinstance(schema.get("anyOf"), list):
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _strict(schema: Any) -> dict[str, Any] | None:
+    """A (sub)schema in strict mode's form, or None where that would change what it accepts beyond making an
+    optional property a nullable required one: another keyword, format or type, an object that takes properties
+    it does not declare, a schema without a type (it accepts anything)."""
+    if not isinstance(schema, Mapping) or set(schema) - STRICT_KEYWORDS:
+        return None
+    if "format" in schema and schema["format"] not in STRICT_FORMATS:
+        return None
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind
+    if kinds is None and not {"anyOf", "$ref", "enum", "const"} & set(schema):
+        return None
+    if kinds is not None and (not isinstance(kinds, list) or not set(kinds) <= STRICT_TYPES):
+        return None
+    strict: dict[str, Any] = {k: copy.deepcopy(v) for k, v in schema.items() if k not in _NESTING}
+    if "items" in schema and (items := _strict(schema["items"])) is None:
+        return None
+    if "items" in schema:
+        strict["items"] = items
+    if "anyOf" in schema:
+        options = [_strict(o) for o in schema["anyOf"]] if isinstance(schema["anyOf"], list) else [None]
+        if any(o is None for o in options):
+            return None
+        strict["anyOf"] = options
+    for defs in ("$defs", "definitions"):
+        if defs in schema:
+            named = {n: _strict(d) for n, d in schema[defs].items()} if isinstance(schema[defs], Mapping) else {}
+            if not isinstance(schema[defs], Mapping) or any(d is None for d in named.values()):
+                return None
+            strict[defs] = named
+    if "object" in (kinds or []) or "properties" in schema:
+        return _strict_object(schema, strict)
+    return strict
+
+
+def _strict_object(schema: Mapping[str, Any], strict: dict[str, Any]) -> dict[str, Any] | None:
+    """An object in strict mode: no undeclared properties, every declared one required (an optional one
+    nullable)."""
+    properties = schema.get("properties", {})
+    if schema.get("additionalProperties", False) is not False or not isinstance(properties, Mapping):
+        return None
+    required = schema.get("required") or []
+    if not isinstance(required, list) or set(required) - set(properties):
+        return None
+    converted: dict[str, Any] = {}
+    for name, sub in properties.items():
+        made = _strict(sub)
+        if made is None:
+            return None
+        converted[name] = made if name in required else _nullable(made)
+    return {**strict, "properties": converted, "required": list(converted), "additionalProperties": False}
+
+
+def strict_parameters(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``parameters_schema(schema)`` in OpenAI strict mode's form, where that loses nothing: every property
+    required (an optional one made nullable: the model sends null for an argument it leaves out),
+    ``additionalProperties: false`` on every object, only the keywords strict mode supports. None otherwise."""
+    return _strict(parameters_schema(schema))
+
+
 def description(tool: ScoredTool) -> str:
     """The tool's description with its usage hint, which seed 003 sends along with the tool."""
     return f"{tool.description}\n\nUsage: {tool.usage_hint}" if tool.usage_hint else tool.description
@@ -102,19 +192,20 @@ def _tools(selection: SelectReply | Iterable[ScoredTool]) -> list[ScoredTool]:
     return list(selection.tools if isinstance(selection, SelectReply) else selection)
 
 
-def openai_tools(selection: SelectReply | Iterable[ScoredTool]) -> list[dict[str, Any]]:
-    """Chat Completions ``tools``: ``{"type": "function", "function": {name, description, parameters}}``."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": function_name(t),
-                "description": description(t),
-                "parameters": parameters_schema(t.parameters),
-            },
-        }
-        for t in _tools(selection)
-    ]
+def openai_function(tool: ScoredTool, strict: bool = False) -> dict[str, Any]:
+    """One Chat Completions tool. ``strict``: with ``"strict": true`` and ``strict_parameters`` where the schema
+    allows it, else the non-strict shape (never a strict one that drops a constraint)."""
+    function = {"name": function_name(tool), "description": description(tool)}
+    made = strict_parameters(tool.parameters) if strict else None
+    if made is None:
+        return {"type": "function", "function": {**function, "parameters": parameters_schema(tool.parameters)}}
+    return {"type": "function", "function": {**function, "parameters": made, "strict": True}}
+
+
+def openai_tools(selection: SelectReply | Iterable[ScoredTool], strict: bool = False) -> list[dict[str, Any]]:
+    """Chat Completions ``tools``: ``{"type": "function", "function": {name, description, parameters}}``;
+    ``strict``: each tool in strict mode where its schema allows it (``openai_function``)."""
+    return [openai_function(t, strict) for t in _tools(selection)]
 
 
 def anthropic_tools(selection: SelectReply | Iterable[ScoredTool]) -> list[dict[str, Any]]:
