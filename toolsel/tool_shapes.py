@@ -178,9 +178,31 @@ def _strict_object(schema: Mapping[str, Any], strict: dict[str, Any]) -> dict[st
 
 def strict_parameters(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """``parameters_schema(schema)`` in OpenAI strict mode's form, where that loses nothing: every property
-    required (an optional one made nullable: the model sends null for an argument it leaves out),
+    required (an optional one made nullable: the model sends null for an argument it leaves out, which
+    ``unstrict_arguments`` drops again),
     ``additionalProperties: false`` on every object, only the keywords strict mode supports. None otherwise."""
     return _strict(parameters_schema(schema))
+
+
+def _takes_null(schema: Any) -> bool:
+    kind = schema.get("type") if isinstance(schema, Mapping) else None
+    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+
+
+def unstrict_arguments(arguments: Any, schema: Mapping[str, Any]) -> Any:
+    """A strict-mode call's ``arguments`` as the tool's own schema takes them: the nulls strict mode made the
+    model send for the optional arguments it left out are dropped (at every level the schema declares)."""
+    if isinstance(arguments, list):
+        return [unstrict_arguments(a, schema.get("items") or {}) for a in arguments]
+    properties = schema.get("properties")
+    if not isinstance(arguments, dict) or not isinstance(properties, Mapping):
+        return arguments
+    required = schema.get("required") or []
+    return {
+        name: unstrict_arguments(value, properties.get(name) or {})
+        for name, value in arguments.items()
+        if value is not None or name in required or _takes_null(properties.get(name))
+    }
 
 
 def description(tool: ScoredTool) -> str:

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from tests.unit.toolsel.test_tool_shapes import scored
-from toolsel.tool_shapes import STRICT_KEYWORDS, openai_function, openai_tools, parameters_schema
+from toolsel.tool_shapes import (
+    STRICT_KEYWORDS,
+    openai_function,
+    openai_tools,
+    parameters_schema,
+    unstrict_arguments,
+)
 
 names = st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True)
 scalars = st.one_of(
@@ -143,3 +149,31 @@ def test_without_strict_the_shape_is_unchanged() -> None:
     [shaped] = openai_tools([scored("p", "weather", schema)])
     assert "strict" not in shaped["function"]
     assert shaped["function"]["parameters"] == parameters_schema(schema)
+
+
+@given(convertible)
+def test_the_nulls_strict_mode_sends_for_left_out_arguments_are_dropped_again(schema: dict[str, Any]) -> None:
+    original = parameters_schema(schema)
+    everything_null = dict.fromkeys(original["properties"])
+    kept = unstrict_arguments(everything_null, original)
+    assert set(kept) == set(original.get("required", []))
+
+
+def test_nested_and_listed_arguments_lose_only_their_strict_nulls() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "stops": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "note": {"type": ["string", "null"]}},
+                    "required": ["city"],
+                },
+            },
+            "unit": {"type": "string"},
+        },
+        "required": ["stops"],
+    }
+    called = {"stops": [{"city": "Rome", "note": None}, {"city": "Pisa"}], "unit": None}
+    assert unstrict_arguments(called, schema) == {"stops": [{"city": "Rome", "note": None}, {"city": "Pisa"}]}
