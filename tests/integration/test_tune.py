@@ -237,9 +237,13 @@ class Tuned:
 @pytest.fixture(scope="module")
 async def tuned(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Tuned]]:
     """Two stores tuned side by side (one torch thread each): the 'worse' one's older calls went to the wrong
-    tools and its candidate trains on them at a high rate, four passes, under the default margin; any 'winner' candidate wins (the
-    margin is -1: the decision itself is tested in the unit tests, what a win does is tested here)."""
-    cases = {"worse": (True, ("--learning-rate", "1e-3", "--epochs", "4"), "0"), "winner": (False, (), "-1")}
+    tools and its candidate trains on them at a high rate, four passes, under the default margin; any 'winner'
+    candidate wins (the margin is -1: the decision itself is tested in the unit tests, what a win does is tested
+    here)."""
+    cases = {
+        "worse": (True, ("--learning-rate", "1e-3", "--epochs", "4"), "0"),
+        "winner": (False, (), "-1"),
+    }
     async with scratch_database(endpoints) as worse, scratch_database(endpoints) as winner:
         urls = {"worse": worse, "winner": winner}
         homes = {case: tmp_path_factory.mktemp(case) for case in cases}
