@@ -75,7 +75,8 @@ class Settings(BaseSettings):
     embedding_dim: int = 384
     """Dimension of the embedding vectors (the packaged model's: 384)."""
     embedding_batch_size: int = 32
-    """Texts embedded per model call."""
+    """Texts embedded per model call; also the most requests a selector embeds in one call (those that arrived while
+    every embedding worker was busy)."""
     embedding_batch_tokens: int = Field(default=BATCH_TOKENS, ge=1)
     """Padded tokens per model call at most: long texts go in small batches, which keeps the model's memory
     arena small (a 10,000-tool sync peaked at 470 MB instead of 1.84 GB)."""
@@ -91,9 +92,6 @@ class Settings(BaseSettings):
     """Threads a service embeds in (the model releases the GIL, so each can use a core): a selector embeds this many
     requests' queries at once, off the event loop that other requests and broadcasts wait on; and any one call runs
     this many of its batches at once (a sync's texts, a compound request's parts)."""
-    embedding_batch_wait_ms: float = Field(default=2.0, ge=0.0, le=100.0)
-    """How long a selector waits for more requests to embed with one that arrived (0: each alone): the plain queries
-    of requests that arrive together go through the model in one call, up to ``embedding_batch_size`` of them."""
     select_concurrency: int = Field(default=8, ge=1)
     """Select requests a selector takes at once: while some wait for their embedding, the others (a repeated
     query, another's selection) go on."""

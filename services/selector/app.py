@@ -337,8 +337,7 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     selector.embedder = embedder
     state.embedding = ThreadPoolExecutor(settings.embedding_workers, thread_name_prefix="embed")
     if embedder is not None:
-        wait_s = settings.embedding_batch_wait_ms / 1000
-        state.batcher = Batcher(embedder, state.embedding, wait_s, settings.embedding_batch_size)
+        state.batcher = Batcher(embedder, state.embedding, settings.embedding_workers, settings.embedding_batch_size)
     await _load_registry(state)  # the catalog, its version and the rules
     sources: tuple[tuple[str, Load], ...] = (
         ("posteriors", _load_posteriors),

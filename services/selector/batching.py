@@ -1,9 +1,10 @@
-"""Micro-batched embeddings: the requests a selector takes at once have their queries embedded in one model call.
+"""Micro-batched embeddings: the requests that arrive while the model is busy are embedded together in its next call.
 
-A request that finds nothing waiting opens a batch and waits ``TOOLSEL_EMBEDDING_BATCH_WAIT_MS`` for others to join
-it (a full batch goes at once); the batch then runs in a worker thread, off the event loop, and each request's
-vectors land in the model's cache, where its selection finds them. With 16 requests in flight the model reads
-them several at a time, at its batch rate; a lone request waits the short bound, no more.
+A request that finds a worker free goes to the model at once, alone: an idle selector adds no wait to a request.
+While every worker runs a batch, requests gather; the first worker to finish takes them all (up to ``size``) in
+one call. With 16 requests in flight the model reads them several at a time, at its batch rate. Each batch runs
+in a worker thread, off the event loop, and each request's vectors land in the model's cache, where its selection
+finds them.
 """
 
 import asyncio
@@ -22,46 +23,47 @@ Request = tuple[str, Sequence[str]]
 class Batcher:
     embedder: Embedder
     executor: Executor
-    wait_s: float
+    workers: int
+    """Batches that run at once (the executor's threads)."""
     size: int
     """Requests per batch at most."""
     _waiting: list[tuple[Request, "asyncio.Future[None]"]] = field(default_factory=list)
-    _timer: asyncio.TimerHandle | None = None
+    _running: int = 0
 
     async def embed(self, query: str, parts: Sequence[str]) -> None:
         """Once this request's vectors are in the model's cache; raises what the model raised."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(((query, parts), done))
-        if len(self._waiting) >= self.size or self.wait_s <= 0:
-            self._flush()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.wait_s, self._flush)
+        self._start_while_free()
         await done
 
-    def _flush(self) -> None:
-        """The waiting requests to the model, in one worker thread's call."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        batch, self._waiting = self._waiting, []
-        if not batch:
-            return
+    def _start_while_free(self) -> None:
+        """The waiting requests to the model, a batch per free worker."""
+        while self._waiting and self._running < self.workers:
+            batch, self._waiting = self._waiting[: self.size], self._waiting[self.size :]
+            self._start(batch)
+
+    def _start(self, batch: list[tuple[Request, "asyncio.Future[None]"]]) -> None:
+        """One batch to a worker thread; when it ends, its requests are told and the next batch starts."""
         waiting = [f for _, f in batch]
         try:
             running = asyncio.get_running_loop().run_in_executor(
                 self.executor, self.embedder.embed_requests, [r for r, _ in batch]
             )
         except RuntimeError as stopped:  # the workers were shut down (the app is stopping): nobody waits in vain
-            for done in waiting:
-                if not done.done():
-                    done.set_exception(stopped)
+            _settle_all(waiting, stopped)
             return
-        running.add_done_callback(lambda ran: _settle(ran, waiting))
+        self._running += 1
+        running.add_done_callback(lambda ran: self._ended(ran, waiting))
+
+    def _ended(self, ran: "asyncio.Future[Any]", waiting: list["asyncio.Future[None]"]) -> None:
+        self._running -= 1
+        _settle_all(waiting, asyncio.CancelledError() if ran.cancelled() else ran.exception())
+        self._start_while_free()
 
 
-def _settle(ran: "asyncio.Future[Any]", waiting: list["asyncio.Future[None]"]) -> None:
+def _settle_all(waiting: list["asyncio.Future[None]"], failed: BaseException | None) -> None:
     """Each request of the batch told it is done, or of the model's failure."""
-    failed = ran.exception()
     for done in waiting:
         if done.done():  # its requester gave up (cancelled)
             continue
