@@ -60,7 +60,7 @@ async def test_a_sync_event_with_a_wrong_credential_is_dead_lettered(broker: Any
 
 async def test_a_sync_request_with_a_wrong_credential_gets_a_typed_refusal(broker: Any) -> None:
     test_broker, _ = broker
-    reply = await test_broker.request(_sync("guarded", "wrong").model_dump_json().encode(), subjects.SYNC)
+    reply = await test_broker.request(_sync("guarded", "wrong").model_dump_json().encode(), subjects.SYNC, timeout=30)
     error = ErrorReply.model_validate_json(reply.body).error
     assert (error.code, error.field) == (ErrorCode.UNAUTHORIZED, "credential")
 
@@ -80,6 +80,6 @@ async def test_admin_requests_without_the_token_are_refused(
     broker: Any, subject: str, body: dict[str, Any], token: str | None
 ) -> None:
     test_broker, _ = broker
-    reply = await test_broker.request(json.dumps({**body, "admin_token": token}).encode(), subject)
+    reply = await test_broker.request(json.dumps({**body, "admin_token": token}).encode(), subject, timeout=30)
     error = ErrorReply.model_validate_json(reply.body).error
     assert (error.code, error.field) == (ErrorCode.UNAUTHORIZED, "admin_token")

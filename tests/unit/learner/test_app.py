@@ -59,14 +59,16 @@ async def test_admin_requests_need_the_configured_token(subject: str) -> None:
     app = create_app(_settings())
     async with TestNatsBroker(app.broker) as broker:
         body = {"admin_token": "wrong", **(A_TOOL if subject in ABOUT_A_TOOL else {})}
-        reply = ErrorReply.model_validate(await (await broker.request(json.dumps(body).encode(), subject)).decode())
+        asked = await broker.request(json.dumps(body).encode(), subject, timeout=30)
+        reply = ErrorReply.model_validate(await asked.decode())
     assert (reply.error.code, reply.error.field) == (ErrorCode.UNAUTHORIZED, "admin_token")
 
 
 async def test_health_reports_the_counters_of_this_app() -> None:
     app = create_app(_settings())
     async with TestNatsBroker(app.broker) as broker:
-        reply = HealthReply.model_validate(await (await broker.request(b"", subjects.health("learner"))).decode())
+        asked = await broker.request(b"", subjects.health("learner"), timeout=30)
+        reply = HealthReply.model_validate(await asked.decode())
     assert reply.service == "learner"
     assert reply.details == {
         "applied": 0,
