@@ -42,6 +42,7 @@ from toolsel.services.selector.catalog import (
     build_posteriors,
     build_review_index,
     build_rules,
+    with_changes,
     with_standing,
 )
 from toolsel.services.selector.fit import fit, offered, room
@@ -193,7 +194,7 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
 
     @router.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
     async def on_registry_changed(event: RegistryChanged) -> None:
-        await _refresh(state, "registry", _load_registry)
+        await _refresh(state, "registry", _load_registry_changes)
 
     @router.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
     async def on_tool_state(event: ToolStateChanged) -> None:
@@ -267,6 +268,28 @@ async def _load_registry(state: SelectorState) -> None:
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(state.store))
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
+
+
+async def _load_registry_changes(state: SelectorState) -> None:
+    """Only the tools written since the copy's version (and the lookback): a broadcast about a few tools reads and
+    parses those few, and the copy in use is spliced into a new one (``with_changes``), swapped in as a whole."""
+    if not state.catalog_version:  # nothing read yet: there is nothing to splice into
+        await _load_registry(state)
+        return
+    selector, pool, settings = state.selector, state.store, state.selector.settings
+    version = await store.catalog_version(pool)  # before the tools, as for a whole read
+    written = await store.tools_written_since(pool, state.catalog_version, settings.catalog_change_lookback_s)
+    evidence, categories, mappings = (
+        await store.tenant_evidence(pool),
+        await store.categories(pool),
+        await store.page_mappings(pool),
+    )
+    live, gone = [r for r in written if r["live"]], {f"{r['plugin_id']}/{r['name']}" for r in written if not r["live"]}
+    selector.catalog = await asyncio.to_thread(
+        with_changes, selector.catalog, live, gone, categories, mappings, settings, evidence
+    )
+    state.catalog_version = version
+    selector.rules = build_rules(await store.active_rules(pool))
 
 
 async def _load_standing(state: SelectorState) -> None:
