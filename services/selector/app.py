@@ -339,11 +339,11 @@ async def _load_reviews(state: SelectorState) -> None:
         state.reviews_version = version
 
 
-async def _every(state: SelectorState, seconds: float, source: str, load: Load) -> None:
-    """The safety net for a missed broadcast: reload on the cache TTL."""
+async def _every(state: SelectorState, seconds: float, source: str, load: Load, lock: str | None = None) -> None:
+    """The safety net for a missed broadcast: reload on the cache TTL (under ``lock``, as ``_refresh`` takes it)."""
     while True:
         await asyncio.sleep(seconds)
-        await _refresh(state, source, load)
+        await _refresh(state, source, load, lock)
 
 
 async def _start(state: SelectorState, settings: Settings) -> None:
@@ -372,7 +372,8 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     state.refreshers = [
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _load_registry)),
-        loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules)),
+        # a registry reload reads the rules too: one at a time, or a read from before a new rule could land last
+        loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules, lock="registry")),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "usage", _recheck_usage)),
         loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),
