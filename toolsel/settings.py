@@ -302,9 +302,10 @@ class Settings(BaseSettings):
     review_clusters: int = 8
     """Compaction: at most this many index entries (k-means centroids) per tool."""
     review_spike_min: int = Field(default=3, ge=1)
-    """Watching the review log: a day's ``broken`` verdicts are a spike when there are at least this many..."""
+    """Watching the review log: a day's ``broken`` verdicts are a spike when there are at least this many and at
+    least ``review_spike_factor`` times the average of the days before it in the window."""
     review_spike_factor: float = Field(default=3.0, gt=0)
-    """...and at least this many times the average of the days before it in the window."""
+    """How many times the earlier days' average of ``broken`` verdicts a day's must reach to be a spike."""
     review_turn_min: int = Field(default=4, ge=2)
     """Reviews a tool needs in the window before its verdicts can be said to have turned."""
     review_turn_drop: float = Field(default=0.5, gt=0, le=1)

@@ -120,8 +120,8 @@ def verdicts_daily(verdicts: pl.DataFrame, spike_min: int, spike_factor: float) 
     counts = verdicts.group_by("day").agg(
         (pl.col("verdict") == kind).sum().cast(pl.Int64).alias(kind) for kind in VERDICTS
     )
-    days = pl.DataFrame({"day": pl.date_range(counts["day"].min(), counts["day"].max(), eager=True)})
-    daily = days.join(counts, on="day", how="left").fill_null(0).sort("day")
+    span = counts.select(pl.date_range(pl.col("day").min(), pl.col("day").max()).alias("day"))
+    daily = span.join(counts, on="day", how="left").fill_null(0).sort("day")
     before = (pl.col("broken").cum_sum() - pl.col("broken")) / pl.int_range(pl.len()).cast(pl.Float64)
     return daily.with_columns(
         ((pl.col("broken") >= spike_min) & (pl.col("broken") >= spike_factor * before.fill_nan(0.0))).alias("spike")

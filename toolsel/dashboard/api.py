@@ -76,9 +76,16 @@ def body(model: type[M]) -> type[M]:
     """``model`` as a request body: its ``admin_token`` gone from the schema and refused if sent (the dashboard
     adds its own)."""
     made: type[M] = create_model(  # type: ignore[call-overload]
-        model.__name__, __base__=model, admin_token=(SkipJsonSchema[None], None)
+        model.__name__,
+        __base__=model,
+        admin_token=(SkipJsonSchema[None], None),  # type: ignore[misc]
     )
     return made
+
+
+def sent(message: BaseModel, contract: type[M]) -> M:
+    """A request body (``body(contract)``) as the contract's own message, for the client to add the token to."""
+    return contract.model_validate(message.model_dump(exclude={"admin_token"}))
 
 
 def client_of(request: Request) -> ToolselClient:
@@ -140,7 +147,7 @@ async def list_tools(
 
 @router.post("/tools", summary="Register a tool")
 async def register_tool(request: Request, caller: Writer, tool: body(ToolRegister)) -> ToolWriteReport:  # type: ignore[valid-type]
-    return await client_of(request).register_tool(tool)
+    return await client_of(request).register_tool(sent(tool, ToolRegister))
 
 
 @router.get("/tools/{plugin_id}/{name}", summary="A tool's record and spec")
@@ -188,7 +195,7 @@ async def sync_plugin(request: Request, caller: Writer, sync: PluginSync) -> Syn
 
 @router.post("/embeddings/recompute", summary="Re-embed stale (or, forced, all) tools")
 async def recompute(request: Request, caller: Writer, recompute: body(RecomputeRequest)) -> RecomputeReport:  # type: ignore[valid-type]
-    return await client_of(request).recompute_embeddings(recompute)
+    return await client_of(request).recompute_embeddings(sent(recompute, RecomputeRequest))
 
 
 # categories and page mappings
@@ -213,7 +220,7 @@ async def page_mappings(
 
 @router.post("/page-mappings", summary="Create or re-prioritise a page mapping")
 async def create_page_mapping(request: Request, caller: Writer, mapping: body(PageMappingWrite)) -> PageMapping:  # type: ignore[valid-type]
-    return await client_of(request).create_page_mapping(mapping)
+    return await client_of(request).create_page_mapping(sent(mapping, PageMappingWrite))
 
 
 @router.delete("/page-mappings", summary="Delete a page mapping")

@@ -65,7 +65,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with broker.lifespan_context(app), ToolselClient(nats_url, admin_token=admin_token) as client:
+        async with ToolselClient(nats_url, admin_token=admin_token) as client:  # the broker's starts with it
             app.state.client = client
             yield
 

@@ -89,8 +89,12 @@ async def writer(request: Request) -> Caller:
     """A dependency of every write: an operator whose request carries the session's CSRF token."""
     found = operator(request)
     given = request.headers.get(CSRF_HEADER)
-    if given is None and found.session is not None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
+    if (
+        given is None
+        and found.session is not None
+        and request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        )
     ):
         value = (await request.form()).get(CSRF_FIELD)
         given = value if isinstance(value, str) else None

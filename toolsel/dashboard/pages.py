@@ -198,7 +198,9 @@ async def plugins(request: Request, caller: Reader) -> HTMLResponse:
 
 
 @router.post("/plugins/sync")
-async def sync(request: Request, caller: Writer, declaration: Annotated[str, Form(max_length=32 * 1024 * 1024)]) -> Response:
+async def sync(
+    request: Request, caller: Writer, declaration: Annotated[str, Form(max_length=32 * 1024 * 1024)]
+) -> Response:
     try:
         parsed = PluginSync.model_validate_json(declaration)
     except ValueError as error:

@@ -41,13 +41,16 @@ def router() -> NatsRouter:
     area = AdminArea(subjects.ADMIN_TOOLS_PREFIX)
 
     @area.handler(
-        subjects.ADMIN_TOOLS_LIST, "List a page of tools, filtered by plugin, status, review flag and name, and count them."
+        subjects.ADMIN_TOOLS_LIST,
+        "List a page of tools, filtered by plugin, status, review flag and name, and count them.",
     )
     async def tools_list(request: ToolQuery, state: State) -> ToolList:
         tools, total = await registry.list_tools(state.pool, request)
         return ToolList(tools=tools, total=total)
 
-    @area.handler(subjects.ADMIN_TOOLS_PLUGINS, "Every plugin with tools: its version, live, flagged and deleted tools.")
+    @area.handler(
+        subjects.ADMIN_TOOLS_PLUGINS, "Every plugin with tools: its version, live, flagged and deleted tools."
+    )
     async def tools_plugins(request: PluginQuery, state: State) -> PluginList:
         return PluginList(plugins=await registry.plugins(state.pool))
 
