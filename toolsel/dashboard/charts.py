@@ -7,7 +7,7 @@ from html import escape
 
 from markupsafe import Markup
 
-WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 200, 44, 28, 10
+WIDTH, HEIGHT, LEFT, RIGHT, BOTTOM, TOP = 640, 200, 44, 24, 28, 10
 COLOURS = {"perfect": "#2e7d32", "related": "#8bc34a", "unrelated": "#ffb300", "broken": "#c62828"}
 
 
@@ -43,7 +43,7 @@ def _days(first: date, last: date) -> list[date]:
 
 def _x(day: date, days: list[date]) -> float:
     span = max(len(days) - 1, 1)
-    return LEFT + (WIDTH - LEFT - 10) * (day - days[0]).days / span
+    return LEFT + (WIDTH - LEFT - RIGHT) * (day - days[0]).days / span
 
 
 def _date_axis(days: list[date]) -> str:
@@ -55,7 +55,7 @@ def _date_axis(days: list[date]) -> str:
         f'<text x="{_x(d, days):.1f}" y="{base + 18}" class="axis" text-anchor="middle">{d:%m-%d}</text>'
         for d in days[::step]
     ]
-    return f'<line x1="{LEFT}" y1="{base}" x2="{WIDTH - 10}" y2="{base}" class="tick"/>' + "".join(ticks)
+    return f'<line x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}" class="tick"/>' + "".join(ticks)
 
 
 def _y(value: float, top: float) -> float:
@@ -65,7 +65,7 @@ def _y(value: float, top: float) -> float:
 def _value_axis(top: float, percent: bool) -> str:
     marks = [top * n / 4 for n in range(5)]
     return "".join(
-        f'<line x1="{LEFT}" y1="{_y(v, top):.1f}" x2="{WIDTH - 10}" y2="{_y(v, top):.1f}" class="grid"/>'
+        f'<line x1="{LEFT}" y1="{_y(v, top):.1f}" x2="{WIDTH - RIGHT}" y2="{_y(v, top):.1f}" class="grid"/>'
         f'<text x="{LEFT - 6}" y="{_y(v, top) + 4:.1f}" class="axis" text-anchor="end">'
         f"{f'{v:.0%}' if percent else f'{v:,.0f}'}</text>"
         for v in marks
@@ -93,7 +93,7 @@ def stacked_days(days: Sequence[tuple[date, dict[str, int], bool]], label: str) 
         return Markup('<p class="empty">no reviews yet</p>')
     axis = _days(days[0][0], days[-1][0])
     top = max(max(sum(counts.values()) for _, counts, _ in days), 1)
-    width = max(4.0, (WIDTH - LEFT - 10) / len(axis) * 0.6)
+    width = max(4.0, (WIDTH - LEFT - RIGHT) / len(axis) * 0.6)
     parts = [_value_axis(float(top), False), _date_axis(axis)]
     for day, counts, spike in days:
         x, below = _x(day, axis) - width / 2, 0

@@ -33,7 +33,6 @@ from toolsel.contracts import (
     SelectRequest,
     ToolKey,
     ToolQuery,
-    ToolStatus,
 )
 from toolsel.dashboard import charts
 from toolsel.dashboard.auth import COOKIE, Caller, caller, operator, writer
@@ -122,23 +121,24 @@ async def catalog(
     caller: Reader,
     search: str = "",
     plugin_id: str = "",
-    status: ToolStatus | None = None,
-    flagged: bool | None = None,
+    status: str = "",
+    flagged: str = "",
     page: int = 1,
 ) -> HTMLResponse:
+    """One page of the catalog; the form's empty fields filter nothing."""
     size = request.app.state.settings.dashboard_page_size
     page = max(page, 1)
     query = ToolQuery(
         search=search or None,
         plugin_id=plugin_id or None,
-        status=status,
-        flagged=flagged,
+        status=status or None,
+        flagged=flagged or None,
         limit=size,
         offset=(page - 1) * size,
     )
     listed = await client_of(request).list_tools(query)
     total = listed.total or 0
-    filters = {"search": search, "plugin_id": plugin_id, "status": status or "", "flagged": flagged}
+    filters = {"search": search, "plugin_id": plugin_id, "status": status, "flagged": flagged}
     return render(
         request,
         "catalog.html",
@@ -224,9 +224,10 @@ class Matrix(BaseModel):
     cells: dict[str, dict[str, int]]
 
 
-async def matrix(client: ToolselClient) -> Matrix:
-    mappings = (await client.list_page_mappings(PageMappingQuery())).mappings
-    categories = (await client.list_categories()).categories
+async def matrix(client: ToolselClient, plugin_id: str | None) -> Matrix:
+    """The matrix of one plugin's categories, or of every plugin's."""
+    mappings = (await client.list_page_mappings(PageMappingQuery(plugin_id=plugin_id))).mappings
+    categories = (await client.list_categories(plugin_id)).categories
     cells: dict[str, dict[str, int]] = defaultdict(dict)
     for m in mappings:
         cells[f"{m.plugin_id}/{m.category}"][m.page_pattern] = m.priority
@@ -239,10 +240,21 @@ async def matrix(client: ToolselClient) -> Matrix:
 
 
 @router.get("/mappings")
-async def mappings(request: Request, caller: Reader, page: str = "") -> HTMLResponse:
+async def mappings(request: Request, caller: Reader, plugin_id: str = "", page: str = "") -> HTMLResponse:
     client = client_of(request)
     found = await client.page_categories(page=page) if page else None
-    return render(request, "mappings.html", tab="mappings", matrix=await matrix(client), page=page, found=found)
+    plugins = [p.plugin_id for p in (await client.list_plugins(PluginQuery())).plugins]
+    shown = await matrix(client, plugin_id or None)
+    return render(
+        request,
+        "mappings.html",
+        tab="mappings",
+        matrix=shown,
+        plugins=plugins,
+        plugin_id=plugin_id,
+        page=page,
+        found=found,
+    )
 
 
 @router.post("/mappings")
@@ -251,7 +263,7 @@ async def save_mappings(request: Request, caller: Writer) -> Response:
     pattern comes in the form's extra column)."""
     form = await request.form()
     client = client_of(request)
-    before = await matrix(client)
+    before = await matrix(client, str(form.get("plugin_id", "")) or None)
     new_pattern = str(form.get("new_pattern", "")).strip()
     done = 0
     for row in before.rows:
