@@ -247,7 +247,7 @@ class Stack:
         async with ToolselClient(self.endpoints.nats_url) as client:
             deadline = time.monotonic() + timeout_s
             while not all(isinstance(r, HealthReply) for r in (await health_all(client, subjects.SERVICES)).values()):
-                dead = self.dead_services()
+                dead = [name for name in self.dead_services() if name in subjects.SERVICES]
                 if dead or time.monotonic() > deadline:
                     raise RuntimeError(self.start_failure(dead))
                 await asyncio.sleep(0.2)

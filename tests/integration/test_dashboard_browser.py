@@ -5,7 +5,6 @@ read the reviews and the analytics after real selections."""
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,7 +14,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
-from tests.integration.catalog import cli_env, eventually, plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import cli_env, eventually, free_port, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, QuarantineQuery, ReviewEvent, ToolCall, ToolReview, Verdict
 from toolsel.stack import SERVICE_COMMAND, Endpoints
@@ -32,17 +31,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def dashboard(endpoints: Endpoints) -> Iterator[str]:
     """``toolsel dashboard`` on a free port of this machine, as the operator of the tests' stack; its URL."""
-    port = _free_port()
+    port = free_port()
     env = {**cli_env(endpoints, TOKEN), "TOOLSEL_DASHBOARD_PORT": str(port)}
     process = subprocess.Popen([*SERVICE_COMMAND, "dashboard"], env=env, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"

@@ -64,11 +64,9 @@ from toolsel.contracts import (
     ToolWriteReport,
     VisibilityRule,
 )
-from toolsel.dashboard.auth import Caller, operator, writer
+from toolsel.dashboard.auth import Reader, Writer
 
 M = TypeVar("M", bound=BaseModel)
-Reader = Annotated[Caller, Depends(operator)]
-Writer = Annotated[Caller, Depends(writer)]
 
 
 @cache

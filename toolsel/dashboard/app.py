@@ -74,7 +74,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
         summary="Operators' HTTP API over toolsel's admin requests (sign in with the admin token).",
         version="1",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # Swagger UI would load its script from a CDN: the OpenAPI document is served, not rendered
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )

@@ -6,8 +6,9 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from toolsel.errors import NotPermitted
 
@@ -100,3 +101,9 @@ async def writer(request: Request) -> Caller:
         given = value if isinstance(value, str) else None
     check_csrf(found, given)
     return found
+
+
+Reader = Annotated[Caller, Depends(operator)]
+"""A route's caller who may read."""
+Writer = Annotated[Caller, Depends(writer)]
+"""A route's caller who may write (the CSRF token checked)."""

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
@@ -35,13 +35,12 @@ from toolsel.contracts import (
     ToolQuery,
 )
 from toolsel.dashboard import charts
-from toolsel.dashboard.auth import COOKIE, Caller, caller, operator, writer
+from toolsel.dashboard.api import client_of
+from toolsel.dashboard.auth import COOKIE, Reader, Writer, caller
 from toolsel.errors import InvalidRequest, ToolselError, first_problem
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.globals["shade"] = charts.shade
-Reader = Annotated[Caller, Depends(operator)]
-Writer = Annotated[Caller, Depends(writer)]
 TABS = (
     ("catalog", "Catalog"),
     ("plugins", "Plugins"),
@@ -56,11 +55,6 @@ HEATMAP_TOOLS = 20
 """Rows of the analytics heatmap: the most selected tools."""
 
 router = APIRouter(include_in_schema=False)
-
-
-def client_of(request: Request) -> ToolselClient:
-    client: ToolselClient = request.app.state.client
-    return client
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
