@@ -143,6 +143,12 @@ async def test_an_operator_signs_in_rolls_back_maps_a_page_releases_a_tool_and_r
     assert f"released {plugin}/translate_text onto probation ({tenant})" in await _flash(page)
     await expect(page.locator("table.quarantine")).not_to_contain_text(f"{plugin}/translate_text")
 
+    async def seen_released() -> bool:  # the learner's broadcast, as the dashboard's NATS subscriber saw it
+        await page.goto("/quality")
+        return f"{plugin}/translate_text ({tenant}) → probation" in await page.locator("ul.changes").inner_text()
+
+    assert await eventually(seen_released, timeout_s=10), "the release's state change did not reach the dashboard"
+
     # reviews and analytics after the real selections above
     await page.goto("/reviews")
     await expect(page.locator("svg.chart")).to_be_visible()
