@@ -65,7 +65,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with ToolselClient(nats_url, admin_token=admin_token) as client:  # the broker's starts with it
+        async with broker.lifespan_context(app), ToolselClient(nats_url, admin_token=admin_token) as client:
             app.state.client = client
             yield
 
@@ -145,7 +145,6 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
         response.delete_cookie(COOKIE)
         return response
 
-    app.include_router(broker)
     app.include_router(api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
