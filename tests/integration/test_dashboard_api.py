@@ -4,8 +4,8 @@ failure the same one-line typed error as the client's."""
 
 import re
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,6 +16,7 @@ from toolsel.dashboard.auth import COOKIE, CSRF_HEADER
 from toolsel.settings import Settings
 from toolsel.stack import Endpoints
 
+T = TypeVar("T")
 TOKEN = "test-admin-token"
 """The admin token of the tests' stack (tests/conftest.py)."""
 NO_SESSION = {"cookie": "none=1"}
@@ -74,6 +75,14 @@ def _refused(answer: Any, status: int, code: str) -> str:
     message: str = body["error"]["message"]
     assert "\n" not in message
     return message
+
+
+def _until(probe: Callable[[], T], done: Callable[[T], Any], timeout_s: float = 15) -> T:
+    """Poll ``probe`` until ``done`` says its answer will do (what events change arrives later), or return the last."""
+    deadline = time.monotonic() + timeout_s
+    while not done(answer := probe()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return answer
 
 
 def _filled(path: str) -> str:
@@ -192,7 +201,7 @@ def test_selection_quality_feedback_and_analytics(api: Script) -> None:
     api.post("/api/plugins/sync", json=sync)
     before = api.get("/api/analytics/metrics").json()["selections"]
     asked = {"query": "what's the weather in Paris", "tenant_id": tenant, "k": 2}
-    answer = api.post("/api/test-selection", json=asked).json()
+    answer = _until(lambda: api.post("/api/test-selection", json=asked).json(), lambda a: a["tools"])  # reloaded
     assert answer["tools"][0]["name"] == "get_weather"
     assert {"similarity", "composite"} <= set(answer["tools"][0]["breakdown"])
     assert api.get("/api/analytics/metrics").json()["selections"] == before  # a dry run is not recorded
@@ -214,11 +223,7 @@ def test_selection_quality_feedback_and_analytics(api: Script) -> None:
     def listed() -> list[str]:
         return [f["comment"] for f in api.get(f"/api/feedback/{plugin}/send_email").json()["feedback"]]
 
-    for _ in range(100):
-        if listed():
-            break
-        time.sleep(0.1)
-    assert listed() == ["quick"]
+    assert _until(listed, bool) == ["quick"]  # the learner stores it from the stream
     _refused(api.post("/api/feedback", json={**rated, "rating": 2}), 400, "invalid_request")
 
 
