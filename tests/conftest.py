@@ -56,6 +56,7 @@ def running_stack() -> Iterator[Stack]:
         "TOOLSEL_ORPHAN_TIMEOUT_S": "8",
         "TOOLSEL_TOOL_LIST_CACHE_TTL_S": "3600",
         "TOOLSEL_ADMIN_TOKEN": "test-admin-token",
+        "TOOLSEL_DASHBOARD_PORT": "0",  # the dashboard's tests start their own, on a free port
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -27,6 +27,8 @@ from toolsel.contracts import (
     PageMappingQuery,
     PageMappingWrite,
     PageQuery,
+    PluginList,
+    PluginQuery,
     QualityList,
     QualityQuery,
     QuarantineList,
@@ -36,6 +38,7 @@ from toolsel.contracts import (
     RecomputeReport,
     RecomputeRequest,
     ReviewEvent,
+    ReviewTrend,
     RollbackReport,
     RollbackRequest,
     RuleCreate,
@@ -205,6 +208,7 @@ class ClientMethods:
 
     # registry area (indexer)
     list_tools = Request(subjects.ADMIN_TOOLS_LIST, ToolQuery, ToolList)
+    list_plugins = Request(subjects.ADMIN_TOOLS_PLUGINS, PluginQuery, PluginList)
     show_tool = Request(subjects.ADMIN_TOOLS_SHOW, ToolKey, ToolDetail, args=("plugin_id", "name"))
     tool_versions = Request(subjects.ADMIN_TOOLS_VERSIONS, ToolKey, ToolVersions, args=("plugin_id", "name"))
     approve_tool = Request(subjects.ADMIN_TOOLS_APPROVE, ToolKey, ToolDetail, args=("plugin_id", "name"))
@@ -240,6 +244,7 @@ class ClientMethods:
     metrics = Request(subjects.ADMIN_ANALYTICS_METRICS, AnalyticsQuery, SelectionMetrics)
     heatmap = Request(subjects.ADMIN_ANALYTICS_HEATMAP, AnalyticsQuery, Heatmap)
     accuracy = Request(subjects.ADMIN_ANALYTICS_ACCURACY, AnalyticsQuery, AccuracyTrend)
+    review_trend = Request(subjects.ADMIN_ANALYTICS_REVIEWS, AnalyticsQuery, ReviewTrend)
 
     def bind(self, method: Method[Any, Any]) -> Callable[..., Any]:
         raise NotImplementedError

@@ -301,6 +301,16 @@ class Settings(BaseSettings):
     """Online, a review joins its tool's nearest index entry when their queries are at least this similar."""
     review_clusters: int = 8
     """Compaction: at most this many index entries (k-means centroids) per tool."""
+    review_spike_min: int = Field(default=3, ge=1)
+    """Watching the review log: a day's ``broken`` verdicts are a spike when there are at least this many and at
+    least ``review_spike_factor`` times the average of the days before it in the window."""
+    review_spike_factor: float = Field(default=3.0, gt=0)
+    """How many times the earlier days' average of ``broken`` verdicts a day's must reach to be a spike."""
+    review_turn_min: int = Field(default=4, ge=2)
+    """Reviews a tool needs in the window before its verdicts can be said to have turned."""
+    review_turn_drop: float = Field(default=0.5, gt=0, le=1)
+    """A tool's reviews turned when the share of its good verdicts (perfect, related) moved this much between the
+    earlier and the later half of its reviews."""
     learner_batch_size: int = 2000
     """Events applied per learner transaction."""
     learner_batch_timeout_s: float = 0.02
@@ -380,6 +390,16 @@ class Settings(BaseSettings):
 
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
+
+    # the operators' dashboard and HTTP admin API (``toolsel dashboard``, started by ``toolsel up``)
+    dashboard_host: str = "127.0.0.1"
+    """Address the dashboard listens on: this machine only unless set."""
+    dashboard_port: int = Field(default=8780, ge=0, le=65535)
+    """Its port; 0: ``toolsel up`` starts no dashboard."""
+    dashboard_page_size: int = Field(default=50, ge=1, le=5000)
+    """Tools per catalog page."""
+    dashboard_session_ttl_s: float = Field(default=8 * 3600.0, gt=0)
+    """How long a sign-in lasts."""
 
     # tuning the model from use (``toolsel tune``)
     tune_max_pairs: int = Field(default=10_000, ge=1)

@@ -50,6 +50,8 @@ shared runtime never imports the CLI or a service."""
 SERVICE_COMMAND = (sys.executable, "-m", "toolsel.cli.services")
 """A service process's command line (``+ ("selector",)``): only the service commands, so a service does not
 hold every other command's imports (about 50 MB per process)."""
+DASHBOARD = "dashboard"
+"""The process serving the operators' dashboard and HTTP admin API, beside the services."""
 START_LOG_LINES = 40
 """How much of a dead service's log a failed start quotes."""
 
@@ -245,7 +247,7 @@ class Stack:
         async with ToolselClient(self.endpoints.nats_url) as client:
             deadline = time.monotonic() + timeout_s
             while not all(isinstance(r, HealthReply) for r in (await health_all(client, subjects.SERVICES)).values()):
-                dead = self.dead_services()
+                dead = [name for name in self.dead_services() if name in subjects.SERVICES]
                 if dead or time.monotonic() > deadline:
                     raise RuntimeError(self.start_failure(dead))
                 await asyncio.sleep(0.2)
@@ -278,9 +280,17 @@ class Stack:
         }
 
     def start_services(self) -> None:
-        for name in subjects.SERVICES:
+        """The three services, and the dashboard unless its port is 0 (supervised like them)."""
+        for name in (*subjects.SERVICES, *([DASHBOARD] if self.settings.dashboard_port else [])):
             self.services[name] = self.spawn(name)
             self.supervision[name] = Supervision()
+
+    def dashboard_url(self) -> str | None:
+        """Where the dashboard this stack runs listens, if it runs one."""
+        if DASHBOARD not in self.services:
+            return None
+        host = self.settings.dashboard_host
+        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.settings.dashboard_port}"
 
     def spawn(self, service: str, log_name: str | None = None) -> subprocess.Popen[bytes]:
         """One more process of ``service`` on this stack's servers (the way to scale out), connected to the
@@ -289,7 +299,7 @@ class Stack:
         logs.mkdir(exist_ok=True)
         log_file = (logs / f"{log_name or service}.log").open("ab")
         env = self.service_env()
-        if self.nats is not None:
+        if self.nats is not None and service != DASHBOARD:  # the dashboard acts as the operator
             env["TOOLSEL_NATS_URL"] = self.nats.login(service)
         return subprocess.Popen(
             [*SERVICE_COMMAND, service],
@@ -315,6 +325,7 @@ class Stack:
             "servers": {n: server.pid for n, server in self.servers().items()},
             "restarts": {n: s.restarts for n, s in self.supervision.items()},
             "down": {n: s.last_error or "restarting" for n, s in self.supervision.items() if s.down_since},
+            "dashboard_url": self.dashboard_url(),
         }
         write_private(self.settings.home / STACK_FILE, json.dumps(info, indent=2))
 

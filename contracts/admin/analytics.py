@@ -42,3 +42,29 @@ class AccuracyPoint(Frozen):
 
 class AccuracyTrend(Message):
     points: list[AccuracyPoint]
+
+
+class VerdictDay(Frozen):
+    """One UTC day of the review log: verdicts by kind, and whether its ``broken`` ones spiked."""
+
+    day: date
+    verdicts: dict[str, int]
+    spike: bool
+
+
+class TurnedTool(Frozen):
+    """A tool whose reviews turned: the share of its ``perfect`` and ``related`` verdicts in the earlier half of
+    its reviews in the window, and in the later half."""
+
+    tool: str
+    reviews: int
+    good_before: float
+    good_after: float
+
+
+class ReviewTrend(Message):
+    """The review log over a window: verdicts per day with spikes of ``broken`` flagged, and the tools whose
+    verdicts turned (most turned first)."""
+
+    days: list[VerdictDay]
+    turned: list[TurnedTool]

@@ -34,13 +34,16 @@ class ToolKey(AdminRequest):
 
 
 class ToolQuery(AdminRequest):
-    """Filters of the admin tool list."""
+    """Filters of the admin tool list, and the page of it to return (``offset`` tools skipped, ``limit`` kept)."""
 
     plugin_id: Slug | None = None
     status: ToolStatus | None = None
     flagged: bool | None = None
     include_deleted: bool = False
+    search: Annotated[str, StringConstraints(min_length=1, max_length=128), Storable] | None = None
+    """Keep the tools whose ``plugin/name`` contains it (case ignored)."""
     limit: int = Field(default=200, ge=1, le=5000)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
 
 
 class ToolSummary(Frozen):
@@ -60,6 +63,28 @@ class ToolSummary(Frozen):
 
 class ToolList(Message):
     tools: list[ToolSummary]
+    total: int | None = None
+    """How many tools the filters keep, over every page (None from an indexer that does not count them)."""
+
+
+class PluginQuery(AdminRequest):
+    """Every plugin that has tools, with what its tools say of it."""
+
+
+class PluginSummary(Frozen):
+    plugin_id: str
+    plugin_version: str
+    """The highest version recorded with its tools."""
+    tools: int
+    """Live tools."""
+    flagged: int
+    """Live tools whose last change waits for an operator's approval."""
+    deleted: int
+    tenants: list[str]
+
+
+class PluginList(Message):
+    plugins: list[PluginSummary]
 
 
 class ToolDetail(Message):

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,14 @@ TOOLS = {
 GUARDED_TENANT = "guarded-tenant"
 """The one tenant the tests sync the guarded plugin (tests/conftest.py) for: a sync may not take over another
 tenant's live tools."""
+
+
+def free_port() -> int:
+    """A TCP port of this machine that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def unique(prefix: str) -> str:

@@ -16,17 +16,21 @@ import time
 from pathlib import Path
 
 import asyncpg
+import httpx
 
+from tests.integration.catalog import free_port
 from toolsel.embedded import ADMIN_TOKEN_FILE
 from toolsel.stack import OPERATOR, STACK_FILE, TOOLSEL_COMMAND, running_stack
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+DASHBOARD_PORT = str(free_port())
+"""The dashboard's port (the default one may be taken on a shared machine)."""
 
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_") and k != "COLUMNS"}
     path = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `toolsel` and `python` as installed
-    return env | {"TOOLSEL_HOME": str(home), "PATH": path}
+    return env | {"TOOLSEL_HOME": str(home), "PATH": path, "TOOLSEL_DASHBOARD_PORT": DASHBOARD_PORT}
 
 
 def quickstart_blocks() -> list[str]:
@@ -46,6 +50,19 @@ def _wait_up(home: Path, up: subprocess.Popen[bytes], timeout_s: float = 180) ->
         assert up.poll() is None, "toolsel up exited"
         assert time.monotonic() < deadline, "toolsel up did not come up"
         time.sleep(0.2)
+
+
+def _dashboard_answers(url: str, timeout_s: float = 60) -> bool:
+    """Whether the dashboard ``toolsel up`` started answers its health check, and refuses its API unsigned."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).json().get("dashboard") == "ok":
+                return httpx.get(f"{url}/api/tools", timeout=10).status_code == 401
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False
 
 
 def _live_plugins(home: Path) -> set[str]:
@@ -89,6 +106,9 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         exports = dict(line.removeprefix("export ").split("=", 1) for line in _toolsel(home, "env").stdout.splitlines())
         assert shlex.split(exports["TOOLSEL_ADMIN_TOKEN"]) == [token.read_text()]
         assert shlex.split(exports["TOOLSEL_NATS_URL"])[0].startswith("nats://operator:")
+        dashboard = shlex.split(exports["TOOLSEL_DASHBOARD_URL"])[0]
+        assert dashboard == f"http://127.0.0.1:{DASHBOARD_PORT}"
+        assert _dashboard_answers(dashboard)
 
         demo = _toolsel(home, "demo")
         assert demo.returncode == 0, demo.stderr

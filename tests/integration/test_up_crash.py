@@ -14,9 +14,10 @@ from toolsel.stack import TOOLSEL_COMMAND
 
 
 def home_env(home: Path, **settings: str) -> dict[str, str]:
-    """This environment without its toolsel settings, for a stack in ``home`` with ``settings``."""
+    """This environment without its toolsel settings, for a stack in ``home`` with ``settings`` (and no dashboard:
+    test_cli_up checks the one ``toolsel up`` starts)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")}
-    return env | {"TOOLSEL_HOME": str(home), **settings}
+    return env | {"TOOLSEL_HOME": str(home), "TOOLSEL_DASHBOARD_PORT": "0", **settings}
 
 
 def _up(home: Path, **settings: str) -> subprocess.Popen[bytes]:

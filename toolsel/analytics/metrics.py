@@ -94,3 +94,57 @@ def tokens_saved_daily(selections: pl.DataFrame) -> pl.DataFrame:
 def unhealthy(quality: pl.DataFrame) -> pl.DataFrame:
     """Tools degraded, quarantined or otherwise not healthy for a tenant, worst rolling score first."""
     return quality.filter(pl.col("state") != "healthy").sort(["rolling_score", "tool", "tenant_id"], nulls_last=True)
+
+
+VERDICTS = ("perfect", "related", "unrelated", "broken")
+GOOD = ("perfect", "related")
+
+
+def review_verdicts(reviews: pl.DataFrame) -> pl.DataFrame:
+    """One row per tool verdict of the review log: occurred_at, day, tool, verdict (by time)."""
+    return (
+        reviews.select("occurred_at", "reviews")
+        .explode("reviews")
+        .drop_nulls("reviews")
+        .unnest("reviews")
+        .select("occurred_at", pl.col("occurred_at").dt.date().alias("day"), TOOL_KEY.alias("tool"), "verdict")
+        .sort("occurred_at", "tool")
+    )
+
+
+def verdicts_daily(verdicts: pl.DataFrame, spike_min: int, spike_factor: float) -> pl.DataFrame:
+    """Per UTC day: a count column per verdict and ``spike``: at least ``spike_min`` broken verdicts and at least
+    ``spike_factor`` times the average of the days before (a quiet day in between counts as zero)."""
+    if verdicts.is_empty():
+        return pl.DataFrame(schema={"day": pl.Date, **dict.fromkeys(VERDICTS, pl.Int64), "spike": pl.Boolean})
+    counts = verdicts.group_by("day").agg(
+        (pl.col("verdict") == kind).sum().cast(pl.Int64).alias(kind) for kind in VERDICTS
+    )
+    span = counts.select(pl.date_range(pl.col("day").min(), pl.col("day").max()).alias("day"))
+    daily = span.join(counts, on="day", how="left").fill_null(0).sort("day")
+    before = (pl.col("broken").cum_sum() - pl.col("broken")) / pl.int_range(pl.len()).cast(pl.Float64)
+    return daily.with_columns(
+        ((pl.col("broken") >= spike_min) & (pl.col("broken") >= spike_factor * before.fill_nan(0.0))).alias("spike")
+    )
+
+
+def turned_tools(verdicts: pl.DataFrame, min_reviews: int, drop: float) -> pl.DataFrame:
+    """Tools with at least ``min_reviews`` verdicts whose share of good ones (perfect, related) moved by at least
+    ``drop`` from the earlier half of their verdicts to the later half: tool, reviews, good_before, good_after
+    (the biggest move first)."""
+    ranked = verdicts.with_columns(
+        pl.int_range(pl.len()).over("tool").alias("at"),
+        pl.len().over("tool").alias("reviews"),
+        pl.col("verdict").is_in(GOOD).cast(pl.Float64).alias("good"),
+    ).filter(pl.col("reviews") >= min_reviews)
+    later = pl.col("at") >= pl.col("reviews") // 2
+    return (
+        ranked.group_by("tool")
+        .agg(
+            pl.col("reviews").first().cast(pl.Int64),
+            pl.col("good").filter(later.not_()).mean().alias("good_before"),
+            pl.col("good").filter(later).mean().alias("good_after"),
+        )
+        .filter((pl.col("good_after") - pl.col("good_before")).abs() >= drop)
+        .sort((pl.col("good_after") - pl.col("good_before")).abs(), "tool", descending=[True, False])
+    )

@@ -4,7 +4,17 @@ export read locally."""
 import polars as pl
 
 from toolsel.analytics import metrics
-from toolsel.contracts.admin import AccuracyPoint, AccuracyTrend, HeatCell, Heatmap, SelectionMetrics
+from toolsel.contracts.admin import (
+    AccuracyPoint,
+    AccuracyTrend,
+    HeatCell,
+    Heatmap,
+    ReviewTrend,
+    SelectionMetrics,
+    TurnedTool,
+    VerdictDay,
+)
+from toolsel.settings import Settings
 
 
 def metrics_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> SelectionMetrics:
@@ -19,3 +29,17 @@ def heatmap_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> Heatmap:
 def accuracy_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> AccuracyTrend:
     trend = metrics.accuracy_trend(selections, outcomes)
     return AccuracyTrend(points=[AccuracyPoint(**row) for row in trend.iter_rows(named=True)])
+
+
+def review_reply(reviews: pl.DataFrame, settings: Settings) -> ReviewTrend:
+    """The review log watched: verdicts per day with spikes of ``broken``, and the tools whose reviews turned."""
+    verdicts = metrics.review_verdicts(reviews)
+    daily = metrics.verdicts_daily(verdicts, settings.review_spike_min, settings.review_spike_factor)
+    turned = metrics.turned_tools(verdicts, settings.review_turn_min, settings.review_turn_drop)
+    return ReviewTrend(
+        days=[
+            VerdictDay(day=row["day"], verdicts={k: row[k] for k in metrics.VERDICTS}, spike=row["spike"])
+            for row in daily.iter_rows(named=True)
+        ],
+        turned=[TurnedTool(**row) for row in turned.iter_rows(named=True)],
+    )

@@ -1,5 +1,6 @@
-"""Service commands: ``selector``, ``learner`` and ``indexer`` each run one service process (``toolsel up``
-starts them this way, with ``python -m toolsel.cli.services``); the CLI is the one place that builds a service app from
+"""Service commands: ``selector``, ``learner`` and ``indexer`` each run one service process, ``dashboard`` the
+operators' dashboard and HTTP admin API (``toolsel up`` starts them this way, with ``python -m
+toolsel.cli.services``); the CLI is the one place that builds a service app from
 the settings. Each command imports its service only when it runs, so the other commands start without loading
 the services."""
 
@@ -12,9 +13,9 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from toolsel.cli.running import NO_DATABASE, NO_STACK, fail, operator_token, settings
+from toolsel.cli.running import NO_DATABASE, NO_STACK, USAGE, fail, operator_token, settings
 from toolsel.settings import Settings
-from toolsel.stack import running_stack
+from toolsel.stack import configured_endpoints, running_stack
 
 app = typer.Typer()
 
@@ -94,6 +95,30 @@ def indexer(
     from toolsel.services.indexer.app import create_app
 
     serve(create_app, "indexer")
+
+
+@app.command()
+def dashboard(
+    host: Annotated[str | None, typer.Option(help="address to listen on (default TOOLSEL_DASHBOARD_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default TOOLSEL_DASHBOARD_PORT)")] = None,
+) -> None:
+    """Serve the operators' dashboard and HTTP admin API (sign in with the admin token; API at /api, its OpenAPI
+    document at /api/openapi.json), as the operator of the configured or running stack."""
+    import uvicorn
+
+    from toolsel.dashboard.app import create_app
+
+    current = settings()
+    endpoints = configured_endpoints(current)
+    if endpoints is None:
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
+    token = operator_token(current)
+    if not token:
+        fail("no admin token to sign in with: set TOOLSEL_ADMIN_TOKEN (or start the stack with `toolsel up`)", USAGE)
+    logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    app = create_app(current, endpoints.nats_url, token)
+    chosen = port if port is not None else current.dashboard_port
+    uvicorn.run(app, host=host or current.dashboard_host, port=chosen, log_level="warning", access_log=False)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ def _where(stack: Stack) -> Table:
     table.add_row("PostgreSQL", stack.endpoints.database_url + ("  (embedded)" if stack.postgres else ""))
     if not stack.settings.admin_token:
         table.add_row("admin token", str(stack.settings.home / ADMIN_TOKEN_FILE))
+    if url := stack.dashboard_url():
+        table.add_row("dashboard", f"{url}  (sign in with the admin token)")
     table.add_row("logs", _logs(stack))
     table.add_row("select subject", subjects.any_scope(subjects.SELECT_ROOT))
     table.caption = "`toolsel env` prints the exports another shell or a script needs"
@@ -262,6 +264,8 @@ def env(
             "TOOLSEL_DATABASE_URL": endpoints.database_url,
             "TOOLSEL_ADMIN_TOKEN": operator_token(current) or "",
         }
+    if user == OPERATOR:  # where to sign in, when the running stack serves the dashboard
+        exports["TOOLSEL_DASHBOARD_URL"] = (stack_info(current.home) or {}).get("dashboard_url") or ""
     for name, value in exports.items():
         if value:
             print(f"export {name}={shlex.quote(value)}")

@@ -16,6 +16,7 @@ from toolsel.contracts import (
     CategorySpec,
     PageMapping,
     PageMappingSpec,
+    PluginSummary,
     RuleFields,
     ToolQuery,
     ToolSpec,
@@ -65,11 +66,20 @@ LIVE_TOOL = (
     "SELECT tenant_id, plugin_version, spec FROM tools WHERE plugin_id = $1 AND name = $2 AND deleted_at IS NULL"
 )
 
-LIST_TOOLS = f"""
-SELECT {SUMMARY_COLUMNS} FROM tools
+TOOL_FILTER = """
 WHERE ($1::text IS NULL OR plugin_id = $1) AND ($2::text IS NULL OR status = $2)
   AND ($3::boolean IS NULL OR review_flag = $3) AND ($4 OR deleted_at IS NULL)
-ORDER BY plugin_id, name LIMIT $5
+  AND ($5::text IS NULL OR strpos(lower(plugin_id || '/' || name), lower($5)) > 0)
+"""
+"""The admin tool list's filters ($1 plugin, $2 status, $3 review flag, $4 deleted too, $5 text in plugin/name)."""
+LIST_TOOLS = f"SELECT {SUMMARY_COLUMNS} FROM tools {TOOL_FILTER} ORDER BY plugin_id, name LIMIT $6 OFFSET $7"
+COUNT_TOOLS = f"SELECT count(*) FROM tools {TOOL_FILTER}"
+
+PLUGINS = """
+SELECT plugin_id, max(plugin_version) AS plugin_version, count(*) FILTER (WHERE deleted_at IS NULL) AS tools,
+       count(*) FILTER (WHERE review_flag AND deleted_at IS NULL) AS flagged,
+       count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted, array_agg(DISTINCT tenant_id) AS tenants
+FROM tools GROUP BY plugin_id ORDER BY plugin_id
 """
 
 PLUGIN_VERSION = "SELECT coalesce(max(plugin_version), '0.0.0') FROM tools WHERE plugin_id = $1"
@@ -260,12 +270,17 @@ def summary(row: asyncpg.Record) -> ToolSummary:
     return ToolSummary.model_validate({name: row[name] for name in ToolSummary.model_fields})
 
 
-async def list_tools(conn: Conn, query: ToolQuery) -> list[ToolSummary]:
-    """The tools the query's filters keep, by plugin and name."""
-    rows = await conn.fetch(
-        LIST_TOOLS, query.plugin_id, query.status, query.flagged, query.include_deleted, query.limit
-    )
-    return [summary(r) for r in rows]
+async def list_tools(conn: Conn, query: ToolQuery) -> tuple[list[ToolSummary], int]:
+    """The page of tools the query's filters keep, by plugin and name, and how many they keep in all."""
+    filters = (query.plugin_id, query.status, query.flagged, query.include_deleted, query.search)
+    rows = await conn.fetch(LIST_TOOLS, *filters, query.limit, query.offset)
+    total: int = await conn.fetchval(COUNT_TOOLS, *filters)
+    return [summary(r) for r in rows], total
+
+
+async def plugins(conn: Conn) -> list[PluginSummary]:
+    """Every plugin with tools: its highest version, live, flagged and deleted tools, and tenants."""
+    return [PluginSummary.model_validate(dict(r)) for r in await conn.fetch(PLUGINS)]
 
 
 async def plugin_version(conn: Conn, plugin_id: str) -> str:

@@ -6,6 +6,8 @@ import logging
 from faststream.nats import NatsRouter
 
 from toolsel.contracts import (
+    PluginList,
+    PluginQuery,
     RollbackReport,
     RollbackRequest,
     ToolDetail,
@@ -38,9 +40,19 @@ async def _written(state: State, report: ToolWriteReport, reason: str) -> ToolWr
 def router() -> NatsRouter:
     area = AdminArea(subjects.ADMIN_TOOLS_PREFIX)
 
-    @area.handler(subjects.ADMIN_TOOLS_LIST, "List tools, filtered by plugin, status and review flag.")
+    @area.handler(
+        subjects.ADMIN_TOOLS_LIST,
+        "List a page of tools, filtered by plugin, status, review flag and name, and count them.",
+    )
     async def tools_list(request: ToolQuery, state: State) -> ToolList:
-        return ToolList(tools=await registry.list_tools(state.pool, request))
+        tools, total = await registry.list_tools(state.pool, request)
+        return ToolList(tools=tools, total=total)
+
+    @area.handler(
+        subjects.ADMIN_TOOLS_PLUGINS, "Every plugin with tools: its version, live, flagged and deleted tools."
+    )
+    async def tools_plugins(request: PluginQuery, state: State) -> PluginList:
+        return PluginList(plugins=await registry.plugins(state.pool))
 
     @area.handler(subjects.ADMIN_TOOLS_SHOW, "One tool's record and declared spec (not_found for an unknown tool).")
     async def tools_show(request: ToolKey, state: State) -> ToolDetail:

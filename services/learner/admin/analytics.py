@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from toolsel.analytics import replies
 from toolsel.analytics.load import from_store
 from toolsel.contracts import subjects
-from toolsel.contracts.admin import AccuracyTrend, AnalyticsQuery, Heatmap, SelectionMetrics
+from toolsel.contracts.admin import AccuracyTrend, AnalyticsQuery, Heatmap, ReviewTrend, SelectionMetrics
 from toolsel.messaging import check_admin
 from toolsel.services.learner.admin import QUEUE
 from toolsel.services.learner.state import LearnerState
@@ -46,5 +46,14 @@ def router(state: LearnerState) -> NatsRouter:
     )
     async def accuracy(request: AnalyticsQuery) -> AccuracyTrend:
         return await answer(request, replies.accuracy_reply)
+
+    @subscriber(
+        subjects.ADMIN_ANALYTICS_REVIEWS,
+        "The review log watched: verdicts per day, spikes of broken ones, the tools whose reviews turned.",
+    )
+    async def reviews(request: AnalyticsQuery) -> ReviewTrend:
+        check_admin(request.admin_token, state.settings.admin_token)
+        log = await from_store(state.pool, "reviews", request.since, request.until)
+        return replies.review_reply(log, state.settings)
 
     return analytics

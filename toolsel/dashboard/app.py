@@ -1,0 +1,163 @@
+"""The dashboard's app: the admin API and the pages over one admin client, FastStream's FastAPI router holding
+the NATS connection that watches tools' state changes, and every failure as a one-line typed error."""
+
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from fastapi import FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from faststream.nats.fastapi import NatsRouter
+from pydantic import ValidationError
+
+from toolsel.client import ToolselClient
+from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, ToolStateChanged, subjects
+from toolsel.dashboard import api, pages
+from toolsel.dashboard.auth import COOKIE, Sessions, caller, check_csrf
+from toolsel.errors import InvalidRequest, NotPermitted, ToolselError, first_problem
+from toolsel.settings import Settings
+
+STATUS: Final[dict[ErrorCode, int]] = {
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.INTERNAL: 500,
+}
+"""The HTTP status of each error code."""
+STATE_CHANGES_KEPT: Final = 200
+"""Tool state changes the dashboard remembers (newest first) for the Quality tab."""
+STATIC: Final = Path(__file__).parent / "static"
+
+
+def unauthorized(message: str) -> NotPermitted:
+    return NotPermitted(ErrorDetail(code=ErrorCode.UNAUTHORIZED, message=message))
+
+
+def error_response(request: Request, error: ToolselError) -> Response:
+    """An API call (or anything not asking for HTML) gets the error as an ``ErrorReply``, the services' shape; a
+    browser gets the sign-in page when nobody is signed in, else the error on a page (a form's write: on the page
+    it came from)."""
+    status = STATUS[error.detail.code]
+    if request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", ""):
+        return JSONResponse(ErrorReply(error=error.detail).model_dump(mode="json"), status_code=status)
+    if caller(request) is None:
+        return RedirectResponse("/sign-in", status_code=303)
+    if request.method == "GET":
+        return pages.error_page(request, error, status)
+    return pages.back(request, str(error))
+
+
+def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
+    """The dashboard on ``nats_url`` (the operator's NATS user), signing in with ``admin_token``."""
+    broker = NatsRouter(nats_url, schema_url=None, include_in_schema=False, logger=None)
+    changes: deque[ToolStateChanged] = deque(maxlen=STATE_CHANGES_KEPT)
+
+    @broker.subscriber(subjects.TOOL_STATE_CHANGED)
+    async def state_changed(change: ToolStateChanged) -> None:
+        changes.appendleft(change)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with broker.lifespan_context(app), ToolselClient(nats_url, admin_token=admin_token) as client:
+            app.state.client = client
+            yield
+
+    app = FastAPI(
+        title="toolsel admin API",
+        summary="Operators' HTTP API over toolsel's admin requests (sign in with the admin token).",
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,  # Swagger UI would load its script from a CDN: the OpenAPI document is served, not rendered
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    app.state.sessions = Sessions(admin_token, settings.dashboard_session_ttl_s)
+    app.state.settings = settings
+    app.state.changes = changes
+
+    @app.exception_handler(ToolselError)
+    async def typed(request: Request, error: ToolselError) -> Response:
+        return error_response(request, error)
+
+    @app.exception_handler(RequestValidationError)
+    async def unparsed(request: Request, error: RequestValidationError) -> Response:
+        return error_response(request, _invalid(error.errors()))
+
+    @app.exception_handler(ValidationError)
+    async def invalid(request: Request, error: ValidationError) -> Response:
+        field, why = first_problem(error)
+        return error_response(request, InvalidRequest.saying(why, field or None))
+
+    @app.middleware("http")
+    async def signed_in(request: Request, call_next: Any) -> Response:
+        """Nothing but sign-in, health and the style sheet is served to someone not signed in."""
+        if request.url.path not in OPEN and not request.url.path.startswith("/static/") and caller(request) is None:
+            return error_response(request, unauthorized("sign in first: POST /sign-in with the admin token"))
+        response: Response = await call_next(request)
+        response.headers.setdefault("x-frame-options", "DENY")
+        response.headers.setdefault("referrer-policy", "same-origin")
+        return response
+
+    @app.get("/health", include_in_schema=True, summary="Whether the dashboard and each service answer")
+    async def health(request: Request) -> dict[str, str]:
+        client: ToolselClient = request.app.state.client
+        found = {"dashboard": "ok"}
+        for service in subjects.SERVICES:
+            try:
+                found[service] = (await client.health(service)).status
+            except ToolselError as error:
+                found[service] = error.detail.code.value
+        return found
+
+    @app.get("/sign-in", include_in_schema=False)
+    async def sign_in_page(request: Request) -> Response:
+        return pages.sign_in_page(request)
+
+    @app.post("/sign-in", summary="Sign in with the admin token: sets the session cookie")
+    async def sign_in(request: Request, token: str = Form(max_length=512)) -> Response:
+        sessions: Sessions = request.app.state.sessions
+        try:
+            session_id = sessions.sign_in(token)
+        except ToolselError as error:
+            if "text/html" in request.headers.get("accept", ""):
+                return pages.sign_in_page(request, str(error), 401)
+            raise unauthorized(error.detail.message) from None
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            COOKIE, session_id, max_age=int(settings.dashboard_session_ttl_s), httponly=True, samesite="strict"
+        )
+        return response
+
+    @app.post("/sign-out", summary="Sign out (the session's CSRF token in the form)")
+    async def sign_out(request: Request, csrf_token: str = Form("")) -> Response:
+        found = caller(request)
+        if found is not None and found.session is not None:
+            check_csrf(found, csrf_token)
+            request.app.state.sessions.sign_out(request.cookies.get(COOKIE))
+        response = RedirectResponse("/sign-in", status_code=303)
+        response.delete_cookie(COOKIE)
+        return response
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+OPEN: Final = frozenset({"/sign-in", "/health"})
+"""Paths served without signing in."""
+
+
+def _invalid(problems: Any) -> InvalidRequest:
+    """FastAPI's refusal of a request's parameters as one line naming the first bad field."""
+    first = problems[0]
+    where = ".".join(str(part) for part in first["loc"] if part not in ("body", "query", "path"))
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return InvalidRequest.saying(f"{first['msg'].removeprefix('Value error, ')}{more}", where or None)
