@@ -33,7 +33,7 @@ class Caller:
 
 
 class Sessions:
-    """Signed-in operators by session id; expired ones are dropped when met."""
+    """Signed-in operators by session id; expired ones are dropped when met and at each sign-in."""
 
     def __init__(self, admin_token: str, ttl_s: float):
         self.admin_token = admin_token
@@ -47,6 +47,8 @@ class Sessions:
         """A new session's id for the right admin token; ``NotPermitted`` for any other."""
         if not self.token_matches(token):
             raise NotPermitted.saying("wrong admin token (`toolsel env` prints TOOLSEL_ADMIN_TOKEN)", "token")
+        now = time.monotonic()
+        self._by_id = {kept: session for kept, session in self._by_id.items() if session.expires >= now}
         session_id = secrets.token_urlsafe(32)
         self._by_id[session_id] = Session(csrf=secrets.token_urlsafe(32), expires=time.monotonic() + self.ttl_s)
         return session_id
