@@ -44,8 +44,13 @@ class SelectRequest(Message):
     role: Identifier | None = None
     page: Page = ""
     session_id: Identifier | None = None
-    k: int | None = Field(default=None, ge=1, le=50)
-    """How many tools to retrieve (pins may add more); the selector's default when absent."""
+    k: Annotated[int, Field(ge=1, le=50)] | Literal["auto"] | None = None
+    """How many tools to retrieve (pins may add more); the selector's default when absent; ``auto``: as many as
+    the calibrated confidence supports, few for a one-need query and more for a compound one
+    (``TOOLSEL_AUTO_K_FLOOR`` .. ``TOOLSEL_AUTO_K_CEILING``)."""
+    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    """The most tokens of tool definitions the reply may hold (counted as ``tokens.selected`` counts them), pins
+    included: tools that would take it past are left out (``over_budget`` names them)."""
     max_tools: int | None = Field(default=None, ge=1, le=100)
     """The most tools the reply may hold, pins and related tools included (the lowest ranked go first); unset,
     pins may take the count past ``k``."""
@@ -146,6 +151,9 @@ class SelectReply(Message):
     """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``: nothing in the catalog fits."""
     sub_queries: list[str] = Field(default_factory=list)
     """The atomic needs a compound query was split into, each retrieved for (empty: not split)."""
+    over_budget: list[str] = Field(default_factory=list)
+    """``plugin/name`` of each tool the answer would have held but for the request's ``token_budget``, in rank
+    order."""
     cut: ReplyCut | None = None
     """Set when the whole reply would not fit in one message: what was summarised or left out (and
     ``degraded`` names ``reply.size``)."""

@@ -99,6 +99,17 @@ class Settings(BaseSettings):
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)
     """Tools per answer before pins, when a request gives no k."""
+    auto_k_floor: int = Field(default=1, ge=1, le=50)
+    """The fewest tools a ``k: auto`` answer gives before pins (when the pool holds them)."""
+    auto_k_ceiling: int = Field(default=10, ge=1, le=50)
+    """The most tools a ``k: auto`` answer gives before pins."""
+    auto_k_min_confidence: float = Field(default=0.03, ge=0.0, le=1.0)
+    """``k: auto`` gives each candidate whose confidence (the calibrated chance that it fits) reaches this, and
+    reaches ``auto_k_relative_confidence`` of the best one's: a tool is worth its tokens while it may be the one
+    needed. Chosen on the four shared sets (docs/results.md, Answer size)."""
+    auto_k_relative_confidence: float = Field(default=0.05, ge=0.0, le=1.0)
+    """The share of the best candidate's confidence a ``k: auto`` tool must reach: after a sure first tool, the
+    long tail of unlikely ones is left out."""
     retrieval_candidates: int = Field(default=30, ge=1)
     """Candidates passed from retrieval to the rerank."""
     retrieval_cache_size: int = Field(default=32, ge=0)

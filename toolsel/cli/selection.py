@@ -44,11 +44,14 @@ def select(
     role: Annotated[str | None, typer.Option(help="the user's role (visibility rules)")] = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,
     k: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            help="tools to retrieve, 1..50 (pinned tools may add more)",
+            help="tools to retrieve, 1..50 (pinned tools may add more), or auto: as many as the confidence supports",
             show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
         ),
+    ] = None,
+    token_budget: Annotated[
+        int | None, typer.Option(help="the most tokens of tool definitions in the answer, pins included")
     ] = None,
     retrieval: Annotated[str, typer.Option(help="hybrid, vector or bm25")] = "hybrid",
     rerank: Annotated[bool, typer.Option(help="--no-rerank: the retrieval order alone, no pins")] = True,
@@ -83,6 +86,7 @@ def select(
         "role": role,
         "session_id": session,
         "k": k,
+        "token_budget": token_budget,
         "retrieval": retrieval,
         "rerank": rerank,
         "explore": explore,

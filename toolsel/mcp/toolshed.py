@@ -189,7 +189,7 @@ class Toolshed:
     async def search(
         self,
         query: str,
-        limit: int,
+        limit: int | None = None,
         page: int = 1,
         session: str | None = None,
         explore: bool = True,
@@ -201,10 +201,12 @@ class Toolshed:
         """Page ``page`` of the tools for ``query``: past what earlier pages offered in this session (excluded),
         and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them.
         ``app_page``, ``tier`` and ``user``: this call's context, where the identity does not fix it
-        (``per_call``); the tenant is always the identity's."""
+        (``per_call``); the tenant is always the identity's. ``limit`` None: as many tools as the selector's
+        confidence supports (``k: auto``), past what this session was offered for the query."""
         current = self.sessions.open(session)
-        skip = max(0, (page - 1) * limit - len(current.earlier(query, page)))
-        if skip + limit > MAX_K:
+        skip = 0 if limit is None else max(0, (page - 1) * limit - len(current.earlier(query, page)))
+        k: int | Literal["auto"] = "auto" if limit is None else skip + limit
+        if limit is not None and skip + limit > MAX_K:
             raise ToolshedError(
                 f"page {page}: only the best {MAX_K} tools of a query are ranked; ask for an earlier page, or search "
                 "on with the same session, page by page"
@@ -215,8 +217,8 @@ class Toolshed:
             user_id=per_call("user", self.user_id, user),
             page=app_page,
             session_id=current.id,
-            k=skip + limit,
-            max_tools=skip + limit,
+            k=k,
+            max_tools=None if limit is None else skip + limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
             explore=explore,
             **{field: value for field, value in named.items() if value is not None},

@@ -63,6 +63,7 @@ def run(
             "latency_ms": latency,
             "no_match": no_match,
             "sub_queries": parts if len(parts) > 1 else [],
+            "over_budget": [cat.keys[r] for r in choice.over_budget.tolist()],
         }
     )
     offered_for = [None if i is None else parts[i] for i in choice.needs]
