@@ -51,8 +51,10 @@ def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates,
         if chosen.size:
             final, related = _with_related(held, final, int(chosen[0]), visible.allowed, k)
     choice = Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))
+    if request.filters.min_score is not None:  # a bound on every tool returned: pins and related tools too
+        choice = choice.kept(scored.confidence[found.at(choice.final)] >= request.filters.min_score)
     if request.rerank and request.max_tools is not None:  # pins first, then the ranking, then related tools
-        return choice.kept(np.arange(final.size) < request.max_tools)
+        return choice.kept(np.arange(choice.final.size) < request.max_tools)
     return choice
 
 

@@ -350,9 +350,13 @@ def test_reply_reports_counts_tokens_and_breakdown() -> None:
     assert [t.name for t in event.tools] == [t.name for t in reply.tools]
 
 
-def test_min_score_drops_weak_candidates() -> None:
-    got = names(selector(), query="send email", k=5, filters={"min_score": 0.6})
-    assert got == ["search_tools", "send_email"]
+def test_min_score_bounds_every_tool_returned_pins_and_related_tools_included() -> None:
+    tools = [T("send_email", "send an email message to a recipient", 0, related=["book_hotel"]), *TOOLS[1:]]
+    reply, _ = selector(tools).select(SelectRequest(query="send email", k=5, filters={"min_score": 0.6}))
+    assert [t.name for t in reply.tools] == ["send_email"]
+    assert all(t.confidence >= 0.6 for t in reply.tools)
+    unbounded = names(selector(tools), query="send email", k=1)
+    assert unbounded == ["search_tools", "send_email"]
 
 
 def test_seeded_requests_are_reproducible() -> None:
