@@ -101,6 +101,8 @@ def select(
             _explain_retrieval(reply)
         for category, hint in reply.workflow_hints.items():
             console.print(f"[dim]{category}:[/] {escape(hint)}")
+        if reply.no_match:
+            console.print(f"[yellow]no match:[/] no tool is likely to fit this query. {escape(reply.advice)}")
 
     ask(ToolselClient.select, fields, "select", chosen(as_json, fmt), show)
 
@@ -111,8 +113,6 @@ def _explain_retrieval(reply: SelectReply) -> None:
         console.print("[dim]sub-queries:[/] " + escape(" | ".join(reply.sub_queries)))
     sure = ", ".join(f"{t.name} {t.confidence:.2f}" for t in reply.tools)
     console.print(f"[dim]confidence:[/] {sure}" if sure else "[dim]confidence:[/] no tools")
-    if reply.no_match:
-        console.print("[yellow]no match:[/] no tool is likely to fit this query")
 
 
 def _ref(ref: str) -> dict[Literal["plugin_id", "name"], str]:

@@ -129,10 +129,8 @@ def search_result(
     """The answer to a search; says so when nothing fits and how to ask for more when something might."""
     no_match = reply.no_match or not reply.tools
     if no_match:
-        note = (
-            "No tool fits this request (tools rejected or already offered in this session are left out). "
-            "Rephrase the need, or go on without a tool."
-        )
+        left_out = "No tool fits this request (tools rejected or already offered in this session are left out)."
+        note = f"{left_out} {reply.advice or 'Rephrase the need, or go on without a tool.'}"
     else:
         how = (
             "Call the tools marked callable by name: this server calls them for you and reports how the call went."

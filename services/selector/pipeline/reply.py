@@ -5,8 +5,11 @@ import time
 from typing import Any
 from uuid import uuid4
 
+import numpy as np
+
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.services.selector.catalog import Catalog
+from toolsel.services.selector.pipeline.advice import advice
 from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
@@ -64,6 +67,7 @@ def run(
             "no_match": no_match,
             "sub_queries": parts if len(parts) > 1 else [],
             "over_budget": [cat.keys[r] for r in choice.over_budget.tolist()],
+            "advice": advice(no_match, int(np.isin(found.rows[found.merged], final, invert=True).sum())),
         }
     )
     offered_for = [None if i is None else parts[i] for i in choice.needs]
