@@ -100,6 +100,9 @@ class ScoredTool(ToolRef):
     """The probability that the tool fits the query, calibrated on the evaluation sets from its raw retrieval
     signals (unlike ``score``, not relative to the best tool): ``min_score`` filters on it."""
     breakdown: ScoreBreakdown
+    reason: str = ""
+    """Why it is here, in a sentence built from the evidence (matched words, meaning, success in this context over
+    how many calls, reviews, pinned, explored, related to which tool)."""
     pinned: bool = False
     exploration: bool = False
     usage_hint: str | None = None

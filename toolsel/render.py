@@ -129,7 +129,7 @@ def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), 
     header = ["#", "tool", "score", *parts, "note"]
     rows = []
     for i, tool in enumerate(reply.tools, 1):
-        note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
+        note = tool.reason or ("pinned" if tool.pinned else "exploration" if tool.exploration else "")
         values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
         rows.append([str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note])
     table = new_table(title, *(Column(h, justify="left" if h in ("tool", "note") else "right") for h in header))

@@ -52,6 +52,8 @@ class FoundTool(BaseModel):
     """The calibrated probability that this tool fits the request."""
     score: float
     """Its rank score in this answer (higher is better), with what was learnt from use."""
+    reason: str = ""
+    """Why it was offered, in a sentence (matched words, meaning, success in this context, pinned, related)."""
     callable: bool = False
     """True when this server calls it for you: call it by ``name`` (its outcome is reported for you)."""
     server: str = ""
@@ -116,6 +118,7 @@ def found(tool: ScoredTool, callable_names: frozenset[str] = frozenset()) -> Fou
         category=tool.category,
         confidence=tool.confidence,
         score=tool.score,
+        reason=tool.reason,
         callable=function_name(tool) in callable_names,
         server=tool.server,
         execution_type=tool.execution_type,

@@ -9,7 +9,8 @@
 6. ``count``: how many tools before pins (the request's k, the default, or ``auto`` from the confidence);
 7. ``choose``: the score floor, each part's quota, exploitation and exploration, pins, related tools, the limit;
 8. ``budget``: the chosen tools within the request's token budget;
-9. ``reply``: the reply and the selection event.
+9. ``reason``: a sentence per chosen tool from the evidence that put it there;
+10. ``reply``: the reply and the selection event.
 
 From ``candidates`` on, every array is over the candidate rows (plus the exploration depth), never the catalog.
 A stage that shapes the choice further (as ``budget`` does) takes ``choose.Choice`` and returns one, between

@@ -1,4 +1,4 @@
-"""Stage 7, reply: the chosen tools with their scores as the reply shows them, and the selection event that
+"""Stage 10, reply: the chosen tools with their scores as the reply shows them, and the selection event that
 records it, each validated once as a whole (nested models built in one pass, not one constructor per tool)."""
 
 import time
@@ -25,18 +25,20 @@ def run(
     found: Candidates,
     scored: Scored,
     choice: Choice,
+    reasons: list[str],
     method: str,
     parts: list[str],
     degraded: list[str],
     started: float,
 ) -> tuple[SelectReply, SelectionEvent]:
-    """``parts``: the request's atomic needs (one: the query was not split); ``started``: when handling began
-    (``time.perf_counter``), which the reply's ``latency_ms`` counts from."""
+    """``reasons``: each chosen tool's (the ``reason`` stage); ``parts``: the request's atomic needs (one: the
+    query was not split); ``started``: when handling began (``time.perf_counter``), which the reply's
+    ``latency_ms`` counts from."""
     cat, final = held.catalog, choice.final
     exploring = set(choice.explored.tolist())
     tools = [
-        _scored(cat, r, shown, r in exploring, choice.related.get(r))
-        for r, shown in zip(final.tolist(), scored.shown(found.at(final)), strict=True)
+        _scored(cat, r, shown, r in exploring, why, choice.related.get(r))
+        for r, shown, why in zip(final.tolist(), scored.shown(found.at(final)), reasons, strict=True)
     ]
     counts = {**visible.counts, "retrieved": int(found.merged.size), "returned": int(final.size)}
     selected_tokens = int(cat.schema_tokens[final].sum())
@@ -115,6 +117,7 @@ def _scored(
     row: int,
     shown: tuple[float, float, dict[str, float]],
     exploration: bool,
+    reason: str,
     related_to: int | None = None,
 ) -> dict[str, Any]:
     """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields."""
@@ -136,6 +139,7 @@ def _scored(
         "related_tools": [_ref(cat, r) for r in cat.related[row]],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
+        "reason": reason,
         "server": str(spec.get("server") or ""),
         "execution_type": spec.get("execution_type") or "internal",
         "execution_config": config if isinstance(config := spec.get("execution_config"), dict) else {},

@@ -13,6 +13,7 @@ from toolsel.services.selector.pipeline import (
     choose,
     count,
     fuse,
+    reason,
     reply,
     rerank,
     retrieve,
@@ -24,7 +25,7 @@ from toolsel.services.selector.retrieval_cache import RetrievalCache, Source, fr
 P = ParamSpec("P")
 R = TypeVar("R")
 
-STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "count", "choose", "budget", "reply")
+STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "count", "choose", "budget", "reason", "reply")
 """The stages in the order they run, as ``Selection.stages_ms`` names them."""
 
 
@@ -86,8 +87,21 @@ def select(
     k = timed("count", count.run, held, request, found_rows, scored)
     chosen = timed("choose", choose.run, held, request, visible, found_rows, scored, k)
     choice = timed("budget", budget.run, held, request, chosen)
+    reasons = timed("reason", reason.run, held, request, found_rows, scored, choice)
     degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
     answer, event = timed(
-        "reply", reply.run, held, request, visible, found_rows, scored, choice, fused.method, parts, degraded, started
+        "reply",
+        reply.run,
+        held,
+        request,
+        visible,
+        found_rows,
+        scored,
+        choice,
+        reasons,
+        fused.method,
+        parts,
+        degraded,
+        started,
     )
     return Selection(answer, event, visible, fused, found_rows, scored, choice, timed.ms)
