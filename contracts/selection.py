@@ -142,6 +142,9 @@ class ReplyCut(BaseModel):
 class SelectReply(Message):
     selection_id: UUID
     tools: list[ScoredTool]
+    intent: str = ""
+    """The query's intent label (``TOOLSEL_INTENT_LABEL``): the category of the tool nearest its meaning among all
+    the request may see, whatever the session excluded; the bandit context names it."""
     context_key: str
     method: str
     degraded: list[str] = Field(default_factory=list)
@@ -193,6 +196,8 @@ class SelectionEvent(Message):
     page: Page = ""
     tier: Identifier
     role: Identifier | None = None
+    intent: ShortText = ""
+    """The query's intent label (``SelectReply.intent``; empty in events recorded before it was)."""
     context_key: ShortText
     method: ShortText
     tools: list[SelectedTool] = Field(max_length=200)

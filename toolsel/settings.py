@@ -209,10 +209,14 @@ class Settings(BaseSettings):
     against 0.946 / 0.890, toolbench_stb 0.756 / 0.737 against 0.752 / 0.736, livemcpbench 0.466 / 0.477 against
     0.465 / 0.466 (docs/results.md, Quality)."""
     context_key_template: str = "{tier}:{page}:{intent}"
-    """The bandit context: placeholders {tier}, {page} and {intent} (the top retrieved tool, seed 000 section
-    10.3's finer query category). Seed 000's own ``{tier}:{page}:general`` lets a tool's successes lift it for every
-    query on the page, which measured worse online; with {intent} they lift it only for queries of the same
-    apparent intent."""
+    """The bandit context: placeholders {tier}, {page} and {intent} (the query's intent label,
+    ``TOOLSEL_INTENT_LABEL``: seed 000 section 10.3's finer query category). Seed 000's own
+    ``{tier}:{page}:general`` lets a tool's successes lift it for every query on the page, which measured worse
+    online; with {intent} they lift it only for queries of the same intent."""
+    intent_label: Literal["category", "tool"] = "category"
+    """A query's intent label (the reply's ``intent``, analytics, the bandit context's {intent}): the category of
+    the tool nearest its meaning by declared vectors among all the request may see (a tool without one: the tool),
+    or that tool itself. Chosen by measurement (docs/results.md, Intent)."""
     thompson_sampling: bool = True
     """Off: rank by the posterior mean instead of a draw (reproducible evaluation)."""
     tokens_per_char: float = 0.25

@@ -55,6 +55,7 @@ def run(
         {
             "selection_id": uuid4(),
             "tools": tools,
+            "intent": found.intent,
             "context_key": found.context_key,
             "method": method,
             "degraded": degraded,
@@ -83,6 +84,7 @@ def run(
             "page": request.page,
             "tier": request.tier,
             "role": request.role,
+            "intent": found.intent,
             "context_key": found.context_key,
             "method": method,
             "tools": [

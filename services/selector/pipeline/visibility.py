@@ -19,6 +19,9 @@ class Visible:
     """What related tools may add: visible, not excluded, within the request's filters (the page aside)."""
     pinned: stages.Rows
     """The pins the request may see (they survive the page and request filters)."""
+    seen: stages.Mask
+    """What the request may see at all, before the session's exclusions and its filters: where its intent is
+    looked up, so that neither changes it."""
     counts: dict[str, int]
     """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts."""
     visible_tokens: int
@@ -34,6 +37,7 @@ def run(held: Held, request: SelectRequest) -> Visible:
     mask = standing.visible & ~standing.quarantined
     mask &= _policy(held, request)
     counts["visible"] = int(mask.sum())
+    seen = mask.copy()
     visible_tokens = int(cat.schema_tokens[mask].sum())
     for ref in request.filters.exclude:
         if (row := cat.rows.get(ref.key)) is not None:
@@ -50,7 +54,7 @@ def run(held: Held, request: SelectRequest) -> Visible:
             degraded.append("page_filter.empty")
     counts["page"] = int(mask.sum())
     pool = mask & ~cat.pinned if request.rerank else mask
-    return Visible(pool, allowed, pinned, counts, visible_tokens, degraded)
+    return Visible(pool, allowed, pinned, seen, counts, visible_tokens, degraded)
 
 
 def _policy(held: Held, request: SelectRequest) -> stages.Mask:
