@@ -4,7 +4,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from toolsel.contracts.common import (
     Count,
@@ -19,6 +29,22 @@ from toolsel.contracts.common import (
 )
 from toolsel.contracts.subjects import OPERATOR_SCOPE
 
+_NUMBER = TypeAdapter(Annotated[int, Field(ge=1, le=50)])
+
+
+def _number_or_auto(value: Any, _handler: ValidatorFunctionWrapHandler) -> Any:
+    """``auto``, or a number checked on its own: a bad value gets the number's one error, on the field itself."""
+    if value == "auto":
+        return value
+    try:
+        return _NUMBER.validate_python(value)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise PydanticCustomError(problem["type"], problem["msg"]) from None
+
+
+AnswerSize = Annotated[Annotated[int, Field(ge=1, le=50)] | Literal["auto"], WrapValidator(_number_or_auto)]
+"""How many tools to retrieve, or ``auto``."""
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
 
@@ -44,7 +70,7 @@ class SelectRequest(Message):
     role: Identifier | None = None
     page: Page = ""
     session_id: Identifier | None = None
-    k: Annotated[int, Field(ge=1, le=50)] | Literal["auto"] | None = None
+    k: AnswerSize | None = None
     """How many tools to retrieve (pins may add more); the selector's default when absent; ``auto``: as many as
     the calibrated confidence supports, few for a one-need query and more for a compound one
     (``TOOLSEL_AUTO_K_FLOOR`` .. ``TOOLSEL_AUTO_K_CEILING``)."""

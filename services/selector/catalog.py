@@ -113,9 +113,10 @@ SPEC_READ = (
     "server",
     "execution_type",
     "execution_config",
+    "pin_scope",
 )
 """The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server
-filter."""
+filter, where a pin joins answers."""
 NO_TAGS: frozenset[str] = frozenset()
 """Shared by every untagged tool (one empty set each would cost ten thousand objects)."""
 

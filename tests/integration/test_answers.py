@@ -7,7 +7,7 @@ from mcp import Client
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_mcp import EMAIL, call
 from toolsel.client import ToolselClient
-from toolsel.contracts import CategorySpec, SelectReply
+from toolsel.contracts import CategorySpec, PinScope, SelectReply
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.toolshed import Toolshed
@@ -61,3 +61,20 @@ async def test_a_token_budget_holds_through_the_client(client: ToolselClient) ->
     kept = {t.key for t in cut.tools}
     assert kept.isdisjoint(cut.over_budget)
     assert kept | set(cut.over_budget) == {t.key for t in whole.tools}
+
+
+async def test_a_scoped_pin_joins_only_the_answers_in_its_scope(client: ToolselClient) -> None:
+    tenant, plugin = unique("tenant"), unique("pins")
+    health = tool("translate_text").model_copy(
+        update={"name": "mail_health", "pinned": True, "pin_scope": PinScope(categories=["general"])}
+    )
+    weather = tool("get_weather", category="other")
+    categories = [CategorySpec(name="general"), CategorySpec(name="other")]
+    tools = [tool("send_email"), weather, health]
+    await sync_and_wait(client, plugin_sync(plugin, tenant, tools, categories=categories))
+    mail = await client.select(EMAIL, tenant_id=tenant, k=1, dry_run=True)
+    forecast = await client.select("will it rain in London tomorrow", tenant_id=tenant, k=1, dry_run=True)
+    assert mail.intent == "general"
+    assert [t.name for t in mail.tools] == ["mail_health", "send_email"]
+    assert forecast.intent == "other"
+    assert [t.name for t in forecast.tools] == ["get_weather"]

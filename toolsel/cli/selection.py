@@ -34,6 +34,13 @@ app = typer.Typer()
 Several = Annotated[list[str] | None, typer.Option(help="repeat for more")]
 
 
+def _count(value: str) -> str:
+    """``--k``: a number or ``auto`` (the request's validation checks the range)."""
+    if value != "auto" and not value.isdigit():
+        raise typer.BadParameter(f"{value!r} is not a number or auto")
+    return value
+
+
 @app.command()
 def select(
     query: str,
@@ -46,6 +53,8 @@ def select(
     k: Annotated[
         str | None,
         typer.Option(
+            parser=_count,
+            metavar="K|auto",
             help="tools to retrieve, 1..50 (pinned tools may add more), or auto: as many as the confidence supports",
             show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
         ),

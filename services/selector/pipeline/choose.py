@@ -7,6 +7,7 @@ import numpy as np
 
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import retrieval, stages
+from toolsel.services.selector.pipeline import pins
 from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.rerank import Scored
@@ -47,7 +48,9 @@ def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates,
         final, explored = rows[found.merged[:k]], rows[:0]
     else:
         chosen, explored = (rows[picked] for picked in _ranked(held, request, found, scored, k))
-        final = stages.inject_pins(chosen, visible.pinned, held.catalog.pin_weight)
+        final = stages.inject_pins(
+            chosen, pins.shown(held, request, visible.pinned, found, scored), held.catalog.pin_weight
+        )
         if chosen.size:
             final, related = _with_related(held, final, int(chosen[0]), visible.allowed, k)
     choice = Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))
