@@ -74,7 +74,8 @@ class PinScope(BaseModel):
     )
     """Page patterns (exact, ``prefix*``, ``*suffix`` or ``*contains*``) of the requests it joins."""
     categories: list[Slug] = Field(default_factory=list, max_length=50)
-    """Categories whose requests it joins: the query's intent, or a category the request's page maps to."""
+    """Categories whose requests it joins: the category of the tool nearest the query, or one the request's page
+    maps to."""
     min_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
     """It joins a request whose query its vector's cosine reaches this (a relevance floor, as
     ``ScoreBreakdown.similarity``)."""

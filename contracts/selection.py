@@ -169,8 +169,8 @@ class SelectReply(Message):
     selection_id: UUID
     tools: list[ScoredTool]
     intent: str = ""
-    """The query's intent label (``TOOLSEL_INTENT_LABEL``): the category of the tool nearest its meaning among all
-    the request may see, whatever the session excluded; the bandit context names it."""
+    """The query's intent label (``TOOLSEL_INTENT_LABEL``): the tool nearest its meaning among all the request may
+    see, whatever the session excluded (or that tool's category); the bandit context names it."""
     context_key: str
     method: str
     degraded: list[str] = Field(default_factory=list)

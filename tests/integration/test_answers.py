@@ -43,8 +43,8 @@ async def test_what_mcp_learnt_is_read_by_the_same_query_through_the_client(clie
 
     reply = await eventually(learnt, timeout_s=30)
     assert reply is not None, "the same query through the client did not read what MCP taught"
-    assert reply.intent == "general"
-    assert reply.context_key == "free:*:general"
+    assert reply.intent in {f"{plugin}/send_email", f"{plugin}/send_email_v2"}  # the nearest, rejected or not
+    assert reply.context_key == f"free:*:{reply.intent}"
     worked = next(t for t in reply.tools if t.name == learnt_name)
     assert "worked 1 of" in worked.reason
 
@@ -74,7 +74,7 @@ async def test_a_scoped_pin_joins_only_the_answers_in_its_scope(client: ToolselC
     await sync_and_wait(client, plugin_sync(plugin, tenant, tools, categories=categories))
     mail = await client.select(EMAIL, tenant_id=tenant, k=1, dry_run=True)
     forecast = await client.select("will it rain in London tomorrow", tenant_id=tenant, k=1, dry_run=True)
-    assert mail.intent == "general"
+    assert mail.intent == f"{plugin}/send_email"  # in category general, the pin's scope
     assert [t.name for t in mail.tools] == ["mail_health", "send_email"]
-    assert forecast.intent == "other"
+    assert forecast.intent == f"{plugin}/get_weather"  # in category other
     assert [t.name for t in forecast.tools] == ["get_weather"]

@@ -36,6 +36,9 @@ class Candidates:
     """Each row's cosine less the best other row's in the pool (``confidence.lead``)."""
     relevance_top: float
     """The best relevance in the pool: what a slot past the candidates scales relevance by."""
+    nearest_category: str | None
+    """The category of the tool nearest the query among all the request may see (``nearest``): where scoped pins
+    look for the query's category."""
     intent: str
     """The query's intent label (``intent``)."""
     context_key: str
@@ -70,7 +73,8 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     s, pool, per_query = held.settings, visible.pool, fused.per_query
     rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
     merged = retrieval.round_robin(rankings, s.retrieval_candidates)
-    label = intent(held, fused, visible.seen, merged)
+    near = nearest(held, fused, visible.seen, merged)
+    label = intent(held, near)
     key = context_key(s.context_key_template, request.tier, request.page, label)
     deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
     reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else merged[:0]
@@ -85,6 +89,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
         rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
         lead=confidence.lead(vector, pool, rows),
         relevance_top=max(float(q.relevance[pool].max()) for q in per_query) if pool.any() else 0.0,
+        nearest_category=None if near is None else held.catalog.categories[near],
         intent=label,
         context_key=key,
         explores_deep=deep,
@@ -119,21 +124,27 @@ def _rows_read(
     return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
 
 
-def intent(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) -> str:
-    """The query's intent label (seed 000, 10.3): the category of the tool nearest its meaning by declared vectors
-    alone, among every tool the request may see (``TOOLSEL_INTENT_LABEL=tool``: that tool itself; a tool without
-    a category is its own label). Neither the session's exclusions, the request's filters nor what use taught
-    changes it, so the same query reads the same context; and near twins of a tool (versions, copies) in one
-    category share what is learnt. Reuses the vector signal's cosine; only the rows it replaced with a learnt
-    blend are computed again."""
+def nearest(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) -> int | None:
+    """The row of the tool nearest the query's meaning by declared vectors alone, among every tool the request may
+    see: neither the session's exclusions, the request's filters nor what use taught changes it (None: nothing to
+    go by). Reuses the vector signal's cosine; only the rows it replaced with a learnt blend are computed again;
+    without vectors, retrieval's first."""
     cat, usage = held.catalog, held.usage
     cosine = fused.per_query[0].signals.get("vector")
     declared = seen & cat.has_vector
     if fused.query_vector is None or cosine is None or not declared.any():
-        return cat.keys[int(merged[0])] if merged.size else "none"
-    nearest = cosine.copy()
+        return int(merged[0]) if merged.size else None
+    near = cosine.copy()
     if usage is not None:
-        nearest[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
-    row = int(np.argmax(np.where(declared, nearest, -np.inf)))
-    category = cat.categories[row]
-    return category if category and held.settings.intent_label == "category" else cat.keys[row]
+        near[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
+    return int(np.argmax(np.where(declared, near, -np.inf)))
+
+
+def intent(held: Held, row: int | None) -> str:
+    """The query's intent label (seed 000, 10.3) from its nearest tool: that tool (``TOOLSEL_INTENT_LABEL=tool``),
+    or its category (``category``; a tool without one is its own label). The same query reads the same context
+    whatever the session excluded."""
+    if row is None:
+        return "none"
+    category = held.catalog.categories[row]
+    return category if category and held.settings.intent_label == "category" else held.catalog.keys[row]

@@ -1,7 +1,6 @@
 """Which pins an answer shows: a pin its plugin scoped (``ToolSpec.pin_scope``) joins only the requests its scope
-holds for (a page pattern, a category of the query's intent or of the page, its similarity to the query reaching a
-floor);
-an unscoped pin joins every answer (seed 000)."""
+holds for (a page pattern, the category of the tool nearest the query or one of the page's, its similarity to the
+query reaching a floor); an unscoped pin joins every answer (seed 000)."""
 
 from collections.abc import Mapping
 
@@ -23,7 +22,9 @@ def shown(held: Held, request: SelectRequest, pinned: stages.Rows, found: Candid
     if not any(scopes):
         return pinned
     mapped = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
-    categories = {found.intent} | {category for _, category in mapped}
+    categories = {category for _, category in mapped}
+    if found.nearest_category:
+        categories.add(found.nearest_category)
     near = scored.breakdown[VECTOR.field][found.at(pinned)]
     keep = [
         not isinstance(scope, Mapping) or in_scope(scope, request.page, categories, similarity)

@@ -366,19 +366,19 @@ def test_seeded_requests_are_reproducible() -> None:
     assert np.isfinite(sel.select(SelectRequest(query="email", seed=1))[0].tools[0].score)
 
 
-def test_the_intent_labels_the_query_by_its_nearest_tools_category_whatever_the_session_excluded() -> None:
+def test_the_intent_labels_the_query_by_its_nearest_tool_whatever_the_session_excluded() -> None:
     assert Settings().context_key_template == "{tier}:{page}:{intent}"  # the default
     sel = selector(context_key_template="{tier}:{page}:{intent}")
     reply, event = sel.select(SelectRequest(query="weather in Oslo", tier="pro", page="/home"))
-    assert reply.intent == event.intent == "weather"
-    assert reply.context_key == event.context_key == "pro:/home:weather"
+    assert reply.intent == event.intent == "p/get_weather"
+    assert reply.context_key == event.context_key == "pro:/home:p/get_weather"
     excluded = {"exclude": [{"plugin_id": "p", "name": "get_weather"}]}
     rejected = SelectRequest(query="weather in Oslo", tier="pro", page="/home", filters=excluded)
     assert sel.select(rejected)[0].context_key == reply.context_key  # the session's exclusions change nothing
-    uncategorised = [T("get_weather", "weather forecast for a city", 2), *TOOLS[3:]]
-    assert selector(uncategorised).select(SelectRequest(query="weather"))[0].intent == "p/get_weather"
-    by_tool = selector(context_key_template="{tier}:{page}:{intent}", intent_label="tool")
-    assert by_tool.select(SelectRequest(query="weather in Oslo"))[0].context_key == "free:*:p/get_weather"
+    by_category = selector(context_key_template="{tier}:{page}:{intent}", intent_label="category")
+    assert by_category.select(SelectRequest(query="weather in Oslo"))[0].context_key == "free:*:weather"
+    uncategorised = selector([T("get_weather", "weather forecast", 2), *TOOLS[3:]], intent_label="category")
+    assert uncategorised.select(SelectRequest(query="weather"))[0].intent == "p/get_weather"  # its own label
     assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
 
 
