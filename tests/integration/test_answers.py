@@ -7,7 +7,7 @@ from mcp import Client
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_mcp import EMAIL, call
 from toolsel.client import ToolselClient
-from toolsel.contracts import CategorySpec, PinScope, SelectReply
+from toolsel.contracts import CategorySpec, PinScope, RuleFields, SelectReply
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.toolshed import Toolshed
@@ -78,3 +78,25 @@ async def test_a_scoped_pin_joins_only_the_answers_in_its_scope(client: ToolselC
     assert [t.name for t in mail.tools] == ["mail_health", "send_email"]
     assert forecast.intent == f"{plugin}/get_weather"  # in category other
     assert [t.name for t in forecast.tools] == ["get_weather"]
+
+
+async def test_an_organisation_unpins_a_tool_for_itself_without_hiding_it(client: ToolselClient) -> None:
+    tenant, plugin = unique("tenant"), unique("pinned")
+    tools = [tool("send_email"), tool("get_weather", pinned=True)]
+    await sync_and_wait(client, plugin_sync(plugin, tenant, tools))
+    ask = {"tenant_id": tenant, "k": 1, "dry_run": True, "seed": 1}
+    assert [t.name for t in (await client.select(EMAIL, **ask)).tools] == ["get_weather", "send_email"]
+    target = f"{plugin}/get_weather"
+    rule = await client.create_rule(
+        RuleFields(tenant_id=tenant, rule_type="org", effect="unpin", target_kind="tool", target=target)
+    )
+
+    async def unpinned() -> bool:
+        return [t.name for t in (await client.select(EMAIL, **ask)).tools] == ["send_email"]
+
+    try:
+        assert await eventually(unpinned), "the unpin rule did not reach the selector"
+        weather = await client.select("will it rain in London tomorrow", **ask)
+        assert [(t.name, t.pinned) for t in weather.tools] == [("get_weather", False)]  # ranked, not hidden
+    finally:
+        await client.delete_rule(rule.id)

@@ -1,6 +1,7 @@
 """Which pins an answer shows: a pin its plugin scoped (``ToolSpec.pin_scope``) joins only the requests its scope
 holds for (a page pattern, the category of the tool nearest the query or one of the page's, its similarity to the
-query reaching a floor); an unscoped pin joins every answer (seed 000)."""
+query reaching a floor); an unscoped pin joins every answer (seed 000), as does one that only an organisation's pin
+rule pinned."""
 
 from collections.abc import Mapping
 
@@ -18,7 +19,7 @@ from toolsel.services.selector.signals.vector import VECTOR
 def shown(held: Held, request: SelectRequest, pinned: stages.Rows, found: Candidates, scored: Scored) -> stages.Rows:
     """The pins among ``pinned`` whose scope holds for this request."""
     cat = held.catalog
-    scopes = [cat.specs[row].get("pin_scope") for row in pinned.tolist()]
+    scopes = [cat.specs[row].get("pin_scope") if cat.pinned[row] else None for row in pinned.tolist()]
     if not any(scopes):
         return pinned
     mapped = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)

@@ -15,6 +15,7 @@ from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.rerank import Scored
+from toolsel.services.selector.pipeline.visibility import Visible
 from toolsel.services.selector.retrieval import tokenize
 from toolsel.services.selector.signals.vector import VECTOR
 
@@ -41,7 +42,9 @@ class Evidence:
     related_to: str | None = None
 
 
-def run(held: Held, request: SelectRequest, found: Candidates, scored: Scored, choice: Choice) -> list[str]:
+def run(
+    held: Held, request: SelectRequest, visible: Visible, found: Candidates, scored: Scored, choice: Choice
+) -> list[str]:
     """The reason of each final row, in order."""
     s, cat = held.settings, held.catalog
     at = found.at(choice.final)
@@ -50,7 +53,7 @@ def run(held: Held, request: SelectRequest, found: Candidates, scored: Scored, c
     fitness = scored.breakdown["fitness"][at] if "fitness" in scored.breakdown else np.ones(at.size)
     similarity = scored.breakdown[VECTOR.field][at]
     query_words = list(dict.fromkeys(tokenize([request.query])[0]))
-    explored = set(choice.explored.tolist())
+    explored, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
     return [
         sentence(
             Evidence(
@@ -59,7 +62,7 @@ def run(held: Held, request: SelectRequest, found: Candidates, scored: Scored, c
                 successes=max(float(alpha[i]) - s.prior_alpha, 0.0),
                 calls=float(calls[i]),
                 fitness=float(fitness[i]),
-                pinned=bool(cat.pinned[row]),
+                pinned=row in pins,
                 explored=row in explored,
                 related_to=None if (top := choice.related.get(row)) is None else cat.keys[top],
             )
@@ -72,7 +75,7 @@ def sentence(e: Evidence) -> str:
     """The reason as a person reads it: why it is here first (pinned, related, explored), then what matched."""
     parts: list[str] = []
     if e.pinned:
-        parts.append("pinned by its plugin")
+        parts.append("pinned")
     if e.related_to is not None:
         parts.append(f"often used with {e.related_to}")
     if e.explored:

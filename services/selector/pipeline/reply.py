@@ -35,9 +35,9 @@ def run(
     query was not split); ``started``: when handling began (``time.perf_counter``), which the reply's
     ``latency_ms`` counts from."""
     cat, final = held.catalog, choice.final
-    exploring = set(choice.explored.tolist())
+    exploring, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
     tools = [
-        _scored(cat, r, shown, r in exploring, why, choice.related.get(r))
+        _scored(cat, r, shown, r in pins, r in exploring, why, choice.related.get(r))
         for r, shown, why in zip(final.tolist(), scored.shown(found.at(final)), reasons, strict=True)
     ]
     counts = {**visible.counts, "retrieved": int(found.merged.size), "returned": int(final.size)}
@@ -118,6 +118,7 @@ def _scored(
     cat: Catalog,
     row: int,
     shown: tuple[float, float, dict[str, float]],
+    pinned: bool,
     exploration: bool,
     reason: str,
     related_to: int | None = None,
@@ -135,7 +136,7 @@ def _scored(
         "category": cat.categories[row],
         "score": score,
         "confidence": sure,
-        "pinned": bool(cat.pinned[row]),
+        "pinned": pinned,
         "exploration": exploration,
         "usage_hint": str(spec.get("usage_hint") or "") or None,
         "related_tools": [_ref(cat, r) for r in cat.related[row]],

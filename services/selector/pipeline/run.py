@@ -87,7 +87,7 @@ def select(
     k = timed("count", count.run, held, request, found_rows, scored)
     chosen = timed("choose", choose.run, held, request, visible, found_rows, scored, k)
     choice = timed("budget", budget.run, held, request, chosen)
-    reasons = timed("reason", reason.run, held, request, found_rows, scored, choice)
+    reasons = timed("reason", reason.run, held, request, visible, found_rows, scored, choice)
     degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
     answer, event = timed(
         "reply",

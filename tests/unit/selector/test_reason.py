@@ -17,7 +17,7 @@ def test_the_sentence_names_the_evidence_in_a_fixed_order() -> None:
 
 
 def test_pins_related_and_explored_tools_say_so_first() -> None:
-    assert sentence(Evidence([], 0.0, 0.0, 0.0, 1.0, pinned=True)) == "Pinned by its plugin."
+    assert sentence(Evidence([], 0.0, 0.0, 0.0, 1.0, pinned=True)) == "Pinned."
     related = sentence(Evidence([], 0.1, 0.0, 0.0, 1.0, related_to="p/send_email"))
     assert related == "Often used with p/send_email; close in meaning (0.10)."
     explored = sentence(Evidence(["hotel"], 0.3, 0.0, 0.0, 0.5, explored=True))
@@ -30,7 +30,7 @@ def test_a_selection_gives_each_tool_its_reason() -> None:
     tools = [T("send_email", "send an email message to a recipient", 0, related=["get_weather"]), *TOOLS[1:]]
     reply, _ = selector(tools).select(SelectRequest(query="send an email to Bob", k=1))
     why = {t.name: t.reason for t in reply.tools}
-    assert why["search_tools"] == "Pinned by its plugin."
+    assert why["search_tools"] == "Pinned."
     assert why["send_email"].startswith("Matches 'send', 'email'; close in meaning (1.00)")
 
 
