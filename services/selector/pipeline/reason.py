@@ -10,7 +10,6 @@ import numpy as np
 
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import stages
-from toolsel.services.selector.catalog import Catalog
 from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
@@ -57,7 +56,7 @@ def run(
     return [
         sentence(
             Evidence(
-                words=_matched(cat, row, query_words),
+                words=[w for w in query_words if w in cat.words(row)],
                 similarity=float(similarity[i]),
                 successes=max(float(alpha[i]) - s.prior_alpha, 0.0),
                 calls=float(calls[i]),
@@ -92,21 +91,3 @@ def sentence(e: Evidence) -> str:
         return "Ranked among the candidates."
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
-
-
-def _matched(cat: Catalog, row: int, query_words: list[str]) -> list[str]:
-    """The query's words the tool's name, description, tags or parameter names hold."""
-    spec = cat.specs[row]
-    parameters = spec.get("parameters")
-    properties = parameters.get("properties") if isinstance(parameters, dict) else None
-    text = " ".join(
-        [
-            cat.names[row],
-            str(spec.get("display_name") or ""),
-            str(spec.get("description") or ""),
-            *cat.tags[row],
-            *(properties if isinstance(properties, dict) else ()),
-        ]
-    )
-    own = set(tokenize([text])[0])
-    return [w for w in query_words if w in own]
