@@ -105,13 +105,13 @@ def select(
     }
 
     def show(reply: SelectReply) -> None:
+        if reply.no_match:  # above the table: the line under it stays the selection's summary
+            console.print(f"[yellow]no match:[/] no tool is likely to fit this query. {escape(reply.advice)}")
         console.print(selection_view(reply, query, EXPLAIN if explain else (), k))
         if explain:
             _explain_retrieval(reply)
         for category, hint in reply.workflow_hints.items():
             console.print(f"[dim]{category}:[/] {escape(hint)}")
-        if reply.no_match:
-            console.print(f"[yellow]no match:[/] no tool is likely to fit this query. {escape(reply.advice)}")
 
     ask(ToolselClient.select, fields, "select", chosen(as_json, fmt), show)
 
