@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from in_process import PLUGIN, in_process_catalog
+from in_process import PLUGIN, bench_tools, in_process_catalog
 from threadpoolctl import threadpool_limits
 
-from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
+from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
 from toolsel.contracts import SelectRequest
 from toolsel.runtime import load_model
@@ -47,15 +47,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     threadpool_limits(settings.blas_threads, user_api="blas")  # as the services run: no BLAS threads spinning
     sets = pooled_sets(args.data)
     rng = np.random.default_rng(0)
-    specs, vectors = [], []
-    for tool in catalog_of([t for s in sets for t in s.tools], args.tools):
-        name = tool.name.replace("/", "_").strip()[:120]  # as a sync's names are
-        specs.append({"name": name, "description": tool.description, "parameters": tool.parameters})
-        vector = rng.standard_normal(settings.embedding_dim).astype(np.float32)
-        vectors.append(vector / np.linalg.norm(vector))
-    selector = Selector(
-        settings, in_process_catalog(specs, np.array(vectors), settings), asyncio.run(load_model(settings))
-    )
+    specs, vectors = bench_tools(sets, args.tools, settings.embedding_dim)
+    selector = Selector(settings, in_process_catalog(specs, vectors, settings), asyncio.run(load_model(settings)))
     if args.reviews:
         selector.reviews = review_index(rng, [f"{PLUGIN}/{spec['name']}" for spec in specs], args.reviews, args.scopes)
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), QUERIES)

@@ -9,6 +9,8 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import Vector
 
+from toolsel.bench.catalog import catalog_of
+from toolsel.evaluation.dataset import BenchSet
 from toolsel.services.selector.catalog import Catalog, build_catalog
 from toolsel.settings import Settings
 
@@ -50,3 +52,16 @@ def in_process_catalog(
     labels = categories or [None] * len(specs)
     rows = [catalog_row(s, v, c) for s, v, c in zip(specs, vectors, labels, strict=True)]
     return build_catalog(rows, [], [], settings)
+
+
+def bench_tools(sets: Sequence[BenchSet], size: int, dim: int) -> tuple[list[dict[str, Any]], npt.NDArray[np.float32]]:
+    """``size`` tools of these sets as ``toolsel bench`` picks them, as a sync names them, with random unit vectors
+    (seeded; the vectors' values do not change the selector's work)."""
+    rng = np.random.default_rng(0)
+    specs, vectors = [], []
+    for tool in catalog_of([t for s in sets for t in s.tools], size):
+        name = tool.name.replace("/", "_").strip()[:120]  # as a sync's names are
+        specs.append({"name": name, "description": tool.description, "parameters": tool.parameters})
+        vector = rng.standard_normal(dim).astype(np.float32)
+        vectors.append(vector / np.linalg.norm(vector))
+    return specs, np.array(vectors)

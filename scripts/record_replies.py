@@ -70,6 +70,7 @@ def selector_for(settings: Settings, data: Path, tools: int, queries: int) -> tu
         row["tenant_id"] = "acme" if i % 25 == 3 else "*"
         row["is_always_pinned"], row["pin_weight"] = i in (11, 97), i % 3
         rows.append(row)
+    rows.sort(key=lambda r: (-r["pin_weight"], r["plugin_id"], r["name"]))  # as the store serves them
     selector = Selector(settings, build_catalog(rows, [], [], settings), embedder, rng=np.random.default_rng(0))
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), queries)
     past = embedder.embed(texts[: queries // 5])  # each reviewed for the tool nearest it, by its own tenant

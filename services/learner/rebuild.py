@@ -4,8 +4,8 @@ It runs the very code online learning runs (``outcomes.add_counters``, the store
 event history in the order it was applied (each batch in event-id order, as online), so it ends where online
 learning ended, discounting included; with other reward settings it re-learns under them. The degradation
 state (rolling score, state, quarantine) is left as it is: operators' releases are not events, so it cannot be
-derived from the history. The usage memory is left too: its examples are keyed by event, so a replay would
-write the same ones again; and so are the review credits that bound it (``review_credits``).
+derived from the history. The usage memory's examples are keyed by event, so a replay would write the same ones
+again: ``toolsel learner --rebuild`` derives what was learnt from them afterwards with ``relearn`` instead.
 """
 
 from dataclasses import dataclass

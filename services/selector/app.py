@@ -42,6 +42,7 @@ from toolsel.services.selector.catalog import (
     build_posteriors,
     build_review_index,
     build_rules,
+    with_changes,
     with_standing,
 )
 from toolsel.services.selector.fit import fit, offered, room
@@ -193,7 +194,7 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
 
     @router.subscriber(subjects.REGISTRY_CHANGED, title="registry-changed")
     async def on_registry_changed(event: RegistryChanged) -> None:
-        await _refresh(state, "registry", _load_registry)
+        await _refresh(state, "registry", _load_registry_changes)
 
     @router.subscriber(subjects.TOOL_STATE_CHANGED, title="tool-state")
     async def on_tool_state(event: ToolStateChanged) -> None:
@@ -269,6 +270,28 @@ async def _load_registry(state: SelectorState) -> None:
     await asyncio.to_thread(release_freed_memory)  # it walks the heap: not on the event loop
 
 
+async def _load_registry_changes(state: SelectorState) -> None:
+    """Only the tools written since the copy's version (and the lookback): a broadcast about a few tools reads and
+    parses those few, and the copy in use is spliced into a new one (``with_changes``), swapped in as a whole."""
+    if not state.catalog_version:  # nothing read yet: there is nothing to splice into
+        await _load_registry(state)
+        return
+    selector, pool, settings = state.selector, state.store, state.selector.settings
+    version = await store.catalog_version(pool)  # before the tools, as for a whole read
+    written = await store.tools_written_since(pool, state.catalog_version, settings.catalog_change_lookback_s)
+    evidence, categories, mappings = (
+        await store.tenant_evidence(pool),
+        await store.categories(pool),
+        await store.page_mappings(pool),
+    )
+    live, gone = [r for r in written if r["live"]], {f"{r['plugin_id']}/{r['name']}" for r in written if not r["live"]}
+    selector.catalog = await asyncio.to_thread(
+        with_changes, selector.catalog, live, gone, categories, mappings, settings, evidence
+    )
+    state.catalog_version = version
+    selector.rules = build_rules(await store.active_rules(pool))
+
+
 async def _load_standing(state: SelectorState) -> None:
     """After a tool's health changed: only the quarantine flags and call statistics, on the catalog copy in
     memory (under the registry's lock, so a registry reload never overtakes it or is overtaken)."""
@@ -316,11 +339,11 @@ async def _load_reviews(state: SelectorState) -> None:
         state.reviews_version = version
 
 
-async def _every(state: SelectorState, seconds: float, source: str, load: Load) -> None:
-    """The safety net for a missed broadcast: reload on the cache TTL."""
+async def _every(state: SelectorState, seconds: float, source: str, load: Load, lock: str | None = None) -> None:
+    """The safety net for a missed broadcast: reload on the cache TTL (under ``lock``, as ``_refresh`` takes it)."""
     while True:
         await asyncio.sleep(seconds)
-        await _refresh(state, source, load)
+        await _refresh(state, source, load, lock)
 
 
 async def _start(state: SelectorState, settings: Settings) -> None:
@@ -349,7 +372,8 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     state.refreshers = [
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _load_registry)),
-        loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules)),
+        # a registry reload reads the rules too: one at a time, or a read from before a new rule could land last
+        loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules, lock="registry")),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "usage", _recheck_usage)),
         loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),

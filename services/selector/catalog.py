@@ -2,11 +2,11 @@
 from the rows of ``toolsel.store.catalog`` by pure functions (the app does the reading)."""
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -149,6 +149,7 @@ def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
 
 Row = Mapping[str, Any]
 """One row of a ``toolsel.store.catalog`` query, by column name."""
+T = TypeVar("T")
 
 
 def build_catalog(
@@ -160,38 +161,93 @@ def build_catalog(
 ) -> Catalog:
     """Index the live tools (with their base standing), categories, page mappings and each tenant's own evidence
     of shared tools; the caller swaps the result in atomically."""
-    dim = settings.embedding_dim
-    vectors = np.zeros((len(rows), dim), dtype=np.float32)
-    has_vector = np.zeros(len(rows), dtype=bool)
-    specs, tags, texts, tokens = [], [], [], []
-    for i, r in enumerate(rows):  # each declaration whole only while its row is read
-        spec = json.loads(r["spec"])
-        specs.append(read_part(spec))
-        tags.append(frozenset(spec_tags) if (spec_tags := spec.get("tags")) else NO_TAGS)
-        texts.append(lexical_text(spec))
-        tokens.append(schema_tokens(spec, settings.tokens_per_char))
-        if r["embedding"] is not None:
-            vectors[i] = r["embedding"].to_numpy()
-            has_vector[i] = True
-    quarantined, rating, calls, perf = values_of(rows, settings)
+    return with_changes(empty_catalog(settings), rows, (), categories, mappings, settings, evidence)
+
+
+def empty_catalog(settings: Settings) -> Catalog:
+    """A catalog of no tools, the start every copy is built from."""
+    return Catalog(
+        keys=[],
+        plugin_ids=[],
+        names=[],
+        tenants=np.array([], dtype=np.str_),
+        categories=[],
+        specs=[],
+        tags=[],
+        vectors=np.zeros((0, settings.embedding_dim), dtype=np.float32),
+        has_vector=np.zeros(0, dtype=bool),
+        pinned=np.zeros(0, dtype=bool),
+        pin_weight=np.zeros(0, dtype=np.int64),
+        quarantined=np.zeros(0, dtype=bool),
+        rating=np.zeros(0),
+        calls=np.zeros(0),
+        performance=np.zeros(0),
+        schema_tokens=np.zeros(0, dtype=np.int64),
+        lexical=LexicalIndex((), k1=settings.bm25_k1, b=settings.bm25_b),
+    )
+
+
+def with_changes(
+    cat: Catalog,
+    rows: Sequence[Row],
+    gone: Collection[str],
+    categories: Sequence[Row],
+    mappings: Sequence[Row],
+    settings: Settings,
+    evidence: Sequence[Row] = (),
+) -> Catalog:
+    """A new copy of ``cat`` with ``rows`` (live tools, new or changed) in and the tools keyed in ``gone`` out, and
+    the categories, page mappings and tenants' evidence as given: only the changed rows are parsed and tokenised,
+    the others are carried over. Rows stay ordered by pin weight (highest first), plugin and name, so a copy built
+    up by changes equals the copy read whole."""
+    changed = {f"{r['plugin_id']}/{r['name']}": r for r in rows}
+    kept: list[tuple[tuple[int, str, str], int | Row]] = [
+        ((-int(cat.pin_weight[i]), cat.plugin_ids[i], cat.names[i]), i)
+        for i, key in enumerate(cat.keys)
+        if key not in changed and key not in gone
+    ]
+    new: list[tuple[tuple[int, str, str], int | Row]] = [
+        ((-int(r["pin_weight"]), str(r["plugin_id"]), str(r["name"])), r) for r in changed.values()
+    ]
+    plan: list[int | Row] = [source for _, source in sorted(kept + new, key=lambda entry: entry[0])]
+    old = np.array([at if isinstance(at, int) else -1 for at in plan], dtype=np.int64)
+    from_old, from_new = np.flatnonzero(old >= 0), np.flatnonzero(old < 0)
+    fresh = [r for r in plan if not isinstance(r, int)]
+    parsed = [_parsed(r, settings) for r in fresh]
+    quarantined, rating, calls, perf = values_of(fresh, settings)
+
+    def spliced(values: npt.NDArray[Any], new_values: npt.ArrayLike) -> npt.NDArray[Any]:
+        out = np.empty((len(plan), *values.shape[1:]), dtype=values.dtype)
+        out[from_old] = values[old[from_old]]
+        out[from_new] = new_values
+        return out
+
+    def listed(values: Sequence[T], new_values: Sequence[T]) -> list[T]:
+        taken = iter(new_values)
+        return [values[at] if isinstance(at, int) else next(taken) for at in plan]
+
+    vectors = np.zeros((len(parsed), settings.embedding_dim), dtype=np.float32)
+    for i, p in enumerate(parsed):
+        if p.vector is not None:
+            vectors[i] = p.vector
     catalog = Catalog(
-        keys=[f"{r['plugin_id']}/{r['name']}" for r in rows],
-        plugin_ids=[r["plugin_id"] for r in rows],
-        names=[r["name"] for r in rows],
-        tenants=np.array([r["tenant_id"] for r in rows], dtype=np.str_),
-        categories=[r["category"] for r in rows],
-        specs=specs,
-        tags=tags,
-        vectors=vectors,
-        has_vector=has_vector,
-        pinned=np.array([r["is_always_pinned"] for r in rows], dtype=bool),
-        pin_weight=np.array([r["pin_weight"] for r in rows], dtype=np.int64),
-        quarantined=quarantined,
-        rating=rating,
-        calls=calls,
-        performance=perf,
-        schema_tokens=np.array(tokens, dtype=np.int64),
-        lexical=LexicalIndex.of_texts(texts, k1=settings.bm25_k1, b=settings.bm25_b),
+        keys=listed(cat.keys, [f"{r['plugin_id']}/{r['name']}" for r in fresh]),
+        plugin_ids=listed(cat.plugin_ids, [r["plugin_id"] for r in fresh]),
+        names=listed(cat.names, [r["name"] for r in fresh]),
+        tenants=spliced(cat.tenants.astype(object), [r["tenant_id"] for r in fresh]).astype(np.str_),
+        categories=listed(cat.categories, [r["category"] for r in fresh]),
+        specs=listed(cat.specs, [p.spec for p in parsed]),
+        tags=listed(cat.tags, [p.tags for p in parsed]),
+        vectors=spliced(cat.vectors, vectors),
+        has_vector=spliced(cat.has_vector, [p.vector is not None for p in parsed]),
+        pinned=spliced(cat.pinned, [bool(r["is_always_pinned"]) for r in fresh]),
+        pin_weight=spliced(cat.pin_weight, [r["pin_weight"] for r in fresh]),
+        quarantined=spliced(cat.quarantined, quarantined),
+        rating=spliced(cat.rating, rating),
+        calls=spliced(cat.calls, calls),
+        performance=spliced(cat.performance, perf),
+        schema_tokens=spliced(cat.schema_tokens, [p.schema_tokens for p in parsed]),
+        lexical=cat.lexical.with_documents(listed(range(len(cat)), [p.text for p in parsed])),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
@@ -204,6 +260,29 @@ def build_catalog(
         catalog.filter_rows,
     )  # indexed here, where the catalog is built, not by its first request
     return catalog
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """What a catalog keeps of one tool's row besides its columns."""
+
+    spec: dict[str, object]
+    tags: frozenset[str]
+    text: str
+    """Its lexical text, for the BM25 index."""
+    schema_tokens: int
+    vector: npt.NDArray[np.float32] | None
+
+
+def _parsed(row: Row, settings: Settings) -> _Parsed:
+    spec = json.loads(row["spec"])  # the declaration whole only while its row is read
+    return _Parsed(
+        spec=read_part(spec),
+        tags=frozenset(spec_tags) if (spec_tags := spec.get("tags")) else NO_TAGS,
+        text=lexical_text(spec),
+        schema_tokens=schema_tokens(spec, settings.tokens_per_char),
+        vector=None if row["embedding"] is None else row["embedding"].to_numpy(),
+    )
 
 
 def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], settings: Settings) -> Catalog:

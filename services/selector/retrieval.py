@@ -61,17 +61,22 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
 class LexicalIndex:
     """BM25 over documents of tokens (every catalog row, or what a scope learnt), built once; scores every
-    document for a query."""
+    document for a query. Each document's token ids are kept, so a catalog copy with a few rows changed is indexed
+    again without tokenising the rows it keeps (``with_documents``)."""
 
     def __init__(self, documents: Iterable[Sequence[str]], *, k1: float, b: float) -> None:
-        self.k1, self.b = k1, b
-        self._bm25: bm25s.BM25 | None = None
         ids, vocab = _ids_and_vocab(documents)
+        self._index(ids, vocab, k1=k1, b=b)
+
+    def _index(self, ids: list["array[int]"], vocab: dict[str, int], *, k1: float, b: float) -> None:
+        self.k1, self.b = k1, b
+        self._ids, self._vocab = ids, vocab
+        self._bm25: bm25s.BM25 | None = None
         self.size = len(ids)
         present = [np.unique(np.frombuffer(doc, dtype=np.int32)) for doc in ids]  # each token once per row
         frequency = np.bincount(np.concatenate([np.zeros(0, dtype=np.int32), *present]), minlength=len(vocab))
-        self._idf = np.log1p((self.size - frequency + 0.5) / (frequency + 0.5))
-        if vocab:
+        self._idf = np.where(frequency > 0, np.log1p((self.size - frequency + 0.5) / (frequency + 0.5)), 0.0)
+        if frequency.any():
             self._bm25 = bm25s.BM25(k1=k1, b=b)
             self._bm25.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
 
@@ -80,11 +85,26 @@ class LexicalIndex:
         """The index of these texts, tokenised one at a time."""
         return cls((tokenize([text])[0] for text in texts), k1=k1, b=b)
 
+    def with_documents(self, documents: Sequence["int | str"]) -> "LexicalIndex":
+        """A new index whose documents are, in order, this index's document ``i`` (an int) or a new text (a str):
+        only the new texts are tokenised. Words only removed documents had stay in the vocabulary and match
+        nothing, so the scores are those of an index built afresh."""
+        vocab = dict(self._vocab)
+        ids = [
+            self._ids[doc]
+            if isinstance(doc, int)
+            else array("i", [vocab.setdefault(token, len(vocab)) for token in tokenize([doc])[0]])
+            for doc in documents
+        ]
+        fresh = LexicalIndex.__new__(LexicalIndex)
+        fresh._index(ids, vocab, k1=self.k1, b=self.b)
+        return fresh
+
     def scores(self, query: str) -> Scores:
         if self._bm25 is None:
             return np.zeros(self.size, dtype=np.float64)
         tokens = tokenize([query])[0]
-        vocab = self._bm25.vocab_dict
+        vocab = self._vocab
         known = [t for t in tokens if t in vocab]
         if not known:
             return np.zeros(self.size, dtype=np.float64)
@@ -94,9 +114,7 @@ class LexicalIndex:
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a
         row's score over it says how much of the query's words it matched, comparable across catalogs."""
-        if self._bm25 is None:
-            return 0.0
-        vocab = self._bm25.vocab_dict
+        vocab = self._vocab
         return float(sum(self._idf[vocab[t]] for t in tokenize([query])[0] if t in vocab))
 
 

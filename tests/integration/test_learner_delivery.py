@@ -7,6 +7,7 @@ import signal
 from uuid import UUID, uuid4
 
 import asyncpg
+import numpy as np
 
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
@@ -282,18 +283,29 @@ async def _healthy(client: ToolselClient) -> bool:
 
 
 async def test_rebuild_recomputes_the_same_posteriors_and_quality(pool: asyncpg.Pool, stack: Stack) -> None:
-    """Runs last in this module: every earlier test's events are in the history it replays."""
+    """Runs last in this module: every earlier test's events are in the history it replays, and their usage memory
+    is derived again from the stored texts."""
     posteriors = "SELECT tool_id, context_key, alpha, beta, selections, successes, failures FROM tool_bandit_stats"
     quality = (
         "SELECT tool_id, tenant_id, calls, successes, failures, round(rating_sum::numeric, 9) AS ratings, rating_count,"
         " round(latency_sum_ms::numeric, 6) AS latency, latency_count, latency_hist::text, latency_p50_ms,"
         " latency_p99_ms, last_success_at FROM tool_quality WHERE calls > 0 OR rating_count > 0"
     )
+    usage = "SELECT tool_id, scope, centroid, positives, negatives FROM tool_usage_vectors ORDER BY tool_id, scope"
     online = (set(await pool.fetch(posteriors)), set(await pool.fetch(quality)))
+    learnt = await pool.fetch(usage)
     code, out = await toolsel(stack, "learner", "--rebuild")
     assert code == 0, out
     assert "rebuilt" in out
+    assert "learnt again" in out
     replayed = (set(await pool.fetch(posteriors)), set(await pool.fetch(quality)))
     assert len(online[0]) > 0
     assert len(online[1]) > 0
     assert replayed == online
+    relearnt = await pool.fetch(usage)  # the usage memory derived again from the stored texts, as online
+    assert len(learnt) > 0
+    assert [(r["tool_id"], r["scope"], r["positives"], r["negatives"]) for r in relearnt] == [
+        (r["tool_id"], r["scope"], r["positives"], r["negatives"]) for r in learnt
+    ]
+    for before, after in zip(learnt, relearnt, strict=True):
+        assert np.allclose(before["centroid"].to_numpy(), after["centroid"].to_numpy(), atol=1e-5)

@@ -1,8 +1,11 @@
 """Learning commands: ``feedback`` (people's ratings and tools' quality), ``compact`` (the review index) and the
 replay behind ``toolsel learner --rebuild``. The learner's jobs are imported only when such a command runs."""
 
-from typing import Annotated
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated
 
+import asyncpg
 import typer
 
 from toolsel.cli.running import (
@@ -24,6 +27,15 @@ from toolsel.cli.running import (
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.contracts import ErrorCode, FeedbackEvent
 from toolsel.render import console
+from toolsel.settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from toolsel.embedder import Embedder
+    from toolsel.services.learner import relearn
+    from toolsel.services.learner.usage import UsageRules
 
 app = typer.Typer()
 feedback_app = typer.Typer(
@@ -111,13 +123,50 @@ def compact(
 
 
 def rebuild_from_history() -> None:
-    """Recompute posteriors and quality from the stored event history (``toolsel learner --rebuild``)."""
+    """Recompute posteriors and quality from the stored event history, then what was learnt from queries' vectors
+    from the stored texts, under the current settings (``toolsel learner --rebuild``)."""
+    from toolsel.embedding_space import ModelMismatch, check
+    from toolsel.runtime import load_model
+    from toolsel.services.learner import relearn
     from toolsel.services.learner.outcomes import OutcomeRules
-    from toolsel.services.learner.rebuild import rebuild
+    from toolsel.services.learner.rebuild import Rebuilt, rebuild
 
     current = settings()
-    done = with_database(lambda pool: rebuild(pool, OutcomeRules.from_settings(current)))
+
+    async def job(pool: asyncpg.Pool) -> tuple[Rebuilt, relearn.Relearnt]:
+        await check(pool, current)  # the learnt vectors are written in the store's model's space
+        done = await rebuild(pool, OutcomeRules.from_settings(current))
+        planned, rules = await plan_relearning(pool, current, await load_model(current, cache=False))
+        async with pool.acquire() as conn, conn.transaction():
+            return done, await relearn.write(conn, planned, rules, current.review_merge_similarity)
+
+    try:
+        done, learnt = with_database(job)
+    except ModelMismatch as other:
+        fail(str(other), USAGE)
     console.print(
         f"rebuilt {done.posteriors} posteriors and {done.qualities} tool qualities (per tool and tenant)"
-        f" from {done.outcomes} outcomes and {done.feedback} feedback ratings"
+        f" from {done.outcomes} outcomes and {done.feedback} feedback ratings; learnt again from"
+        f" {learnt.examples} usage examples and {learnt.verdicts} review verdicts: {learnt.tools} usage vectors,"
+        f" {learnt.entries} review-index entries"
+        + (f"; {learnt.lost} whose selection is no longer stored were dropped" if learnt.lost else "")
     )
+
+
+async def plan_relearning(
+    pool: asyncpg.Pool, current: Settings, embedder: "Embedder"
+) -> tuple["relearn.Plan", "UsageRules"]:
+    """Every learnt query's stored text embedded with ``embedder`` (progress printed), for ``relearn.write``
+    under the current usage rules: what a model switch and a rebuild both write."""
+    from toolsel.services.learner import relearn
+    from toolsel.services.learner.usage import UsageRules
+
+    rules = UsageRules.from_settings(current)
+
+    async def embed(texts: Sequence[str]) -> "npt.NDArray[np.float32]":
+        return await asyncio.to_thread(embedder.embed, texts)
+
+    def progress(done: int, total: int) -> None:
+        console.print(f"learnt queries embedded with {current.embedding_model}: {done}/{total}")
+
+    return await relearn.plan(pool, rules, embed, relearn.CHUNK, progress), rules

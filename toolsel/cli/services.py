@@ -57,7 +57,11 @@ def selector() -> None:
 @app.command()
 def learner(
     rebuild: Annotated[
-        bool, typer.Option(help="recompute posteriors and quality from the stored event history, then exit")
+        bool,
+        typer.Option(
+            help="recompute posteriors and quality from the stored event history and the usage memory from the stored"
+            " query texts, then exit"
+        ),
     ] = False,
 ) -> None:
     """Run a learner (more copies share the durable consumers)."""

@@ -1,9 +1,8 @@
 """``toolsel tools``: inspect and govern the tool registry through the indexer's admin requests (which carry
 ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
 
-import asyncio
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,9 +46,6 @@ from toolsel.settings import Settings
 from toolsel.store import create_pool
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from toolsel.services.learner.relearn import Relearnt
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
@@ -302,23 +298,15 @@ async def answering_services() -> list[str]:
 
 
 async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched["Relearnt"], int]:
+    from toolsel.cli.learning import plan_relearning
     from toolsel.runtime import load_model
     from toolsel.services.indexer.embedding import embed_pending
     from toolsel.services.learner import relearn
-    from toolsel.services.learner.usage import UsageRules
 
     embedder = await load_model(current, cache=False)
-    rules = UsageRules.from_settings(current)
-
-    async def embed(texts: Sequence[str]) -> "npt.NDArray[np.float32]":
-        return await asyncio.to_thread(embedder.embed, texts)
-
-    def progress(done: int, total: int) -> None:
-        console.print(f"learnt queries embedded with {current.embedding_model}: {done}/{total}")
-
     pool = await create_pool(url)
     try:
-        planned = await relearn.plan(pool, rules, embed, relearn.CHUNK, progress)
+        planned, rules = await plan_relearning(pool, current, embedder)
         switched = await embedding_space.switch(
             pool, current, lambda conn: relearn.write(conn, planned, rules, current.review_merge_similarity)
         )

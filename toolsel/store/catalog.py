@@ -9,19 +9,28 @@ import asyncpg
 
 STANDING_COLUMNS = """(q.tool_id IS NOT NULL) AS quarantined, tq.rating_sum, tq.rating_count, tq.calls, tq.failures,
        tq.latency_sum_ms, tq.latency_count"""
-LIVE = """
+WITH_STANDING = """
 FROM tools t
 LEFT JOIN tool_quarantine q ON q.tool_id = t.id AND q.tenant_id = t.tenant_id AND q.released_at IS NULL
 LEFT JOIN tool_quality tq ON tq.tool_id = t.id AND tq.tenant_id = t.tenant_id
-WHERE t.deleted_at IS NULL AND t.status = 'active'
 """
-"""The live tools with their base standing: their own tenant's evidence (the owner's for a private tool)."""
+"""Tools with their base standing: their own tenant's evidence (the owner's for a private tool)."""
+IS_LIVE = "t.deleted_at IS NULL AND t.status = 'active'"
+LIVE = f"{WITH_STANDING} WHERE {IS_LIVE}"
+TOOL_COLUMNS = f"""t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
+       t.pin_weight, {STANDING_COLUMNS}"""
 LIVE_TOOLS = f"""
-SELECT t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, {STANDING_COLUMNS}
+SELECT {TOOL_COLUMNS}
 {LIVE}
 ORDER BY t.pin_weight DESC, t.plugin_id, t.name
 """
+TOOLS_WRITTEN_SINCE = f"""
+SELECT {TOOL_COLUMNS}, ({IS_LIVE}) AS live
+{WITH_STANDING}
+WHERE t.updated_at > to_timestamp($1::bigint / 1000000.0) - make_interval(secs => $2)
+"""
+"""Every tool written after a catalog version (``CATALOG_VERSION``), live or not (a deleted or disabled one leaves
+the catalog), with the lookback a late-committing write needs."""
 BASE_STANDING = f"SELECT t.plugin_id || '/' || t.name AS key, {STANDING_COLUMNS} {LIVE}"
 """The base standing alone, for a reload after a tool's health changed (the registry did not)."""
 TENANT_EVIDENCE = f"""
@@ -76,6 +85,13 @@ async def catalog_version(pool: asyncpg.Pool) -> int:
 async def live_tools(pool: asyncpg.Pool) -> list[asyncpg.Record]:
     """Active, not deleted tools, with their own tenant's quarantine flag and call statistics; pinned first."""
     return await _fetch(pool, LIVE_TOOLS)
+
+
+async def tools_written_since(pool: asyncpg.Pool, version: int, lookback_s: float) -> list[asyncpg.Record]:
+    """The tools written after ``version`` (a ``catalog_version``) or in the ``lookback_s`` before it, as
+    ``live_tools`` reads them, each with ``live``: whether it is still in the catalog."""
+    rows: list[asyncpg.Record] = await pool.fetch(TOOLS_WRITTEN_SINCE, version, lookback_s)
+    return rows
 
 
 async def base_standing(pool: asyncpg.Pool) -> list[asyncpg.Record]:

@@ -118,7 +118,7 @@ ORDER BY id LIMIT $1
 
 # the hash guard keeps a vector computed from a spec that changed meanwhile from being marked current
 STORE_VECTOR = """
-UPDATE tools SET embedding = $2, embedding_status = 'current', last_embedded_at = now()
+UPDATE tools SET embedding = $2, embedding_status = 'current', last_embedded_at = now(), updated_at = now()
 WHERE id = $1 AND embed_hash = $3
 """
 
@@ -135,7 +135,7 @@ WHERE deleted_at IS NULL AND ($1::text IS NULL OR plugin_id = $1) AND embedding_
 MARK_STALE = "UPDATE tools SET embedding_status = 'stale' WHERE plugin_id = $1 AND name = $2"
 
 FORGET_VECTORS = """
-UPDATE tools SET embedding = NULL, embedding_status = 'pending'
+UPDATE tools SET embedding = NULL, embedding_status = 'pending', updated_at = now()
 WHERE embedding IS NOT NULL OR embedding_status <> 'pending'
 """
 

@@ -98,6 +98,8 @@ class FakeStore:
         if self.down:
             raise ConnectionError("the store is down")
         self.reads.append(sql)
+        if sql == store.TOOLS_WRITTEN_SINCE and sql not in self.rows:  # as if every live tool had just been written
+            return [row | {"live": True} for row in self.rows.get(store.LIVE_TOOLS, [])]
         return self.rows.get(sql, [])
 
     async def fetchval(self, sql: str) -> int:
@@ -198,15 +200,20 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
     }
 
 
-async def test_a_registry_broadcast_reloads_the_catalog(broker: NatsBroker, fake_store: FakeStore) -> None:
-    fake_store.rows[store.LIVE_TOOLS] = [
-        tool_row("send_email", "send an email", 0),
-        tool_row("get_weather", "weather forecast for a city", 1),
+async def test_a_registry_broadcast_splices_in_the_tools_written_since_the_copy(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    weather = tool_row("get_weather", "weather forecast for a city", 1)
+    fake_store.rows[store.LIVE_TOOLS] = [weather]  # the registry's version moves on
+    fake_store.rows[store.TOOLS_WRITTEN_SINCE] = [
+        weather | {"live": True},
+        tool_row("send_email", "send an email", 0) | {"live": False},  # deleted
     ]
     assert [t.name for t in (await select(broker, query="weather", k=5, dry_run=True)).tools] == ["send_email"]
     await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
-    reply = await select(broker, query="weather in Oslo", k=1, dry_run=True)
+    reply = await select(broker, query="weather in Oslo", k=5, dry_run=True)
     assert [t.name for t in reply.tools] == ["get_weather"]
+    assert fake_store.reads.count(store.LIVE_TOOLS) == 1  # the whole catalog read at start only
 
 
 async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsBroker, fake_store: FakeStore) -> None:
