@@ -34,6 +34,7 @@ from toolsel.contracts.learning import UsageUpdated
 from toolsel.contracts.registry import (
     CategorySpec,
     PageMappingSpec,
+    PinScope,
     PluginSync,
     RegistryChanged,
     SyncPart,
@@ -69,6 +70,7 @@ __all__ = [
     "HealthRequest",
     "OutcomeEvent",
     "PageMappingSpec",
+    "PinScope",
     "PluginSync",
     "PosteriorUpdate",
     "PosteriorsUpdated",

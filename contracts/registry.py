@@ -64,6 +64,23 @@ Schema = Annotated[JsonObject, AfterValidator(schema_size), AfterValidator(check
 """A declared JSON Schema: bounded, in today's forms and valid (``toolsel.contracts.schemas``)."""
 
 
+class PinScope(BaseModel):
+    """Where a pinned tool joins answers (seed 000's pins, scoped): where any of these holds. A pin without a scope
+    joins every answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pages: list[Annotated[str, StringConstraints(min_length=1, max_length=256), Storable]] = Field(
+        default_factory=list, max_length=50
+    )
+    """Page patterns (exact, ``prefix*``, ``*suffix`` or ``*contains*``) of the requests it joins."""
+    categories: list[Slug] = Field(default_factory=list, max_length=50)
+    """Categories whose requests it joins: the category of the tool nearest the query, or one the request's page
+    maps to."""
+    min_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
+    """It joins a request whose query its vector's cosine reaches this (a relevance floor, as
+    ``ScoreBreakdown.similarity``)."""
+
+
 class ToolSpec(BaseModel):
     """One tool as its plugin declares it. Everything here is hashed to detect change."""
 
@@ -87,6 +104,8 @@ class ToolSpec(BaseModel):
     """For ``mcp``, the server that serves the tool (``toolsel.contracts.execution``); free-form otherwise."""
     pinned: bool = False
     pin_weight: int = Field(default=0, ge=0, le=1000)
+    pin_scope: PinScope | None = None
+    """Where the pin joins answers; None: every answer."""
     schema_version: SemVer = "1.0.0"
 
     @field_validator("execution_config")

@@ -4,7 +4,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from toolsel.contracts.common import (
     Count,
@@ -19,6 +29,22 @@ from toolsel.contracts.common import (
 )
 from toolsel.contracts.subjects import OPERATOR_SCOPE
 
+_NUMBER = TypeAdapter(Annotated[int, Field(ge=1, le=50)])
+
+
+def _number_or_auto(value: Any, _handler: ValidatorFunctionWrapHandler) -> Any:
+    """``auto``, or a number checked on its own: a bad value gets the number's one error, on the field itself."""
+    if value == "auto":
+        return value
+    try:
+        return _NUMBER.validate_python(value)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise PydanticCustomError(problem["type"], problem["msg"]) from None
+
+
+AnswerSize = Annotated[Annotated[int, Field(ge=1, le=50)] | Literal["auto"], WrapValidator(_number_or_auto)]
+"""How many tools to retrieve, or ``auto``."""
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
 
@@ -44,8 +70,13 @@ class SelectRequest(Message):
     role: Identifier | None = None
     page: Page = ""
     session_id: Identifier | None = None
-    k: int | None = Field(default=None, ge=1, le=50)
-    """How many tools to retrieve (pins may add more); the selector's default when absent."""
+    k: AnswerSize | None = None
+    """How many tools to retrieve (pins may add more); the selector's default when absent; ``auto``: as many as
+    the calibrated confidence supports, few for a one-need query and more for a compound one
+    (``TOOLSEL_AUTO_K_FLOOR`` .. ``TOOLSEL_AUTO_K_CEILING``)."""
+    token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
+    """The most tokens of tool definitions the reply may hold (counted as ``tokens.selected`` counts them), pins
+    included: tools that would take it past are left out (``over_budget`` names them)."""
     max_tools: int | None = Field(default=None, ge=1, le=100)
     """The most tools the reply may hold, pins and related tools included (the lowest ranked go first); unset,
     pins may take the count past ``k``."""
@@ -95,6 +126,9 @@ class ScoredTool(ToolRef):
     """The probability that the tool fits the query, calibrated on the evaluation sets from its raw retrieval
     signals (unlike ``score``, not relative to the best tool): ``min_score`` filters on it."""
     breakdown: ScoreBreakdown
+    reason: str = ""
+    """Why it is here, in a sentence built from the evidence (matched words, meaning, success in this context over
+    how many calls, reviews, pinned, explored, related to which tool)."""
     pinned: bool = False
     exploration: bool = False
     usage_hint: str | None = None
@@ -134,6 +168,9 @@ class ReplyCut(BaseModel):
 class SelectReply(Message):
     selection_id: UUID
     tools: list[ScoredTool]
+    intent: str = ""
+    """The query's intent label (``TOOLSEL_INTENT_LABEL``): the tool nearest its meaning among all the request may
+    see, whatever the session excluded (or that tool's category); the bandit context names it."""
     context_key: str
     method: str
     degraded: list[str] = Field(default_factory=list)
@@ -144,8 +181,14 @@ class SelectReply(Message):
     latency_ms: float
     no_match: bool = False
     """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``: nothing in the catalog fits."""
+    advice: str = ""
+    """With ``no_match``, what to do (seed 002): with candidates left, reject these and ask for more; with none,
+    create a custom tool (what to declare, the sync command). Empty when something fits."""
     sub_queries: list[str] = Field(default_factory=list)
     """The atomic needs a compound query was split into, each retrieved for (empty: not split)."""
+    over_budget: list[str] = Field(default_factory=list)
+    """``plugin/name`` of each tool the answer would have held but for the request's ``token_budget``, in rank
+    order."""
     cut: ReplyCut | None = None
     """Set when the whole reply would not fit in one message: what was summarised or left out (and
     ``degraded`` names ``reply.size``)."""
@@ -179,6 +222,8 @@ class SelectionEvent(Message):
     page: Page = ""
     tier: Identifier
     role: Identifier | None = None
+    intent: ShortText = ""
+    """The query's intent label (``SelectReply.intent``; empty in events recorded before it was)."""
     context_key: ShortText
     method: ShortText
     tools: list[SelectedTool] = Field(max_length=200)

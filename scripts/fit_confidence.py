@@ -15,7 +15,7 @@ coefficients as JSON, ready for ``TOOLSEL_CONFIDENCE_COEFFICIENTS``.
 import argparse
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,8 +68,16 @@ class SetCatalog:
     """The set's tool name of each wire name."""
 
     @classmethod
-    def of(cls, bench: BenchSet, settings: Settings, embedder: Embedder, cached: Path | None = None) -> "SetCatalog":
-        """The catalog of ``bench``'s tools (their vectors kept in ``cached`` between runs, where given)."""
+    def of(
+        cls,
+        bench: BenchSet,
+        settings: Settings,
+        embedder: Embedder,
+        cached: Path | None = None,
+        categories: Mapping[str, str] | None = None,
+    ) -> "SetCatalog":
+        """The catalog of ``bench``'s tools (their vectors kept in ``cached`` between runs, where given; each in its
+        ``categories`` entry, where given)."""
         names = wire_names([t.name for t in bench.tools])
         specs = [tool_spec(t, names[t.name]) for t in bench.tools]
         if cached is not None and cached.exists():
@@ -79,7 +87,8 @@ class SetCatalog:
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 np.save(cached, vectors)
-        catalog = in_process_catalog([s.model_dump(exclude_none=True) for s in specs], vectors, settings)
+        labels = [(categories or {}).get(t.name) for t in bench.tools]
+        catalog = in_process_catalog([s.model_dump(exclude_none=True) for s in specs], vectors, settings, labels)
         return cls(catalog, {wire: name for name, wire in names.items()})
 
     def measure(self, selector: Selector, queries: Sequence[Query]) -> Measured:

@@ -17,14 +17,16 @@ from toolsel.settings import Settings
 PLUGIN = "bench"
 
 
-def catalog_row(spec: Mapping[str, Any], vector: npt.NDArray[np.float32]) -> dict[str, Any]:
+def catalog_row(
+    spec: Mapping[str, Any], vector: npt.NDArray[np.float32], category: str | None = None
+) -> dict[str, Any]:
     """One registry row of a shared tool (``tenant_id`` ``*``: every tenant's requests see it), with no usage
     yet: the shape ``toolsel.store.catalog`` reads."""
     return {
         "plugin_id": PLUGIN,
         "name": spec["name"],
         "tenant_id": "*",
-        "category": None,
+        "category": category,
         "spec": json.dumps(spec),
         "embedding": Vector(vector),
         "is_always_pinned": False,
@@ -40,10 +42,16 @@ def catalog_row(spec: Mapping[str, Any], vector: npt.NDArray[np.float32]) -> dic
 
 
 def in_process_catalog(
-    specs: Sequence[Mapping[str, Any]], vectors: npt.NDArray[np.float32], settings: Settings
+    specs: Sequence[Mapping[str, Any]],
+    vectors: npt.NDArray[np.float32],
+    settings: Settings,
+    categories: Sequence[str | None] | None = None,
 ) -> Catalog:
-    """The catalog of these tools (``specs[i]`` with ``vectors[i]``), no categories, rules or usage."""
-    return build_catalog([catalog_row(s, v) for s, v in zip(specs, vectors, strict=True)], [], [], settings)
+    """The catalog of these tools (``specs[i]`` with ``vectors[i]``, in ``categories[i]`` where given), no rules
+    or usage."""
+    labels = categories or [None] * len(specs)
+    rows = [catalog_row(s, v, c) for s, v, c in zip(specs, vectors, labels, strict=True)]
+    return build_catalog(rows, [], [], settings)
 
 
 def bench_tools(sets: Sequence[BenchSet], size: int, dim: int) -> tuple[list[dict[str, Any]], npt.NDArray[np.float32]]:

@@ -121,7 +121,7 @@ EXPLAIN = ("similarity", "bm25", "relevance", "quality", "recency", "fitness", "
 """The breakdown parts ``--explain`` shows, as ScoreBreakdown names them."""
 
 
-def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | None = None) -> Group:
+def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), k: int | str | None = None) -> Group:
     """The chosen tools, with the named parts of each score (``EXPLAIN`` for all of them), then one line about the
     selection: how many tools (given the ``k`` asked for, how many pinned ones came on top of it), the time, the
     method, the context and the tokens. The line is not a caption, which rich squeezes to the table's width. Too
@@ -129,7 +129,7 @@ def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), 
     header = ["#", "tool", "score", *parts, "note"]
     rows = []
     for i, tool in enumerate(reply.tools, 1):
-        note = "pinned" if tool.pinned else "exploration" if tool.exploration else ""
+        note = tool.reason or ("pinned" if tool.pinned else "exploration" if tool.exploration else "")
         values = [f"{getattr(tool.breakdown, part):.3g}" for part in parts]
         rows.append([str(i), f"{tool.plugin_id}/{tool.name}", f"{tool.score:.3f}", *values, note])
     table = new_table(title, *(Column(h, justify="left" if h in ("tool", "note") else "right") for h in header))
@@ -143,7 +143,7 @@ def selection_view(reply: SelectReply, title: str, parts: tuple[str, ...] = (), 
     return Group(fitted, Text(selection_summary(reply, k), style="dim"))
 
 
-def selection_summary(reply: SelectReply, k: int | None = None) -> str:
+def selection_summary(reply: SelectReply, k: int | str | None = None) -> str:
     count = len(reply.tools)
     pinned = sum(t.pinned for t in reply.tools)
     return (
@@ -151,6 +151,7 @@ def selection_summary(reply: SelectReply, k: int | None = None) -> str:
         + (f": {pinned} pinned on top of the k={k} asked for" if k and pinned else "")
         + f" · {reply.latency_ms:.1f} ms in the selector · method {reply.method} · context {reply.context_key}"
         + f" · tokens {reply.tokens.selected} of {reply.tokens.catalog}"
+        + (f" · over the token budget: {', '.join(reply.over_budget)}" if reply.over_budget else "")
         + (f" · degraded: {', '.join(reply.degraded)}" if reply.degraded else "")
     )
 

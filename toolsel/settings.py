@@ -99,6 +99,17 @@ class Settings(BaseSettings):
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)
     """Tools per answer before pins, when a request gives no k."""
+    auto_k_floor: int = Field(default=1, ge=1, le=50)
+    """The fewest tools a ``k: auto`` answer gives before pins (when the pool holds them)."""
+    auto_k_ceiling: int = Field(default=10, ge=1, le=50)
+    """The most tools a ``k: auto`` answer gives before pins."""
+    auto_k_min_confidence: float = Field(default=0.03, ge=0.0, le=1.0)
+    """``k: auto`` gives each candidate whose confidence (the calibrated chance that it fits) reaches this, and
+    reaches ``auto_k_relative_confidence`` of the best one's: a tool is worth its tokens while it may be the one
+    needed. Chosen on the four shared sets (docs/results.md, Answer size)."""
+    auto_k_relative_confidence: float = Field(default=0.05, ge=0.0, le=1.0)
+    """The share of the best candidate's confidence a ``k: auto`` tool must reach: after a sure first tool, the
+    long tail of unlikely ones is left out."""
     retrieval_candidates: int = Field(default=30, ge=1)
     """Candidates passed from retrieval to the rerank."""
     retrieval_cache_size: int = Field(default=32, ge=0)
@@ -198,10 +209,17 @@ class Settings(BaseSettings):
     against 0.946 / 0.890, toolbench_stb 0.756 / 0.737 against 0.752 / 0.736, livemcpbench 0.466 / 0.477 against
     0.465 / 0.466 (docs/results.md, Quality)."""
     context_key_template: str = "{tier}:{page}:{intent}"
-    """The bandit context: placeholders {tier}, {page} and {intent} (the top retrieved tool, seed 000 section
-    10.3's finer query category). Seed 000's own ``{tier}:{page}:general`` lets a tool's successes lift it for every
-    query on the page, which measured worse online; with {intent} they lift it only for queries of the same
-    apparent intent."""
+    """The bandit context: placeholders {tier}, {page} and {intent} (the query's intent label,
+    ``TOOLSEL_INTENT_LABEL``: seed 000 section 10.3's finer query category). Seed 000's own
+    ``{tier}:{page}:general`` lets a tool's successes lift it for every query on the page, which measured worse
+    online; with {intent} they lift it only for queries of the same intent."""
+    intent_label: Literal["tool", "category"] = "tool"
+    """A query's intent label (the reply's ``intent``, analytics, the bandit context's {intent}): the tool nearest
+    its meaning by declared vectors among all the request may see, whatever the session excluded, or that tool's
+    category (a tool without one: the tool). Measured on the sets whose tools carry categories
+    (scripts/measure_intent.py, docs/results.md, Intent): by category, queries that need a tool in common share a
+    label twice as often, but a label's queries share a needed tool 2-20 times less often (toolbench_stb 0.026
+    against 0.617), so what one teaches lands mostly on other needs."""
     thompson_sampling: bool = True
     """Off: rank by the posterior mean instead of a draw (reproducible evaluation)."""
     tokens_per_char: float = 0.25

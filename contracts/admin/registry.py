@@ -264,7 +264,10 @@ class PageMappingWrite(AdminRequest, PageMappingSpec):
 RuleType = Literal["org", "user", "page", "role", "tier", "composite"]
 RULE_TYPES: Final[tuple[str, ...]] = get_args(RuleType)
 """Kinds of rule, as the selector's policy applies them."""
-RuleEffect = Literal["allow", "deny"]
+RuleEffect = Literal["allow", "deny", "pin", "unpin"]
+"""``allow`` and ``deny`` decide who sees a tool; ``pin`` and ``unpin`` (seed 000, 5.6: pins overridden per
+organisation) make a tool join the matching requests' answers on its own, or stop a plugin's pin doing so, without
+hiding it: unpinned, it is ranked like any other tool."""
 RuleTargetKind = Literal["tool", "category"]
 RuleTarget = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}/[^\s/][^/]{0,127}$")]
 """``plugin/name`` (a tool) or ``plugin/category``."""

@@ -12,8 +12,11 @@ def sha256_hex(text: str) -> str:
 
 
 def content_hash(spec: ToolSpec) -> str:
-    """Hash of everything the plugin declared about the tool."""
-    return sha256_hex(canonical_json(spec.model_dump(mode="json")))
+    """Hash of everything the plugin declared about the tool (an unset pin scope left out, so that tools declared
+    before it existed keep their hashes)."""
+    return sha256_hex(
+        canonical_json(spec.model_dump(mode="json", exclude={"pin_scope"} if spec.pin_scope is None else None))
+    )
 
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolsel.services.selector.policy import Rule
-from toolsel.services.selector.retrieval import LexicalIndex, lexical_text
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, tokenize
 from toolsel.services.selector.stages import Rows, epoch_seconds, group_rows, tenant_mask
 from toolsel.services.selector.standing import Evidence, Standing, evidence_by_tenant, standing_of, values_of
 from toolsel.settings import Settings
@@ -49,9 +49,24 @@ class Catalog:
     evidence: dict[str, Evidence] = field(default_factory=dict)
     """Per tenant, its own evidence of shared tools, which replaces the base standing for it."""
     _standings: dict[str, Standing] = field(default_factory=dict, compare=False, repr=False)
+    _words: dict[int, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def words(self, row: int) -> frozenset[str]:
+        """The words of a tool's name, display name, description, tags and parameter names, as BM25 cuts a query
+        (what a reason says it matched); each tool's once per catalog copy, when a reason first needs them."""
+        kept = self._words.get(row)
+        if kept is None:
+            spec = self.specs[row]
+            parameters = spec.get("parameters")
+            properties = parameters.get("properties") if isinstance(parameters, dict) else None
+            named = properties if isinstance(properties, dict) else ()
+            shown = (self.names[row], str(spec.get("display_name") or ""), str(spec.get("description") or ""))
+            text = " ".join([*shown, *self.tags[row], *named])
+            kept = self._words[row] = frozenset(tokenize([text])[0])
+        return kept
 
     def standing(self, tenant: str) -> Standing:
         """Every row as ``tenant`` sees it: visible or not, quarantined for it or not, and what its own calls
@@ -113,9 +128,10 @@ SPEC_READ = (
     "server",
     "execution_type",
     "execution_config",
+    "pin_scope",
 )
 """The declaration fields a selection reads after the catalog is built: the reply's, related tools, the server
-filter."""
+filter, where a pin joins answers."""
 NO_TAGS: frozenset[str] = frozenset()
 """Shared by every untagged tool (one empty set each would cost ten thousand objects)."""
 

@@ -1,9 +1,10 @@
-"""Visibility rules (seed 000, 5.1): who may see which tool or category.
+"""Visibility rules (seed 000, 5.1): who may see which tool or category; and pin rules (5.6): which tools join an
+organisation's answers on their own.
 
 A rule matches a request when all its conditions hold (composite rules are several conditions, ANDed). For
 each tool the matching rules that target it (by tool or by its category) are taken in priority order; the
-highest priority decides and, at equal priority, deny wins. A tool no rule targets stays visible, so an empty
-rule table shows everything.
+highest priority decides and, at equal priority, deny (unpin) wins. A tool no rule targets stays visible (keeps
+its plugin's pin), so an empty rule table shows everything as declared.
 """
 
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ class Rule:
 
     tenant_id: str  # "*": every tenant
     rule_type: str
-    effect: str  # allow | deny
+    effect: str  # allow | deny | pin | unpin
     target_kind: str  # tool (plugin/name) | category (plugin/category)
     target: str
     conditions: Mapping[str, Any]
@@ -83,11 +84,39 @@ def visible_mask(
 ) -> Mask:
     """Which of ``size`` catalog rows this subject may see; rule targets are found by lookup (tool key -> row,
     category key -> rows), so the work is the rules', never a pass over the catalog."""
-    mask = np.ones(size, dtype=bool)
-    if not rules:
+    return _decided(rules, ("allow", "deny"), np.ones(size, dtype=bool), who, tool_rows, category_rows, tiers)
+
+
+def pinned_mask(
+    rules: Sequence[Rule],
+    who: Subject,
+    tool_rows: Mapping[str, int],
+    category_rows: Mapping[str, Rows],
+    declared: Mask,
+    tiers: Sequence[str],
+) -> Mask:
+    """Which rows are pinned for this subject: as their plugins declared (``declared``), but where a matching
+    ``pin`` or ``unpin`` rule says otherwise."""
+    return _decided(rules, ("pin", "unpin"), declared.copy(), who, tool_rows, category_rows, tiers)
+
+
+def _decided(
+    rules: Sequence[Rule],
+    effects: tuple[str, str],
+    mask: Mask,
+    who: Subject,
+    tool_rows: Mapping[str, int],
+    category_rows: Mapping[str, Rows],
+    tiers: Sequence[str],
+) -> Mask:
+    """``mask`` with the rows the matching rules of these ``effects`` (yes, no) target set by the rules: a higher
+    priority decides; at equal priority no wins."""
+    yes = effects[0]
+    chosen = [r for r in rules if r.effect in effects]
+    if not chosen:
         return mask
-    decided = np.full(size, np.iinfo(np.int64).min, dtype=np.int64)  # priority of the rule that decided each row
-    for rule in rules:
+    decided = np.full(mask.size, np.iinfo(np.int64).min, dtype=np.int64)  # priority of the rule that decided each row
+    for rule in chosen:
         if rule.tenant_id not in ("*", who.org) or not rule_matches(rule, who, tiers):
             continue
         if rule.target_kind == "tool":
@@ -95,10 +124,9 @@ def visible_mask(
             targets = np.zeros(0, dtype=np.int64) if row is None else np.array([row], dtype=np.int64)
         else:
             targets = category_rows.get(rule.target, np.zeros(0, dtype=np.int64))
-        allow = rule.effect == "allow"
-        # a higher priority decides; at equal priority deny wins
-        wins = (rule.priority > decided[targets]) | ((rule.priority == decided[targets]) & (not allow))
+        set_to = rule.effect == yes
+        wins = (rule.priority > decided[targets]) | ((rule.priority == decided[targets]) & (not set_to))
         taken = targets[wins]
         decided[taken] = rule.priority
-        mask[taken] = allow
+        mask[taken] = set_to
     return mask

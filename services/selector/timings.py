@@ -60,7 +60,7 @@ def time_selections(selector: Selector, tenant: str, queries: Sequence[str]) -> 
     return {
         "in_process_ms": _percentiles(total),
         "in_process_cpu_ms": _percentiles(used),
-        "stages_ms": {name: round(float(np.percentile(ms, 50)), 3) if ms else 0.0 for name, ms in stages.items()},
+        "stages_ms": {name: round(float(np.percentile(ms, 50)), 4) if ms else 0.0 for name, ms in stages.items()},
     }
 
 

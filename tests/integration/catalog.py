@@ -73,15 +73,16 @@ def tool(name: str, **changes: object) -> ToolSpec:
 
 
 def plugin_sync(plugin_id: str, tenant_id: str, tools: list[ToolSpec], **fields: object) -> PluginSync:
-    return PluginSync(
-        plugin_id=plugin_id,
-        plugin_version="1.0.0",
-        tenant_id=tenant_id,
-        tools=tools,
-        categories=[CategorySpec(name="general", workflow_hint="Pick one tool, then report the outcome.")],
-        page_mappings=[PageMappingSpec(page_pattern="/inbox*", category="general")],
-        **fields,
-    )
+    """A plugin's declaration: one category, ``general``, mapped to ``/inbox*`` pages, unless ``fields`` say else."""
+    declared = {
+        "plugin_id": plugin_id,
+        "plugin_version": "1.0.0",
+        "tenant_id": tenant_id,
+        "tools": tools,
+        "categories": [CategorySpec(name="general", workflow_hint="Pick one tool, then report the outcome.")],
+        "page_mappings": [PageMappingSpec(page_pattern="/inbox*", category="general")],
+    }
+    return PluginSync.model_validate(declared | fields)
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 15.0) -> T:

@@ -91,7 +91,10 @@ def test_piped_tables_keep_identifiers_whole(endpoints: Endpoints, tmp_path: Pat
 
 
 def test_an_empty_selection_says_so_in_one_line(endpoints: Endpoints) -> None:
-    last = _piped(endpoints, "select", "xyzzy", "--plugin", unique("nobody"), "--no-rerank").splitlines()[-1]
+    shown = _piped(endpoints, "select", "xyzzy", "--plugin", unique("nobody"), "--no-rerank").splitlines()
+    assert shown[0].startswith("no match: ")
+    assert "create a custom tool" in shown[0]  # nothing left to offer (seed 002)
+    last = shown[-1]
     assert last.startswith("0 tools · ")
     assert " ms in the selector · method " in last
     assert " · tokens 0 of " in last

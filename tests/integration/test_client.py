@@ -5,7 +5,7 @@ import asyncio
 
 from tests.integration.catalog import plugin_sync, sync_and_wait, tool, unique
 from toolsel import SyncToolselClient, ToolselClient
-from toolsel.contracts import OutcomeEvent, ToolCall, ToolRef, ToolReview, Verdict
+from toolsel.contracts import CategorySpec, OutcomeEvent, ToolCall, ToolRef, ToolReview, Verdict
 from toolsel.stack import Endpoints
 from toolsel.tool_shapes import ToolNames, openai_tools
 
@@ -38,9 +38,10 @@ async def test_the_top_tools_related_tools_follow_it_when_there_is_room(client: 
     tenant, plugin = unique("tenant"), unique("mail")
     tools = [
         tool("send_email", usage_hint="Recipients go in 'query'.", related_tools=["create_event", "no_such_tool"]),
-        *(tool(name) for name in ("get_weather", "search_flights", "translate_text", "create_event")),
+        *(tool(name, category="other") for name in ("get_weather", "search_flights", "translate_text", "create_event")),
     ]
-    await sync_and_wait(client, plugin_sync(plugin, tenant, tools))
+    categories = [CategorySpec(name="general"), CategorySpec(name="other")]
+    await sync_and_wait(client, plugin_sync(plugin, tenant, tools, categories=categories))
     ask = {"tenant_id": tenant, "k": 3, "dry_run": True, "seed": 7}
     ranked = await client.select(EMAIL, **ask)
     top = ranked.tools[0]
@@ -49,15 +50,15 @@ async def test_the_top_tools_related_tools_follow_it_when_there_is_room(client: 
     assert top.related_tools == [ToolRef(plugin_id=plugin, name="create_event")]  # live tools only
     assert all(t.related_to is None for t in ranked.tools)  # no room left: nothing added
 
-    # only the top tool passes min_score, which leaves room: its related tool follows, marked as such
-    narrowed = await client.select(EMAIL, **ask, filters={"min_score": max(top.score - 1e-6, 0.0)})
+    # the page narrows the ranking to the mail tool, which leaves room: its related tool follows, marked as such
+    narrowed = await client.select(EMAIL, **ask, page="/inbox")
     assert [t.name for t in narrowed.tools] == ["send_email", "create_event"]
     assert narrowed.tools[1].related_to == ToolRef(plugin_id=plugin, name="send_email")
 
-    # and rejected tools never come back as related ones
-    excluded = await client.select(
-        EMAIL, **ask, filters={"min_score": max(top.score - 1e-6, 0.0), "exclude": [top.related_tools[0]]}
-    )
+    # min_score bounds related tools too; and rejected tools never come back as related ones
+    bound = narrowed.tools[1].confidence + 1e-6
+    assert all(t.confidence >= bound for t in (await client.select(EMAIL, **ask, filters={"min_score": bound})).tools)
+    excluded = await client.select(EMAIL, **ask, page="/inbox", filters={"exclude": [top.related_tools[0]]})
     assert [t.name for t in excluded.tools] == ["send_email"]
 
 

@@ -25,6 +25,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "page": pl.String,
             "tier": pl.String,
             "role": pl.String,
+            "intent": pl.String,
             "context_key": pl.String,
             "method": pl.String,
             "tools": pl.List(

@@ -170,7 +170,7 @@ def _ruled(done: str) -> Callable[[VisibilityRule], None]:
 
 
 RuleType = Annotated[str, typer.Option("--type", help="org, user, page, role, tier or composite")]
-Effect = Annotated[str, typer.Option(help="allow or deny")]
+Effect = Annotated[str, typer.Option(help="allow or deny (who sees it); pin or unpin (joins answers on its own)")]
 TargetKind = Annotated[str, typer.Option(help="tool (plugin/name) or category (plugin/category)")]
 Conditions = Annotated[str, typer.Option(help='JSON, e.g. {"tier": {"gte": "teams"}}')]
 Tenant = Annotated[str, typer.Option(help="tenant the rule applies to, * for all")]

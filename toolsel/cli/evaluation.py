@@ -39,6 +39,9 @@ def eval_(
         int | None, typer.Option(help="drift: event it works again (default: after 60 of its events failed, else 2n/3)")
     ] = None,
     add_at: Annotated[int | None, typer.Option(help="new-tool: event the tool is synced (default n/3)")] = None,
+    answer_sizes: Annotated[
+        bool, typer.Option(help="also whole answers at k=5, k=10 and k=auto: tools, tokens, Complete@returned")
+    ] = False,
 ) -> None:
     """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""
     from toolsel.evaluation import report
@@ -59,6 +62,7 @@ def eval_(
         drift_at=drift_at,
         recover_at=recover_at,
         add_at=add_at,
+        answer_sizes=answer_sizes,
     )
     if not (path / "tools.jsonl").is_file() or not (path / "queries.jsonl").is_file():
         console.print(f"[red]{path} needs tools.jsonl and queries.jsonl[/]")

@@ -34,6 +34,13 @@ app = typer.Typer()
 Several = Annotated[list[str] | None, typer.Option(help="repeat for more")]
 
 
+def _count(value: str) -> str:
+    """``--k``: a number or ``auto`` (the request's validation checks the range)."""
+    if value != "auto" and not value.isdigit():
+        raise typer.BadParameter(f"{value!r} is not a number or auto")
+    return value
+
+
 @app.command()
 def select(
     query: str,
@@ -44,11 +51,16 @@ def select(
     role: Annotated[str | None, typer.Option(help="the user's role (visibility rules)")] = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,
     k: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            help="tools to retrieve, 1..50 (pinned tools may add more)",
+            parser=_count,
+            metavar="K|auto",
+            help="tools to retrieve, 1..50 (pinned tools may add more), or auto: as many as the confidence supports",
             show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
         ),
+    ] = None,
+    token_budget: Annotated[
+        int | None, typer.Option(help="the most tokens of tool definitions in the answer, pins included")
     ] = None,
     retrieval: Annotated[str, typer.Option(help="hybrid, vector or bm25")] = "hybrid",
     rerank: Annotated[bool, typer.Option(help="--no-rerank: the retrieval order alone, no pins")] = True,
@@ -83,6 +95,7 @@ def select(
         "role": role,
         "session_id": session,
         "k": k,
+        "token_budget": token_budget,
         "retrieval": retrieval,
         "rerank": rerank,
         "explore": explore,
@@ -92,6 +105,8 @@ def select(
     }
 
     def show(reply: SelectReply) -> None:
+        if reply.no_match:  # above the table: the line under it stays the selection's summary
+            console.print(f"[yellow]no match:[/] no tool is likely to fit this query. {escape(reply.advice)}")
         console.print(selection_view(reply, query, EXPLAIN if explain else (), k))
         if explain:
             _explain_retrieval(reply)
@@ -107,8 +122,6 @@ def _explain_retrieval(reply: SelectReply) -> None:
         console.print("[dim]sub-queries:[/] " + escape(" | ".join(reply.sub_queries)))
     sure = ", ".join(f"{t.name} {t.confidence:.2f}" for t in reply.tools)
     console.print(f"[dim]confidence:[/] {sure}" if sure else "[dim]confidence:[/] no tools")
-    if reply.no_match:
-        console.print("[yellow]no match:[/] no tool is likely to fit this query")
 
 
 def _ref(ref: str) -> dict[Literal["plugin_id", "name"], str]:

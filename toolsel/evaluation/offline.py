@@ -5,10 +5,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolsel.evaluation.dataset import Query
-from toolsel.evaluation.metrics import mean_metrics, query_metrics
+from toolsel.evaluation.metrics import complete_at, mean_metrics, query_metrics
 from toolsel.evaluation.ranking import Retrieval
 
 CatalogKind = Literal["text", "examples"]
+ANSWER_SIZES: tuple[int | Literal["auto"], ...] = (5, 10, "auto")
+"""The answer sizes ``--answer-sizes`` compares: fixed k against ``k: auto``."""
 
 
 @dataclass(frozen=True)
@@ -45,4 +47,15 @@ def score(rankings: Sequence[Sequence[str]], queries: Sequence[Query], fields: S
         "n": len(rows),
         "overall": mean_metrics(rows),
         "subsets": {label: {"n": len(r), **mean_metrics(r)} for label, r in sorted(subsets.items())},
+    }
+
+
+def answer_size(answers: Sequence[Sequence[str]], tokens: Sequence[int], queries: Sequence[Query]) -> dict[str, float]:
+    """What whole answers cost and hold: mean tools returned, mean tokens of their definitions, and the share of
+    queries whose every relevant tool was returned (Complete@returned)."""
+    n = max(len(queries), 1)
+    return {
+        "tools": sum(len(a) for a in answers) / n,
+        "tokens": sum(tokens) / n,
+        "complete": sum(complete_at(a, q.relevant, len(a)) for a, q in zip(answers, queries, strict=True)) / n,
     }

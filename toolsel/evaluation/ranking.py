@@ -94,15 +94,16 @@ async def rank(
     *,
     retrieval: Retrieval,
     rerank: bool,
-    k: int,
+    k: int | Literal["auto"],
     seed: int,
     advance: Callable[[int], None] = lambda n: None,
     confidences: list[list[float]] | None = None,
+    tokens: list[int] | None = None,
 ) -> list[list[str]]:
     """Each query's ranking (dry run, seeded), CONCURRENCY selects at a time; ``confidences`` gathers each
-    ranked tool's confidence, in the same order."""
+    ranked tool's confidence, in the same order, and ``tokens`` each answer's ``tokens.selected``."""
 
-    async def one(query: Query) -> tuple[list[str], list[float]]:
+    async def one(query: Query) -> tuple[list[str], list[float], int]:
         request = SelectRequest(
             query=query.text[:MAX_QUERY],
             tenant_id=catalog.tenant_id,
@@ -114,14 +115,17 @@ async def rank(
             filters=catalog.filters(),
         )
         reply = await client.select(request)
-        return catalog.ranked(reply), [t.confidence for t in reply.tools if t.plugin_id in catalog.plugins]
+        sure = [t.confidence for t in reply.tools if t.plugin_id in catalog.plugins]
+        return catalog.ranked(reply), sure, reply.tokens.selected
 
     out: list[list[str]] = []
     for start in range(0, len(queries), CONCURRENCY):
         chunk = queries[start : start + CONCURRENCY]
-        for names, sure in await asyncio.gather(*(one(q) for q in chunk)):
+        for names, sure, spent in await asyncio.gather(*(one(q) for q in chunk)):
             out.append(names)
             if confidences is not None:
                 confidences.append(sure)
+            if tokens is not None:
+                tokens.append(spent)
         advance(len(chunk))
     return out

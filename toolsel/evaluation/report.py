@@ -57,7 +57,19 @@ def offline_tables(result: Mapping[str, Any]) -> list[Table]:
         tables.append(
             metrics_table(f"{result['set']}: {label} ({count} queries)", {**references(baselines, label), **rows})
         )
+    if "answer_sizes" in result:
+        tables.append(answer_size_table(result["set"], result["answer_sizes"]))
     return tables
+
+
+def answer_size_table(name: str, sizes: Mapping[str, Mapping[str, float]]) -> Table:
+    """Whole answers of the full pipeline at each size: tools and tokens they cost, and Complete@returned."""
+    table = Table(title=f"{name}: whole answers (full pipeline)", title_justify="left")
+    for column in ("k", "tools", "tokens", "Complete@returned"):
+        table.add_column(column, justify="right")
+    for k, row in sizes.items():
+        table.add_row(k, f"{row['tools']:.2f}", f"{row['tokens']:.0f}", f"{row['complete']:.3f}")
+    return table
 
 
 def model_line(result: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import uuid4
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -16,7 +16,7 @@ from toolsel.evaluation import online, scenarios
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import Query, load_set, subset_fields
 from toolsel.evaluation.metrics import DEPTH
-from toolsel.evaluation.offline import Mode, plan_modes, score
+from toolsel.evaluation.offline import ANSWER_SIZES, Mode, answer_size, plan_modes, score
 from toolsel.evaluation.plan import Scenario
 from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.evaluation.session import nats_url
@@ -47,6 +47,7 @@ class Options:
     drift_at: int | None = None
     recover_at: int | None = None
     add_at: int | None = None
+    answer_sizes: bool = False
 
 
 @contextmanager
@@ -119,6 +120,12 @@ async def run_offline(options: Options) -> dict[str, Any]:
                 modes_out[mode.name] = {**score(rankings, queries, fields), "seconds": time.perf_counter() - started}
                 if mode.rerank:
                     result["calibration"] = _calibration(rankings, sure, queries)
+            if options.answer_sizes:
+                full = catalogs[modes[-1].catalog]
+                result["answer_sizes"] = {
+                    str(size): await _answers(client, full, queries, size, options.seed, progress)
+                    for size in ANSWER_SIZES
+                }
         result["settings"] = _settings(options, modes, own_stack)
     result["split"] = {
         "description": split_text,
@@ -133,6 +140,23 @@ async def run_offline(options: Options) -> dict[str, Any]:
     result["modes"] = modes_out
     result["baselines"] = bench.baselines
     return result
+
+
+async def _answers(
+    client: ToolselClient,
+    catalog: BenchCatalog,
+    queries: list[Query],
+    k: int | Literal["auto"],
+    seed: int,
+    progress: Progress,
+) -> dict[str, float]:
+    """The full pipeline's whole answers at one size (``k``: a number or auto)."""
+    spent: list[int] = []
+    advance = _advance(progress, f"answers, k={k}", len(queries))
+    got = await rank(
+        client, catalog, queries, retrieval="hybrid", rerank=True, k=k, seed=seed, advance=advance, tokens=spent
+    )
+    return answer_size(got, spent, queries)
 
 
 def _calibration(rankings: list[list[str]], sure: list[list[float]], queries: list[Query]) -> dict[str, Any]:

@@ -68,7 +68,10 @@ def create_server(
     @server.tool()
     async def search_tools(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What do you need to do?")],
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many tools at most")] = 5,
+        limit: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_LIMIT, description="How many tools at most; leave out for as many as the request needs"),
+        ] = None,
         page: Annotated[
             int, Field(ge=1, le=50, description="2, 3, ...: further options for the same query (an offset of limit)")
         ] = 1,

@@ -52,6 +52,8 @@ class FoundTool(BaseModel):
     """The calibrated probability that this tool fits the request."""
     score: float
     """Its rank score in this answer (higher is better), with what was learnt from use."""
+    reason: str = ""
+    """Why it was offered, in a sentence (matched words, meaning, success in this context, pinned, related)."""
     callable: bool = False
     """True when this server calls it for you: call it by ``name`` (its outcome is reported for you)."""
     server: str = ""
@@ -116,6 +118,7 @@ def found(tool: ScoredTool, callable_names: frozenset[str] = frozenset()) -> Fou
         category=tool.category,
         confidence=tool.confidence,
         score=tool.score,
+        reason=tool.reason,
         callable=function_name(tool) in callable_names,
         server=tool.server,
         execution_type=tool.execution_type,
@@ -129,10 +132,8 @@ def search_result(
     """The answer to a search; says so when nothing fits and how to ask for more when something might."""
     no_match = reply.no_match or not reply.tools
     if no_match:
-        note = (
-            "No tool fits this request (tools rejected or already offered in this session are left out). "
-            "Rephrase the need, or go on without a tool."
-        )
+        left_out = "No tool fits this request (tools rejected or already offered in this session are left out)."
+        note = f"{left_out} {reply.advice or 'Rephrase the need, or go on without a tool.'}"
     else:
         how = (
             "Call the tools marked callable by name: this server calls them for you and reports how the call went."
@@ -189,7 +190,7 @@ class Toolshed:
     async def search(
         self,
         query: str,
-        limit: int,
+        limit: int | None = None,
         page: int = 1,
         session: str | None = None,
         explore: bool = True,
@@ -201,10 +202,12 @@ class Toolshed:
         """Page ``page`` of the tools for ``query``: past what earlier pages offered in this session (excluded),
         and past the rest of the offset (``(page - 1) * limit`` tools) where this session did not see them.
         ``app_page``, ``tier`` and ``user``: this call's context, where the identity does not fix it
-        (``per_call``); the tenant is always the identity's."""
+        (``per_call``); the tenant is always the identity's. ``limit`` None: as many tools as the selector's
+        confidence supports (``k: auto``), past what this session was offered for the query."""
         current = self.sessions.open(session)
-        skip = max(0, (page - 1) * limit - len(current.earlier(query, page)))
-        if skip + limit > MAX_K:
+        skip = 0 if limit is None else max(0, (page - 1) * limit - len(current.earlier(query, page)))
+        k: int | Literal["auto"] = "auto" if limit is None else skip + limit
+        if limit is not None and skip + limit > MAX_K:
             raise ToolshedError(
                 f"page {page}: only the best {MAX_K} tools of a query are ranked; ask for an earlier page, or search "
                 "on with the same session, page by page"
@@ -215,8 +218,8 @@ class Toolshed:
             user_id=per_call("user", self.user_id, user),
             page=app_page,
             session_id=current.id,
-            k=skip + limit,
-            max_tools=skip + limit,
+            k=k,
+            max_tools=None if limit is None else skip + limit,
             filters=SelectFilters(exclude=current.exclude_for(query, page)),
             explore=explore,
             **{field: value for field, value in named.items() if value is not None},

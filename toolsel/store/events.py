@@ -18,10 +18,10 @@ Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 INSERT_SELECTIONS = """
 INSERT INTO selection_events (selection_id, occurred_at, tenant_id, user_id, session_id, query, page, tier, role,
-    context_key, method, tools, candidate_count, latency_ms, tokens_selected, tokens_catalog, owner)
+    context_key, method, tools, candidate_count, latency_ms, tokens_selected, tokens_catalog, owner, intent)
 SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::text[], $11::text[], $12::jsonb[], $13::int[], $14::float8[], $15::int[], $16::int[],
-    $17::text[])
+    $17::text[], $18::text[])
 ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
 """
 
@@ -108,6 +108,7 @@ async def insert_selections(conn: Conn, events: Sequence[SelectionEvent]) -> int
             e.tokens_selected,
             e.tokens_catalog,
             e.owner,
+            e.intent,
         )
         for e in events
     ]

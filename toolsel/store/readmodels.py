@@ -38,8 +38,8 @@ WHERE t.plugin_id = $1 AND t.name = $2 ORDER BY f.occurred_at DESC LIMIT $3
 
 EVENT_SOURCES: Final = {
     "selections": """SELECT selection_id::text AS selection_id, occurred_at, tenant_id, user_id, session_id, query,
-        page, tier, role, context_key, method, tools::text AS tools, candidate_count, latency_ms, tokens_selected,
-        tokens_catalog FROM selection_events e""",
+        page, tier, role, intent, context_key, method, tools::text AS tools, candidate_count, latency_ms,
+        tokens_selected, tokens_catalog FROM selection_events e""",
     "outcomes": """SELECT event_id::text AS event_id, selection_id::text AS selection_id, occurred_at, applied_at,
         calls::text AS calls FROM outcomes e""",
     "reviews": """SELECT event_id::text AS event_id, selection_id::text AS selection_id, occurred_at, applied_at,

@@ -6,10 +6,13 @@
 4. ``candidates``: each part's top-n, their merge, and the few rows every later stage reads (pins, related tools,
    the exploration depth), with the request's bandit context;
 5. ``rerank``: posteriors, rerank signals, Thompson draws and confidence over those rows alone;
-6. ``choose``: the score floor, each part's quota, exploitation and exploration, pins, related tools, the limit;
-7. ``reply``: the reply and the selection event.
+6. ``count``: how many tools before pins (the request's k, the default, or ``auto`` from the confidence);
+7. ``choose``: the score floor, each part's quota, exploitation and exploration, pins, related tools, the limit;
+8. ``budget``: the chosen tools within the request's token budget;
+9. ``reason``: a sentence per chosen tool from the evidence that put it there;
+10. ``reply``: the reply and the selection event.
 
 From ``candidates`` on, every array is over the candidate rows (plus the exploration depth), never the catalog.
-A stage that shapes the choice further (how many tools, a token budget) takes ``choose.Choice`` and returns one,
-between ``choose`` and ``reply`` in ``run.py``.
+A stage that shapes the choice further (as ``budget`` does) takes ``choose.Choice`` and returns one, between
+``choose`` and ``reply`` in ``run.py``.
 """

@@ -36,6 +36,11 @@ class Candidates:
     """Each row's cosine less the best other row's in the pool (``confidence.lead``)."""
     relevance_top: float
     """The best relevance in the pool: what a slot past the candidates scales relevance by."""
+    nearest_category: str | None
+    """The category of the tool nearest the query among all the request may see (``nearest``): where scoped pins
+    look for the query's category."""
+    intent: str
+    """The query's intent label (``intent``)."""
     context_key: str
     """The request's bandit context."""
     explores_deep: bool
@@ -53,8 +58,8 @@ class Candidates:
 
 def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
     """Seed 000's bandit context, ``tier:page:general`` by default. ``{intent}`` in the template stands for
-    the tool retrieval ranks first (seed 000, 10.3's finer query category): posteriors then learn, per
-    apparent intent, which tool the agent really uses."""
+    the query's intent label (seed 000, 10.3's finer query category): posteriors then learn, per intent, which
+    tool the agent really uses."""
     return template.format(tier=tier, page=page or "*", intent=intent)
 
 
@@ -68,8 +73,9 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     s, pool, per_query = held.settings, visible.pool, fused.per_query
     rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
     merged = retrieval.round_robin(rankings, s.retrieval_candidates)
-    intent = _intent(held, merged, fused, pool)
-    key = context_key(s.context_key_template, request.tier, request.page, intent)
+    near = nearest(held, fused, visible.seen, merged)
+    label = intent(held, near)
+    key = context_key(s.context_key_template, request.tier, request.page, label)
     deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
     reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else merged[:0]
     rows = _rows_read(held, request, rankings, visible.pinned, reach)
@@ -83,6 +89,8 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
         rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
         lead=confidence.lead(vector, pool, rows),
         relevance_top=max(float(q.relevance[pool].max()) for q in per_query) if pool.any() else 0.0,
+        nearest_category=None if near is None else held.catalog.categories[near],
+        intent=label,
         context_key=key,
         explores_deep=deep,
     )
@@ -116,16 +124,27 @@ def _rows_read(
     return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
 
 
-def _intent(held: Held, merged: stages.Rows, fused: Fused, pool: stages.Mask) -> str:
-    """The query's apparent intent (seed 000, 10.3): the tool nearest its meaning by declared vectors alone, so
-    that what use teaches moves the ranking but never the context its evidence is kept under. Reuses the vector
-    signal's cosine; only the rows it replaced with a learnt blend are computed again."""
+def nearest(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) -> int | None:
+    """The row of the tool nearest the query's meaning by declared vectors alone, among every tool the request may
+    see: neither the session's exclusions, the request's filters nor what use taught changes it (None: nothing to
+    go by). Reuses the vector signal's cosine; only the rows it replaced with a learnt blend are computed again;
+    without vectors, retrieval's first."""
     cat, usage = held.catalog, held.usage
     cosine = fused.per_query[0].signals.get("vector")
-    declared = pool & cat.has_vector
+    declared = seen & cat.has_vector
     if fused.query_vector is None or cosine is None or not declared.any():
-        return cat.keys[int(merged[0])] if merged.size else "none"
-    nearest = cosine.copy()
+        return int(merged[0]) if merged.size else None
+    near = cosine.copy()
     if usage is not None:
-        nearest[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
-    return cat.keys[int(np.argmax(np.where(declared, nearest, -np.inf)))]
+        near[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
+    return int(np.argmax(np.where(declared, near, -np.inf)))
+
+
+def intent(held: Held, row: int | None) -> str:
+    """The query's intent label (seed 000, 10.3) from its nearest tool: that tool (``TOOLSEL_INTENT_LABEL=tool``),
+    or its category (``category``; a tool without one is its own label). The same query reads the same context
+    whatever the session excluded."""
+    if row is None:
+        return "none"
+    category = held.catalog.categories[row]
+    return category if category and held.settings.intent_label == "category" else held.catalog.keys[row]

@@ -1,12 +1,13 @@
-"""Stage 6, choice: which candidates the reply gives, in order: the score floor, each part's quota, the top by the
+"""Stage 7, choice: which candidates the reply gives, in order: the score floor, each part's quota, the top by the
 expected score and the exploration slots by the draw, then the pins, the top tool's related tools and the limit."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import retrieval, stages
+from toolsel.services.selector.pipeline import pins
 from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.rerank import Scored
@@ -24,24 +25,40 @@ class Choice:
     needs: list[int | None]
     """Each final row's part of a compound query (an index into the parts), None where only the whole query
     retrieved it."""
+    over_budget: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Rows the answer would have held but for the request's token budget, in rank order."""
+
+    def kept(self, keep: stages.Mask) -> "Choice":
+        """This choice with only the final rows ``keep`` marks (aligned with ``final``); the rest are left out."""
+        final = self.final[keep]
+        return Choice(
+            final,
+            self.explored[np.isin(self.explored, final)],
+            {row: top for row, top in self.related.items() if row in final},
+            [need for need, kept in zip(self.needs, keep.tolist(), strict=True) if kept],
+            self.over_budget,
+        )
 
 
-def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates, scored: Scored) -> Choice:
-    k = request.k or held.settings.default_k
+def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates, scored: Scored, k: int) -> Choice:
+    """``k``: how many tools before pins (the ``count`` stage)."""
     rows = found.rows
     related: dict[int, int] = {}
     if not request.rerank:
         final, explored = rows[found.merged[:k]], rows[:0]
     else:
         chosen, explored = (rows[picked] for picked in _ranked(held, request, found, scored, k))
-        final = stages.inject_pins(chosen, visible.pinned, held.catalog.pin_weight)
+        final = stages.inject_pins(
+            chosen, pins.shown(held, request, visible.pinned, found, scored), held.catalog.pin_weight
+        )
         if chosen.size:
             final, related = _with_related(held, final, int(chosen[0]), visible.allowed, k)
-        if request.max_tools is not None:  # pins first, then the ranking, then related tools: cut from the end
-            final = final[: request.max_tools]
-            related = {row: top for row, top in related.items() if row in final}
-            explored = explored[np.isin(explored, final)]
-    return Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))
+    choice = Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))
+    if request.filters.min_score is not None:  # a bound on every tool returned: pins and related tools too
+        choice = choice.kept(scored.confidence[found.at(choice.final)] >= request.filters.min_score)
+    if request.rerank and request.max_tools is not None:  # pins first, then the ranking, then related tools
+        return choice.kept(np.arange(choice.final.size) < request.max_tools)
+    return choice
 
 
 def _ranked(

@@ -1,12 +1,15 @@
-"""Stage 7, reply: the chosen tools with their scores as the reply shows them, and the selection event that
+"""Stage 10, reply: the chosen tools with their scores as the reply shows them, and the selection event that
 records it, each validated once as a whole (nested models built in one pass, not one constructor per tool)."""
 
 import time
 from typing import Any
 from uuid import uuid4
 
+import numpy as np
+
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.services.selector.catalog import Catalog
+from toolsel.services.selector.pipeline.advice import advice
 from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
@@ -22,18 +25,20 @@ def run(
     found: Candidates,
     scored: Scored,
     choice: Choice,
+    reasons: list[str],
     method: str,
     parts: list[str],
     degraded: list[str],
     started: float,
 ) -> tuple[SelectReply, SelectionEvent]:
-    """``parts``: the request's atomic needs (one: the query was not split); ``started``: when handling began
-    (``time.perf_counter``), which the reply's ``latency_ms`` counts from."""
+    """``reasons``: each chosen tool's (the ``reason`` stage); ``parts``: the request's atomic needs (one: the
+    query was not split); ``started``: when handling began (``time.perf_counter``), which the reply's
+    ``latency_ms`` counts from."""
     cat, final = held.catalog, choice.final
-    exploring = set(choice.explored.tolist())
+    exploring, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
     tools = [
-        _scored(cat, r, shown, r in exploring, choice.related.get(r))
-        for r, shown in zip(final.tolist(), scored.shown(found.at(final)), strict=True)
+        _scored(cat, r, shown, r in pins, r in exploring, why, choice.related.get(r))
+        for r, shown, why in zip(final.tolist(), scored.shown(found.at(final)), reasons, strict=True)
     ]
     counts = {**visible.counts, "retrieved": int(found.merged.size), "returned": int(final.size)}
     selected_tokens = int(cat.schema_tokens[final].sum())
@@ -50,6 +55,7 @@ def run(
         {
             "selection_id": uuid4(),
             "tools": tools,
+            "intent": found.intent,
             "context_key": found.context_key,
             "method": method,
             "degraded": degraded,
@@ -63,6 +69,8 @@ def run(
             "latency_ms": latency,
             "no_match": no_match,
             "sub_queries": parts if len(parts) > 1 else [],
+            "over_budget": [cat.keys[r] for r in choice.over_budget.tolist()],
+            "advice": advice(no_match, int(np.isin(found.rows[found.merged], final, invert=True).sum())),
         }
     )
     offered_for = [None if i is None else parts[i] for i in choice.needs]
@@ -76,6 +84,7 @@ def run(
             "page": request.page,
             "tier": request.tier,
             "role": request.role,
+            "intent": found.intent,
             "context_key": found.context_key,
             "method": method,
             "tools": [
@@ -109,7 +118,9 @@ def _scored(
     cat: Catalog,
     row: int,
     shown: tuple[float, float, dict[str, float]],
+    pinned: bool,
     exploration: bool,
+    reason: str,
     related_to: int | None = None,
 ) -> dict[str, Any]:
     """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields."""
@@ -125,12 +136,13 @@ def _scored(
         "category": cat.categories[row],
         "score": score,
         "confidence": sure,
-        "pinned": bool(cat.pinned[row]),
+        "pinned": pinned,
         "exploration": exploration,
         "usage_hint": str(spec.get("usage_hint") or "") or None,
         "related_tools": [_ref(cat, r) for r in cat.related[row]],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
+        "reason": reason,
         "server": str(spec.get("server") or ""),
         "execution_type": spec.get("execution_type") or "internal",
         "execution_config": config if isinstance(config := spec.get("execution_config"), dict) else {},

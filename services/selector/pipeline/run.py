@@ -7,14 +7,25 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
-from toolsel.services.selector.pipeline import candidates, choose, fuse, reply, rerank, retrieve, visibility
+from toolsel.services.selector.pipeline import (
+    budget,
+    candidates,
+    choose,
+    count,
+    fuse,
+    reason,
+    reply,
+    rerank,
+    retrieve,
+    visibility,
+)
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.retrieval_cache import RetrievalCache, Source, freeze, pool_digest
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "choose", "reply")
+STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "count", "choose", "budget", "reason", "reply")
 """The stages in the order they run, as ``Selection.stages_ms`` names them."""
 
 
@@ -73,10 +84,24 @@ def select(
             hot.put(key, sources, fused)
     found_rows = timed("candidates", candidates.run, held, request, visible, fused)
     scored = timed("rerank", rerank.run, held, request, found_rows, fused.query_vector)
-    choice = timed("choose", choose.run, held, request, visible, found_rows, scored)
-    # a stage that shapes the choice further (how many tools, a token budget) goes here: a Choice in, a Choice out
+    k = timed("count", count.run, held, request, found_rows, scored)
+    chosen = timed("choose", choose.run, held, request, visible, found_rows, scored, k)
+    choice = timed("budget", budget.run, held, request, chosen)
+    reasons = timed("reason", reason.run, held, request, visible, found_rows, scored, choice)
     degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
     answer, event = timed(
-        "reply", reply.run, held, request, visible, found_rows, scored, choice, fused.method, parts, degraded, started
+        "reply",
+        reply.run,
+        held,
+        request,
+        visible,
+        found_rows,
+        scored,
+        choice,
+        reasons,
+        fused.method,
+        parts,
+        degraded,
+        started,
     )
     return Selection(answer, event, visible, fused, found_rows, scored, choice, timed.ms)

@@ -7,7 +7,7 @@ import numpy as np
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import stages
 from toolsel.services.selector.pipeline.held import Held
-from toolsel.services.selector.policy import Subject, visible_mask
+from toolsel.services.selector.policy import Subject, pinned_mask, visible_mask
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,11 @@ class Visible:
     allowed: stages.Mask
     """What related tools may add: visible, not excluded, within the request's filters (the page aside)."""
     pinned: stages.Rows
-    """The pins the request may see (they survive the page and request filters)."""
+    """The pins the request may see (they survive the page and request filters): its plugins' pins and its
+    organisation's pin rules', less what its unpin rules unpinned."""
+    seen: stages.Mask
+    """What the request may see at all, before the session's exclusions and its filters: where its intent is
+    looked up, so that neither changes it."""
     counts: dict[str, int]
     """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts."""
     visible_tokens: int
@@ -32,13 +36,17 @@ def run(held: Held, request: SelectRequest) -> Visible:
     degraded = []
     standing = cat.standing(request.tenant_id)
     mask = standing.visible & ~standing.quarantined
-    mask &= _policy(held, request)
+    who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
+    rules, tiers = held.rules, held.settings.tier_order
+    mask &= visible_mask(rules, who, cat.rows, cat.category_rows, len(cat), tiers)
+    pins = pinned_mask(rules, who, cat.rows, cat.category_rows, cat.pinned, tiers)
     counts["visible"] = int(mask.sum())
+    seen = mask.copy()
     visible_tokens = int(cat.schema_tokens[mask].sum())
     for ref in request.filters.exclude:
         if (row := cat.rows.get(ref.key)) is not None:
             mask[row] = False
-    pinned = np.flatnonzero(mask & cat.pinned)
+    pinned = np.flatnonzero(mask & pins)
     mask = _apply_filters(held, mask, request)
     allowed = mask
     counts["filtered"] = int(mask.sum())
@@ -49,14 +57,8 @@ def run(held: Held, request: SelectRequest) -> Visible:
         if not applied:
             degraded.append("page_filter.empty")
     counts["page"] = int(mask.sum())
-    pool = mask & ~cat.pinned if request.rerank else mask
-    return Visible(pool, allowed, pinned, counts, visible_tokens, degraded)
-
-
-def _policy(held: Held, request: SelectRequest) -> stages.Mask:
-    who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
-    cat = held.catalog
-    return visible_mask(held.rules, who, cat.rows, cat.category_rows, len(cat), held.settings.tier_order)
+    pool = mask & ~pins if request.rerank else mask
+    return Visible(pool, allowed, pinned, seen, counts, visible_tokens, degraded)
 
 
 def _apply_filters(held: Held, mask: stages.Mask, request: SelectRequest) -> stages.Mask:

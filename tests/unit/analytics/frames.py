@@ -39,6 +39,7 @@ def selection(
         "page": page,
         "tier": "free",
         "role": None,
+        "intent": "i",
         "context_key": "k",
         "method": method,
         "tools": picked(*tools),

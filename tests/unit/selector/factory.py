@@ -34,6 +34,7 @@ class T:
     tags: list[str] = field(default_factory=list)
     server: str = ""
     related: list[str] = field(default_factory=list)
+    pin_scope: dict[str, Any] | None = None
 
 
 def catalog(
@@ -45,6 +46,7 @@ def catalog(
         {"name": t.name, "description": t.text, "tags": t.tags, "parameters": {"type": "object"}}
         | ({"server": t.server} if t.server else {})
         | ({"related_tools": t.related} if t.related else {})
+        | ({"pin_scope": t.pin_scope} if t.pin_scope else {})
         for t in tools
     ]
     vectors = np.zeros((len(tools), DIM), dtype=np.float32)

@@ -350,9 +350,13 @@ def test_reply_reports_counts_tokens_and_breakdown() -> None:
     assert [t.name for t in event.tools] == [t.name for t in reply.tools]
 
 
-def test_min_score_drops_weak_candidates() -> None:
-    got = names(selector(), query="send email", k=5, filters={"min_score": 0.6})
-    assert got == ["search_tools", "send_email"]
+def test_min_score_bounds_every_tool_returned_pins_and_related_tools_included() -> None:
+    tools = [T("send_email", "send an email message to a recipient", 0, related=["book_hotel"]), *TOOLS[1:]]
+    reply, _ = selector(tools).select(SelectRequest(query="send email", k=5, filters={"min_score": 0.6}))
+    assert [t.name for t in reply.tools] == ["send_email"]
+    assert all(t.confidence >= 0.6 for t in reply.tools)
+    unbounded = names(selector(tools), query="send email", k=1)
+    assert unbounded == ["search_tools", "send_email"]
 
 
 def test_seeded_requests_are_reproducible() -> None:
@@ -362,12 +366,19 @@ def test_seeded_requests_are_reproducible() -> None:
     assert np.isfinite(sel.select(SelectRequest(query="email", seed=1))[0].tools[0].score)
 
 
-def test_intent_context_key_names_the_top_retrieved_tool() -> None:
+def test_the_intent_labels_the_query_by_its_nearest_tool_whatever_the_session_excluded() -> None:
     assert Settings().context_key_template == "{tier}:{page}:{intent}"  # the default
     sel = selector(context_key_template="{tier}:{page}:{intent}")
     reply, event = sel.select(SelectRequest(query="weather in Oslo", tier="pro", page="/home"))
-    assert reply.context_key == "pro:/home:p/get_weather"
-    assert event.context_key == reply.context_key
+    assert reply.intent == event.intent == "p/get_weather"
+    assert reply.context_key == event.context_key == "pro:/home:p/get_weather"
+    excluded = {"exclude": [{"plugin_id": "p", "name": "get_weather"}]}
+    rejected = SelectRequest(query="weather in Oslo", tier="pro", page="/home", filters=excluded)
+    assert sel.select(rejected)[0].context_key == reply.context_key  # the session's exclusions change nothing
+    by_category = selector(context_key_template="{tier}:{page}:{intent}", intent_label="category")
+    assert by_category.select(SelectRequest(query="weather in Oslo"))[0].context_key == "free:*:weather"
+    uncategorised = selector([T("get_weather", "weather forecast", 2), *TOOLS[3:]], intent_label="category")
+    assert uncategorised.select(SelectRequest(query="weather"))[0].intent == "p/get_weather"  # its own label
     assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
 
 

@@ -1,0 +1,68 @@
+"""Scoped pins: a pin its plugin scoped joins only the requests its scope holds for (directly, then through
+whole selections); an unscoped pin joins every answer; an organisation pins and unpins for itself by rules."""
+
+import numpy as np
+
+from tests.unit.selector.factory import T
+from tests.unit.selector.test_selector import TOOLS, names, selector
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.pipeline.pins import in_scope
+from toolsel.services.selector.policy import Rule, Subject, pinned_mask
+
+
+def test_a_scope_holds_on_its_pages_categories_or_relevance_floor() -> None:
+    scope = {"pages": ["/mail*"], "categories": ["mail"], "min_similarity": 0.5}
+    assert in_scope(scope, "/mail/inbox", set(), 0.0)
+    assert in_scope(scope, "/home", {"mail"}, 0.0)
+    assert in_scope(scope, "/home", {"weather"}, 0.6)
+    assert not in_scope(scope, "/home", {"weather"}, 0.4)
+    assert not in_scope({"pages": ["/mail*"]}, "", {"mail"}, 1.0)
+
+
+MAIL_HEALTH = T("mail_health", "mail server health", 6, pinned=True, pin_weight=5, pin_scope={"categories": ["mail"]})
+
+
+def test_a_scoped_pin_stays_out_of_answers_outside_its_scope() -> None:
+    sel = selector([*TOOLS, MAIL_HEALTH])
+    weather = names(sel, query="weather in Oslo", k=2)
+    mail = names(sel, query="send an email to Bob", k=2)
+    assert "mail_health" not in weather
+    assert "search_tools" in weather  # unscoped: every answer
+    assert mail[:2] == ["search_tools", "mail_health"]  # by pin weight
+
+
+def test_a_pin_joins_the_pages_its_scope_names() -> None:
+    on_page = T("travel_desk", "travel help desk", 7, pinned=True, pin_scope={"pages": ["/travel*"]})
+    sel = selector([*TOOLS, on_page])
+    assert "travel_desk" in names(sel, query="weather in Oslo", k=1, page="/travel/booking")
+    assert "travel_desk" not in names(sel, query="weather in Oslo", k=1, page="/home")
+
+
+def rule(effect: str, target: str, tenant: str = "acme", priority: int = 0) -> Rule:
+    return Rule(tenant, "org", effect, "tool", target, {}, priority)
+
+
+def test_pin_rules_override_the_declared_pins_per_organisation() -> None:
+    declared = np.array([False, True, False])
+    rows = {"p/a": 0, "p/b": 1, "p/c": 2}
+    acme, other = Subject("acme", None, "", None, "free"), Subject("other", None, "", None, "free")
+    rules = [rule("pin", "p/a"), rule("unpin", "p/b"), rule("deny", "p/c")]
+    assert pinned_mask(rules, acme, rows, {}, declared, ("free",)).tolist() == [True, False, False]
+    assert pinned_mask(rules, other, rows, {}, declared, ("free",)).tolist() == [False, True, False]
+    tied = [rule("pin", "p/a"), rule("unpin", "p/a")]
+    assert not pinned_mask(tied, acme, rows, {}, declared, ("free",))[0]  # at equal priority, unpin wins
+    assert pinned_mask([*tied, rule("pin", "p/a", priority=5)], acme, rows, {}, declared, ("free",))[0]
+    assert declared.tolist() == [False, True, False]  # the catalog's own pins are untouched
+
+
+def test_an_organisation_unpins_a_plugins_pin_without_hiding_it_and_pins_its_own() -> None:
+    sel = selector()
+    sel.rules = [rule("unpin", "p/search_tools"), rule("pin", "p/book_hotel")]
+    acme = names(sel, query="weather in Oslo", k=1, tenant_id="acme")
+    assert acme == ["book_hotel", "get_weather"]
+    assert names(sel, query="weather in Oslo", k=1, tenant_id="other") == ["search_tools", "get_weather"]
+    found = names(sel, query="find more tools", k=6, tenant_id="acme")
+    assert "search_tools" in found[1:]  # not pinned, not hidden: ranked like any other tool
+    reply, _ = sel.select(SelectRequest(query="weather in Oslo", k=1, tenant_id="acme"))
+    assert [t.pinned for t in reply.tools] == [True, False]
+    assert reply.tools[0].reason.startswith("Pinned")
