@@ -6,7 +6,7 @@ import asyncpg
 
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
 from toolsel.client import ToolselClient
-from toolsel.contracts import RegistryChanged, subjects
+from toolsel.contracts import RegistryChanged, SelectReply, subjects
 
 
 async def test_a_tier_rule_hides_a_category_below_teams(client: ToolselClient, pool: asyncpg.Pool) -> None:
@@ -23,10 +23,12 @@ async def test_a_tier_rule_hides_a_category_below_teams(client: ToolselClient, p
         subjects.REGISTRY_CHANGED, RegistryChanged(plugin_id=plugin, reason="rule").model_dump_json().encode()
     )
 
-    async def hidden() -> bool:
-        reply = await client.select(query="email my boss", tenant_id=tenant, tier="free", k=5, dry_run=True)
-        return "send_email" not in [t.name for t in reply.tools]
+    seen: list[SelectReply] = []
 
-    assert await eventually(hidden)
+    async def hidden() -> bool:
+        seen.append(await client.select(query="email my boss", tenant_id=tenant, tier="free", k=5, dry_run=True))
+        return "send_email" not in [t.name for t in seen[-1].tools]
+
+    assert await eventually(hidden), seen[-1].model_dump_json(include={"tools", "degraded", "candidate_counts"})
     teams = await client.select(query="email my boss", tenant_id=tenant, tier="teams", k=5, dry_run=True)
     assert teams.tools[0].name == "send_email"
