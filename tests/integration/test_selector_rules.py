@@ -1,6 +1,7 @@
 """Visibility rules stored in PostgreSQL reach the selector and hide tools for the subjects they match."""
 
 import json
+from typing import Any
 
 import asyncpg
 
@@ -24,11 +25,13 @@ async def test_a_tier_rule_hides_a_category_below_teams(client: ToolselClient, p
     )
 
     seen: list[SelectReply] = []
+    ours: dict[str, Any] = {"filters": {"plugins": [plugin]}}  # other tests' shared tools have a send_email too
 
     async def hidden() -> bool:
-        seen.append(await client.select(query="email my boss", tenant_id=tenant, tier="free", k=5, dry_run=True))
+        asked = await client.select(query="email my boss", tenant_id=tenant, tier="free", k=5, dry_run=True, **ours)
+        seen.append(asked)
         return "send_email" not in [t.name for t in seen[-1].tools]
 
     assert await eventually(hidden), seen[-1].model_dump_json(include={"tools", "degraded", "candidate_counts"})
-    teams = await client.select(query="email my boss", tenant_id=tenant, tier="teams", k=5, dry_run=True)
+    teams = await client.select(query="email my boss", tenant_id=tenant, tier="teams", k=5, dry_run=True, **ours)
     assert teams.tools[0].name == "send_email"

@@ -360,18 +360,20 @@ async def test_a_query_is_embedded_in_a_worker_thread_while_other_requests_are_a
     broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[ThreadedEmbedder] = []
-    release = threading.Event()
+    holding, release = threading.Event(), threading.Event()
     embed_request = ThreadedEmbedder.embed_request
 
     def held(self: ThreadedEmbedder, query: str, parts: Sequence[str] = ()) -> list[Any]:
         """The model, held on the slow request until the test lets it go."""
         seen.append(self)
         if "slow" in query:
+            holding.set()
             assert release.wait(10)
         return embed_request(self, query, parts)
 
     monkeypatch.setattr(ThreadedEmbedder, "embed_request", held)
     slow = asyncio.create_task(select(broker, query="a slow email to Oslo", k=1, dry_run=True))
+    assert await asyncio.to_thread(holding.wait, 10)  # the slow one's embedding holds a worker from here on
     quick = await asyncio.wait_for(select(broker, query="send an email to Bergen", k=1, dry_run=True), 5)
     assert not slow.done()  # answered while the other's embedding was still running
     release.set()
