@@ -68,44 +68,48 @@ async def test_a_tenants_private_tools_and_their_queries_never_enter_training(
     a, b = unique("tune-a"), unique("tune-b")
     shared, private = unique("tune-shared"), unique("tune-private")
     await client.sync(plugin_sync(shared, SHARED_TENANT, [tool(n) for n in ("send_email", "get_weather")]))
-    await client.sync(plugin_sync(private, a, [tool("translate_text"), tool("create_event")]))
+    try:  # the shared tools would join every other test's answers on this stack
+        await client.sync(plugin_sync(private, a, [tool("translate_text"), tool("create_event")]))
 
-    async def served() -> bool:
-        reply = await client.select(query="anything", tenant_id=a, k=10, dry_run=True)
-        return {t.plugin_id for t in reply.tools} == {shared, private}
+        async def served() -> bool:
+            reply = await client.select(query="anything", tenant_id=a, k=10, dry_run=True)
+            return {t.plugin_id for t in reply.tools} == {shared, private}
 
-    assert await eventually(served)
-    private_queries = ["translate my secret merger memo to German", "schedule the layoff meeting for friday"]
-    sent = [
-        await chosen(client, a, private_queries[0], private, "translate_text"),
-        await chosen(client, a, private_queries[1], private, "create_event"),
-        await chosen(client, a, "email the offsite agenda to the team", shared, "send_email"),
-        await chosen(client, b, "is it going to snow in Oslo", shared, "get_weather"),
-        vetoed := await chosen(client, b, "email the weather report", shared, "send_email"),
-    ]
-    review = ReviewEvent(
-        selection_id=vetoed.selection_id, reviews=[ToolReview(plugin_id=shared, name="send_email", verdict="unrelated")]
-    )
-    await client.report([review])
-    sent.append(await chosen(client, b, "weather in Rome tomorrow", shared, "get_weather"))  # the most recent
+        assert await eventually(served)
+        private_queries = ["translate my secret merger memo to German", "schedule the layoff meeting for friday"]
+        sent = [
+            await chosen(client, a, private_queries[0], private, "translate_text"),
+            await chosen(client, a, private_queries[1], private, "create_event"),
+            await chosen(client, a, "email the offsite agenda to the team", shared, "send_email"),
+            await chosen(client, b, "is it going to snow in Oslo", shared, "get_weather"),
+            vetoed := await chosen(client, b, "email the weather report", shared, "send_email"),
+        ]
+        review = ReviewEvent(
+            selection_id=vetoed.selection_id,
+            reviews=[ToolReview(plugin_id=shared, name="send_email", verdict="unrelated")],
+        )
+        await client.report([review])
+        sent.append(await chosen(client, b, "weather in Rome tomorrow", shared, "get_weather"))  # the most recent
 
-    async def stored() -> Use | None:
-        found = await read_use(pool, text_of)
-        ours = [e for e in found.evidence if e.tenant in (a, b)]
-        return Use(ours, found.texts, found.owners) if len(ours) == len(sent) + 1 else None
+        async def stored() -> Use | None:
+            found = await read_use(pool, text_of)
+            ours = [e for e in found.evidence if e.tenant in (a, b)]
+            return Use(ours, found.texts, found.owners) if len(ours) == len(sent) + 1 else None
 
-    found = await eventually(stored)
-    assert found is not None, "the learner did not store every outcome and the review"
-    settings = get_settings().model_copy(update={"tune_holdout_share": 0.1})
-    picked = split(found, settings)
-    assert sorted((p.query, p.tool_id) for p in picked.pairs) == [
-        ("email the offsite agenda to the team", f"{shared}/send_email"),
-        ("is it going to snow in Oslo", f"{shared}/get_weather"),
-    ]
-    assert [(j.tenant, j.query) for j in picked.held_out] == [(b, "weather in Rome tomorrow")]
-    assert picked.left_out_private == 2
-    assert picked.by_tenant == {a: 1, b: 1}
-    assert not any(private in p.tool_id or p.query in private_queries for p in picked.pairs)
+        found = await eventually(stored)
+        assert found is not None, "the learner did not store every outcome and the review"
+        settings = get_settings().model_copy(update={"tune_holdout_share": 0.1})
+        picked = split(found, settings)
+        assert sorted((p.query, p.tool_id) for p in picked.pairs) == [
+            ("email the offsite agenda to the team", f"{shared}/send_email"),
+            ("is it going to snow in Oslo", f"{shared}/get_weather"),
+        ]
+        assert [(j.tenant, j.query) for j in picked.held_out] == [(b, "weather in Rome tomorrow")]
+        assert picked.left_out_private == 2
+        assert picked.by_tenant == {a: 1, b: 1}
+        assert not any(private in p.tool_id or p.query in private_queries for p in picked.pairs)
+    finally:
+        await client.remove_plugin(shared)
 
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
