@@ -33,7 +33,8 @@ def main() -> None:
             "ndcg_at_10_vector": round(modes["vector (description)"]["overall"]["NDCG@10"], 4),
             "ece": round(result["calibration"]["ece"], 4),
             "queries": result["queries_evaluated"],
-            "command": f"toolsel eval {result['path']} --json {path.name}",
+            # the set by name, not the evaluator's path: a card ships with the model, where that path means nothing
+            "command": f"toolsel eval SETS_DIR/{result['set']} --json {path.name}",
         }
     write_card(args.model_dir, card)
 

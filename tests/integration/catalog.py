@@ -2,20 +2,30 @@
 
 import asyncio
 import os
+import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 from uuid import uuid4
 
 import nats
 import nats.errors
+import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec, subjects
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+"""Debian's chromium, which the browser tests drive (CI installs it)."""
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+    reason="needs Debian's chromium (apt-get install chromium); CI installs it, so there it never skips",
+)
 
 T = TypeVar("T")
 

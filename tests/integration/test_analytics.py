@@ -1,8 +1,6 @@
 """Feedback, export, analytics and the report against the real stack (and a headless Chromium for the report)."""
 
 import json
-import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -11,14 +9,22 @@ import asyncpg
 import polars as pl
 import pytest
 
-from tests.integration.catalog import eventually, plugin_sync, run_cli, sync_and_wait, tool, unique
+from tests.integration.catalog import (
+    CHROMIUM,
+    eventually,
+    needs_chromium,
+    plugin_sync,
+    run_cli,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, ToolCall, subjects
 from toolsel.contracts.admin import AnalyticsQuery, Heatmap, SelectionMetrics
 from toolsel.stack import Endpoints
 
 pytestmark = pytest.mark.integration
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 async def _history(client: ToolselClient, pool: asyncpg.Pool) -> tuple[str, str]:
@@ -110,10 +116,7 @@ async def test_analytics_over_the_store(client: ToolselClient, pool: asyncpg.Poo
     assert pages == {"/inbox", "/home"}
 
 
-@pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and not os.environ.get("CI"),
-    reason="needs Debian's chromium (apt-get install chromium); CI installs it, so there it never skips",
-)
+@needs_chromium
 async def test_report_renders_its_images_in_a_headless_browser(
     endpoints: Endpoints, client: ToolselClient, pool: asyncpg.Pool
 ) -> None:

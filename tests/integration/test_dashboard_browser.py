@@ -3,32 +3,35 @@
 find a tool, roll a version back, edit a page mapping and see a selection change, release a quarantined tool,
 read the reviews and the analytics after real selections."""
 
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
-from tests.integration.catalog import cli_env, eventually, free_port, plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import (
+    CHROMIUM,
+    cli_env,
+    eventually,
+    free_port,
+    needs_chromium,
+    plugin_sync,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, QuarantineQuery, ReviewEvent, ToolCall, ToolReview, Verdict
 from toolsel.stack import SERVICE_COMMAND, Endpoints
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "test-admin-token"
 FAILURES_TO_QUARANTINE = 18
 """Failed calls that take a tool through warning and degraded to quarantined with the tests' settings (as
 test_learner_health)."""
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and not os.environ.get("CI"),
-    reason="needs Debian's chromium (apt-get install chromium); CI installs it, so there it never skips",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
