@@ -167,6 +167,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"
+    RATE_LIMITED = "rate_limited"
+    """Too many failed attempts from one caller: wait as the message says, then try again."""
     INTERNAL = "internal"
 
 

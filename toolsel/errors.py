@@ -36,6 +36,10 @@ class NotPermitted(ToolselError):
     call without the operator's NATS user."""
 
 
+class TooManyAttempts(NotPermitted):
+    """Refused before its credential was even checked: the caller failed too often lately (wait, then retry)."""
+
+
 class NotFound(ToolselError):
     """What the request names does not exist."""
 
@@ -65,6 +69,7 @@ CODES: Final[dict[type[ToolselError], ErrorCode]] = {
     InvalidRequest: ErrorCode.INVALID_REQUEST,
     SyncTooLarge: ErrorCode.INVALID_REQUEST,
     NotPermitted: ErrorCode.FORBIDDEN,
+    TooManyAttempts: ErrorCode.RATE_LIMITED,
     NotFound: ErrorCode.NOT_FOUND,
     Conflict: ErrorCode.CONFLICT,
     NoStack: ErrorCode.UNAVAILABLE,
@@ -78,6 +83,7 @@ BY_CODE: Final[dict[ErrorCode, type[ToolselError]]] = {
     ErrorCode.NOT_FOUND: NotFound,
     ErrorCode.CONFLICT: Conflict,
     ErrorCode.UNAVAILABLE: NoStack,
+    ErrorCode.RATE_LIMITED: TooManyAttempts,
     ErrorCode.INTERNAL: ServiceFailed,
 }
 

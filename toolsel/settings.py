@@ -418,6 +418,12 @@ class Settings(BaseSettings):
     """Tools per catalog page."""
     dashboard_session_ttl_s: float = Field(default=8 * 3600.0, gt=0)
     """How long a sign-in lasts."""
+    dashboard_sign_in_attempts: int = Field(default=10, ge=1)
+    """Wrong admin tokens (at sign-in or as a bearer token) one client address may send within
+    ``dashboard_sign_in_window_s``; past them, its every credential is refused (``rate_limited``, HTTP 429) until
+    the oldest failure is that old."""
+    dashboard_sign_in_window_s: float = Field(default=60.0, gt=0)
+    """The window those failures are counted in."""
 
     # tuning the model from use (``toolsel tune``)
     tune_max_pairs: int = Field(default=10_000, ge=1)

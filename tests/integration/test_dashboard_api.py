@@ -26,8 +26,9 @@ NO_SESSION = {"cookie": "none=1"}
 @pytest.fixture(scope="module")
 def signed(endpoints: Endpoints) -> Iterator[TestClient]:
     """The dashboard's app on the tests' stack, its lifespan (NATS connections) running, and a client signed in
-    through the sign-in form (its jar holds the session cookie)."""
-    with TestClient(create_app(Settings(), endpoints.nats_url, TOKEN)) as client:
+    through the sign-in form (its jar holds the session cookie). Its tests send many wrong tokens on purpose, so
+    its throttle allows them (a test below checks the throttle)."""
+    with TestClient(create_app(Settings(dashboard_sign_in_attempts=10_000), endpoints.nats_url, TOKEN)) as client:
         answer = client.post("/sign-in", data={"token": TOKEN}, follow_redirects=False)
         assert (answer.status_code, answer.headers["location"]) == (303, "/")
         assert COOKIE in client.cookies
@@ -110,6 +111,28 @@ def test_every_route_refuses_anyone_not_signed_in_and_every_write_a_bad_csrf_tok
     html = signed.get("/catalog", headers={**NO_SESSION, "accept": "text/html"}, follow_redirects=False)
     assert (html.status_code, html.headers["location"]) == (303, "/sign-in")
     _refused(signed.post("/sign-in", data={"token": "wrong"}, headers=NO_SESSION), 401, "unauthorized")
+
+
+def test_wrong_tokens_hold_their_address_back_right_ones_included_until_the_window_passes(
+    endpoints: Endpoints,
+) -> None:
+    settings = Settings(dashboard_sign_in_attempts=3, dashboard_sign_in_window_s=2.0)
+    with TestClient(create_app(settings, endpoints.nats_url, TOKEN)) as client:
+        _refused(client.post("/sign-in", data={"token": "wrong"}), 401, "unauthorized")
+        _refused(client.get("/api/tools", headers={"authorization": "Bearer wrong"}), 401, "unauthorized")
+        page = client.post("/sign-in", data={"token": "wrong"}, headers={"accept": "text/html"})
+        assert page.status_code == 401
+        started = time.monotonic()
+        held = _refused(client.post("/sign-in", data={"token": TOKEN}, follow_redirects=False), 429, "rate_limited")
+        assert "3 wrong admin tokens from this address" in held
+        _refused(client.get("/api/tools", headers={"authorization": f"Bearer {TOKEN}"}), 429, "rate_limited")
+        page = client.post("/sign-in", data={"token": TOKEN}, headers={"accept": "text/html"})
+        assert (page.status_code, COOKIE in client.cookies) == (429, False)
+        assert "wait" in page.text
+        time.sleep(max(0.0, started + 2.1 - time.monotonic()))
+        signed_in = client.post("/sign-in", data={"token": TOKEN}, follow_redirects=False)
+        assert (signed_in.status_code, COOKIE in client.cookies) == (303, True)
+        assert client.get("/api/tools", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
 def test_a_write_refused_for_its_csrf_token_changes_nothing(signed: TestClient, csrf: str) -> None:

@@ -6,12 +6,11 @@ import json
 import time
 from typing import Any
 
-import nats.errors
-
 from toolsel.chaos.stage import Stage, eventually
 from toolsel.client import ToolselError
 from toolsel.contracts import SelectReply, SelectRequest, SyncReport, subjects
 from toolsel.contracts.registry import MAX_SCHEMA_BYTES
+from toolsel.errors import Timeout
 
 PLUGINS = 3
 TOOLS_EACH = 8
@@ -61,7 +60,7 @@ async def oversize(stage: Stage, requests: int) -> dict[str, Any]:
     for _ in range(requests):
         try:
             reply = await stage.client.request(subjects.SELECT, body, SelectReply, timeout_s=SELECT_TIMEOUT_S)
-        except nats.errors.TimeoutError:
+        except Timeout:
             timeouts += 1
             continue
         answered += 1

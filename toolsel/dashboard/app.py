@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from toolsel.client import ToolselClient
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, ToolStateChanged, subjects
 from toolsel.dashboard import api, pages
-from toolsel.dashboard.auth import COOKIE, Sessions, caller, check_csrf
-from toolsel.errors import InvalidRequest, NotPermitted, ToolselError, first_problem
+from toolsel.dashboard.auth import COOKIE, Sessions, Throttle, bearer, caller, check_csrf, client_address
+from toolsel.errors import InvalidRequest, NotPermitted, ToolselError, TooManyAttempts, first_problem
 from toolsel.settings import Settings
 
 STATUS: Final[dict[ErrorCode, int]] = {
@@ -28,6 +28,7 @@ STATUS: Final[dict[ErrorCode, int]] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.CONFLICT: 409,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INTERNAL: 500,
 }
 """The HTTP status of each error code."""
@@ -79,6 +80,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.state.sessions = Sessions(admin_token, settings.dashboard_session_ttl_s)
+    throttle = Throttle(settings.dashboard_sign_in_attempts, settings.dashboard_sign_in_window_s)
     app.state.settings = settings
     app.state.changes = changes
 
@@ -97,8 +99,17 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
 
     @app.middleware("http")
     async def signed_in(request: Request, call_next: Any) -> Response:
-        """Nothing but sign-in, health and the style sheet is served to someone not signed in."""
-        if request.url.path not in OPEN and not request.url.path.startswith("/static/") and caller(request) is None:
+        """Nothing but sign-in, health and the style sheet is served to someone not signed in; a wrong bearer
+        token counts against its address as a wrong sign-in does."""
+        if bearer(request) is not None:
+            try:
+                throttle.check(client_address(request))
+            except ToolselError as error:
+                return error_response(request, error)
+        found = caller(request)
+        if found is None and bearer(request) is not None:
+            throttle.failed(client_address(request))
+        if request.url.path not in OPEN and not request.url.path.startswith("/static/") and found is None:
             return error_response(request, unauthorized("sign in first: POST /sign-in with the admin token"))
         response: Response = await call_next(request)
         response.headers.setdefault("x-frame-options", "DENY")
@@ -124,11 +135,15 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
     async def sign_in(request: Request, token: str = Form(max_length=512)) -> Response:
         sessions: Sessions = request.app.state.sessions
         try:
+            throttle.check(client_address(request))
             session_id = sessions.sign_in(token)
         except ToolselError as error:
+            refused = error if isinstance(error, TooManyAttempts) else unauthorized(error.detail.message)
+            if not isinstance(error, TooManyAttempts):
+                throttle.failed(client_address(request))
             if "text/html" in request.headers.get("accept", ""):
-                return pages.sign_in_page(request, str(error), 401)
-            raise unauthorized(error.detail.message) from None
+                return pages.sign_in_page(request, str(error), STATUS[refused.detail.code])
+            raise refused from None
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
             COOKIE, session_id, max_age=int(settings.dashboard_session_ttl_s), httponly=True, samesite="strict"

@@ -7,10 +7,9 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import nats.errors
-
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
+from toolsel.errors import Timeout
 from toolsel.evaluation.dataset import MAX_QUERY, Query
 from toolsel.evaluation.discovery import discovery
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
@@ -94,7 +93,7 @@ async def learner_handled(client: ToolselClient) -> int | None:
     """How many events the learner has dealt with so far; None while it is too busy to answer in time."""
     try:
         details = (await client.health("learner")).details
-    except nats.errors.TimeoutError:
+    except Timeout:
         return None
     return sum(int(details.get(name, 0)) for name in HANDLED)
 

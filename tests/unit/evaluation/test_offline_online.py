@@ -7,6 +7,7 @@ from uuid import uuid4
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
+from toolsel.errors import Timeout
 from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.offline import plan_modes, score
 from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream, wait_for_learner
@@ -133,6 +134,22 @@ async def test_the_learner_has_handled_each_event_once_however_often_it_was_rede
             return HealthReply(service=service, version="test", details=counters)
 
     assert await learner_handled(cast(ToolselClient, Learner())) == 80  # not the 500 redeliveries
+
+
+async def test_waiting_for_a_learner_too_busy_to_answer_its_health_request_goes_on_polling() -> None:
+    class Busy:
+        polls = 0
+
+        async def health(self, service: str) -> HealthReply:
+            self.polls += 1
+            if self.polls < 3:  # the client's timeout, as a loaded learner gives it
+                raise Timeout.saying(f"no answer to toolsel.rpc.health.{service} within 2 s")
+            return HealthReply(service=service, version="test", details={"applied": 5})
+
+    busy = Busy()
+    assert await learner_handled(cast(ToolselClient, busy)) is None
+    await wait_for_learner(cast(ToolselClient, busy), 5, settle_s=0.0)
+    assert busy.polls == 3
 
 
 async def test_waiting_for_the_learner_returns_how_long_it_took_to_catch_up() -> None:

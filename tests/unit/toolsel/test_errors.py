@@ -19,6 +19,7 @@ from toolsel.errors import (
     SyncTooLarge,
     Timeout,
     ToolselError,
+    TooManyAttempts,
     from_nats,
     from_reply,
 )
@@ -41,6 +42,7 @@ def closed_port() -> int:
         (ErrorCode.NOT_FOUND, NotFound),
         (ErrorCode.CONFLICT, Conflict),
         (ErrorCode.UNAVAILABLE, NoStack),
+        (ErrorCode.RATE_LIMITED, TooManyAttempts),
         (ErrorCode.INTERNAL, ServiceFailed),
     ],
 )
