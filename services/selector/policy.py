@@ -5,6 +5,10 @@ A rule matches a request when all its conditions hold (composite rules are sever
 each tool the matching rules that target it (by tool or by its category) are taken in priority order; the
 highest priority decides and, at equal priority, deny (unpin) wins. A tool no rule targets stays visible (keeps
 its plugin's pin), so an empty rule table shows everything as declared.
+
+A tenant's own pins and unpins (rules of origin ``tenant``, made on ``toolsel.rpc.pins``) are one layer between:
+they decide over what the plugins declare, and the operator's pin and unpin rules decide over them; the
+operator's deny hides a tool whatever pins it, since only what the request may see is pinned.
 """
 
 from collections.abc import Mapping, Sequence
@@ -28,6 +32,7 @@ class Rule:
     target: str
     conditions: Mapping[str, Any]
     priority: int
+    origin: str = "operator"  # operator | tenant: a tenant's own pin or unpin
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,13 @@ def pinned_mask(
     declared: Mask,
     tiers: Sequence[str],
 ) -> Mask:
-    """Which rows are pinned for this subject: as their plugins declared (``declared``), but where a matching
-    ``pin`` or ``unpin`` rule says otherwise."""
-    return _decided(rules, ("pin", "unpin"), declared.copy(), who, tool_rows, category_rows, tiers)
+    """Which rows are pinned for this subject: as their plugins declared (``declared``), but where the tenant's
+    own choices say otherwise, and over both where the operator's matching ``pin`` or ``unpin`` rules do."""
+    effects = ("pin", "unpin")
+    own = [r for r in rules if r.origin == "tenant"]
+    chosen = _decided(own, effects, declared.copy(), who, tool_rows, category_rows, tiers)
+    operators = [r for r in rules if r.origin != "tenant"]
+    return _decided(operators, effects, chosen, who, tool_rows, category_rows, tiers)
 
 
 def _decided(
