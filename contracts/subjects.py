@@ -37,6 +37,8 @@ SYNC_ROOTS: Final = (SYNC_ROOT, SYNC_PART_ROOT, SYNC_UPLOAD_ROOT)
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
 PINS_ROOT: Final = f"{RPC_PREFIX}.pins"
 """A tenant's own pins: list, pin, unpin or clear a tool for the sender's tenant (the operator's names one)."""
+PINS: Final = f"{PINS_ROOT}.{OPERATOR_SCOPE}"
+"""The operator's pins subject (the tenant named in the request)."""
 
 # admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
 # the service that owns an area's tables serves it, a router per ``*_PREFIX``.
