@@ -194,6 +194,19 @@ async def test_the_operator_pins_for_a_tenant_it_names_and_the_tenant_sees_it_as
     await client.pin_tool(shared, "send_email", tenant_id=a.name)
     assert [c.name for c in (await a.client.list_pins()).choices] == ["send_email"]
     assert (await b.client.list_pins()).choices == []
+    await a.client.unpin_tool(shared, "get_weather")
+    choices = (await client.list_rules(tenant_id=a.name)).rules
+    assert {(r.origin, r.effect, r.target) for r in choices} == {
+        ("tenant", "pin", f"{shared}/send_email"),
+        ("tenant", "unpin", f"{shared}/get_weather"),
+    }
+    moved = next(r for r in choices if r.effect == "pin")
+    with pytest.raises(ToolselError) as clash:  # onto the tenant's other choice: refused, nothing changed
+        await client.update_rule(moved.id, {"target": f"{shared}/get_weather"})
+    assert clash.value.detail.code is ErrorCode.CONFLICT
+    assert {(r.effect, r.target) for r in (await client.list_rules(tenant_id=a.name)).rules} == {
+        (r.effect, r.target) for r in choices
+    }
     assert (await a.client.clear_pin(shared, "send_email")).changed
 
 

@@ -8,7 +8,7 @@ from tests.unit.selector.factory import T
 from tests.unit.selector.test_selector import TOOLS, names, selector
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector.pipeline.pins import in_scope
-from toolsel.services.selector.policy import Rule, Subject, pinned_mask
+from toolsel.services.selector.policy import Rule, Subject, TenantRules, pinned_mask
 
 
 def test_a_scope_holds_on_its_pages_categories_or_relevance_floor() -> None:
@@ -98,3 +98,20 @@ def test_a_tenants_pin_joins_its_answers_and_no_other_tenants() -> None:
     assert names(sel, query="weather in Oslo", k=1, tenant_id="acme") == ["book_hotel", "get_weather"]
     assert names(sel, query="weather in Oslo", k=1, tenant_id="other") == ["search_tools", "get_weather"]
     assert "search_tools" in names(sel, query="find more tools", k=6, tenant_id="acme")  # unpinned, not hidden
+
+
+def test_a_request_weighs_the_shared_rules_and_its_own_tenants_only() -> None:
+    shared, acme, other = rule("deny", "p/a", tenant="*"), own("pin", "p/b"), own("pin", "p/c", tenant="other")
+    grouped = TenantRules.of([shared, acme, other])
+    assert grouped.of_tenant("acme") == [shared, acme]
+    assert grouped.of_tenant("other") == [shared, other]
+    assert grouped.of_tenant("nobody") == [shared]
+
+
+def test_the_selector_groups_the_rules_again_when_they_are_replaced() -> None:
+    sel = selector()
+    sel.rules = [own("pin", "p/book_hotel")]
+    assert "book_hotel" in names(sel, query="weather in Oslo", k=1, tenant_id="acme")
+    sel.rules = [own("pin", "p/book_hotel", tenant="other")]
+    assert "book_hotel" not in names(sel, query="weather in Oslo", k=1, tenant_id="acme")
+    assert "book_hotel" in names(sel, query="weather in Oslo", k=1, tenant_id="other")
