@@ -167,6 +167,11 @@ async def test_the_operators_rules_decide_over_a_tenants_choices(
     a, _ = tenants
     await a.client.unpin_tool(shared, "get_weather")
     await a.client.pin_tool(shared, "translate_text")
+
+    async def chosen() -> bool:
+        return await a.pinned(shared) == ["translate_text"]
+
+    assert await eventually(chosen), "the tenant's choices did not reach the selector"
     rules = [
         RuleFields(tenant_id=a.name, rule_type="org", effect=effect, target_kind="tool", target=f"{shared}/{name}")
         for effect, name in (("pin", "get_weather"), ("deny", "translate_text"))
