@@ -31,6 +31,7 @@ from toolsel.contracts.health import (
     HealthRequest,
 )
 from toolsel.contracts.learning import UsageUpdated
+from toolsel.contracts.pins import PinChoice, PinList, PinRequest
 from toolsel.contracts.registry import (
     CategorySpec,
     PageMappingSpec,
@@ -70,6 +71,9 @@ __all__ = [
     "HealthRequest",
     "OutcomeEvent",
     "PageMappingSpec",
+    "PinChoice",
+    "PinList",
+    "PinRequest",
     "PinScope",
     "PluginSync",
     "PosteriorUpdate",

@@ -3,7 +3,7 @@
 Request/reply subjects live under ``toolsel.rpc.``, durable events under ``toolsel.events.`` (the events
 stream captures only these) and broadcasts to selectors under ``toolsel.notify.``.
 
-What a client sends (select, sync, outcome, review, feedback) goes to its kind's root plus the sender's scope,
+What a client sends (select, sync, pins, outcome, review, feedback) goes to its kind's root plus the sender's scope,
 which NATS permissions tie to the connection: ``<root>.t.<tenant>.<name>`` for a tenant's identity (only its own
 NATS user may publish there), ``<root>.op`` for the operator, who acts for any tenant. The services read who sent
 a message from its subject, never from its payload. A request published into
@@ -35,6 +35,10 @@ SYNC_UPLOAD_ROOT: Final = f"{RPC_PREFIX}.sync_upload"
 SYNC_ROOTS: Final = (SYNC_ROOT, SYNC_PART_ROOT, SYNC_UPLOAD_ROOT)
 """What the indexer answers: a sync in one message, or in parts."""
 HEALTH_PREFIX: Final = f"{RPC_PREFIX}.health"
+PINS_ROOT: Final = f"{RPC_PREFIX}.pins"
+"""A tenant's own pins: list, pin, unpin or clear a tool for the sender's tenant (the operator's names one)."""
+PINS: Final = f"{PINS_ROOT}.{OPERATOR_SCOPE}"
+"""The operator's pins subject (the tenant named in the request)."""
 
 # admin request/reply: restrict ``toolsel.rpc.admin.>`` to operators with NATS permissions. Grouped by area;
 # the service that owns an area's tables serves it, a router per ``*_PREFIX``.
@@ -144,6 +148,7 @@ SCOPED_ROOTS: Final = (
     REVIEW_ROOT,
     FEEDBACK_ROOT,
     SYNC_EVENTS_ROOT,
+    PINS_ROOT,
 )
 """Every subject a client sends on, each under its sender's scope."""
 
@@ -198,7 +203,7 @@ def dead_letter(kind: str) -> str:
 def request_subjects() -> tuple[str, ...]:
     """Every request/reply subject, for the stream-overlap check."""
     return (
-        *(any_scope(root) for root in (SELECT_ROOT, *SYNC_ROOTS)),
+        *(any_scope(root) for root in (SELECT_ROOT, *SYNC_ROOTS, PINS_ROOT)),
         *ADMIN_SUBJECTS,
         *(health(s) for s in SERVICES),
     )

@@ -27,6 +27,8 @@ from toolsel.contracts import (
     PageMappingQuery,
     PageMappingWrite,
     PageQuery,
+    PinList,
+    PinRequest,
     PluginList,
     PluginQuery,
     QualityList,
@@ -172,8 +174,9 @@ class Request(Method[Q, A]):
         args: tuple[str, ...] = (),
         admin: bool = True,
         timeout_s: float | None = 300.0,
+        **preset: Any,
     ):
-        super().__init__(subject, request, args=args)
+        super().__init__(subject, request, args=args, **preset)
         self.reply = reply
         self.admin = admin
         self.timeout_s = timeout_s
@@ -205,6 +208,14 @@ class ClientMethods:
     review = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id", "reviews"))
     none_of_these = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id",), none_of_these=True)
     feedback = Event(subjects.FEEDBACK_ROOT, FeedbackEvent, args=("plugin_id", "name", "rating"))
+    list_pins = Request(subjects.PINS_ROOT, PinRequest, PinList, admin=False, action="list")
+    pin_tool = Request(subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="pin")
+    unpin_tool = Request(
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="unpin"
+    )
+    clear_pin = Request(
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="clear"
+    )
 
     # registry area (indexer)
     list_tools = Request(subjects.ADMIN_TOOLS_LIST, ToolQuery, ToolList)

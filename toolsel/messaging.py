@@ -274,9 +274,9 @@ HEALTH = f"{subjects.HEALTH_PREFIX}.>"
 
 
 def identity_permissions(scope: Scope) -> dict[str, Any]:
-    """A tenant's identity: it requests selections and syncs and publishes outcome, review, feedback and sync
-    events only under its own scope (so the services know whose they are), and reads replies only under its own
-    inbox prefix (no one else's replies, nor anyone else its own)."""
+    """A tenant's identity: it requests selections, syncs and its own pins and publishes outcome, review, feedback
+    and sync events only under its own scope (so the services know whose they are), and reads replies only under
+    its own inbox prefix (no one else's replies, nor anyone else its own)."""
     return {
         "publish": {"allow": [*(subjects.scoped(root, scope.token) for root in subjects.SCOPED_ROOTS), HEALTH]},
         "subscribe": {"allow": [f"{scope.inbox_prefix}.>"]},
@@ -323,7 +323,7 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
         "indexer": service(
             [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
             [
-                *(subjects.any_scope(root) for root in subjects.SYNC_ROOTS),
+                *(subjects.any_scope(root) for root in (*subjects.SYNC_ROOTS, subjects.PINS_ROOT)),
                 *subjects.ADMIN_REGISTRY_SUBJECTS,
                 subjects.health("indexer"),
             ],

@@ -377,6 +377,9 @@ class Settings(BaseSettings):
     travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync.part``)."""
     sync_upload_ttl_s: float = Field(default=600.0, gt=0)
     """How long the staged parts of a sync that was never completed are kept."""
+    tenant_pins_max: int = Field(default=100, ge=0)
+    """How many tools a tenant may pin or unpin for itself (``toolsel pins``): each choice is a rule every
+    selection of the tenant weighs, so a tenant cannot grow the rule table without bound."""
 
     # supervision and delivery
     restart_backoff_s: float = Field(default=1.0, gt=0)

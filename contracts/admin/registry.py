@@ -349,6 +349,8 @@ class RuleQuery(AdminRequest):
 class VisibilityRule(RuleFields):
     id: int
     created_at: datetime
+    origin: Literal["operator", "tenant"] = "operator"
+    """``tenant``: a tenant's own pin or unpin (``toolsel.rpc.pins``), applied beneath the operator's rules."""
 
 
 class RuleList(Message):

@@ -1,4 +1,5 @@
-"""The indexer app: plugin syncs by request/reply or as durable JetStream events, and the registry admin API."""
+"""The indexer app: plugin syncs by request/reply or as durable JetStream events, tenants' own pins, and the
+registry admin API."""
 
 import json
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from toolsel.messaging import (
     validation_reply,
 )
 from toolsel.runtime import load_model, open_store, service_app, service_broker
+from toolsel.services.indexer import pins
 from toolsel.services.indexer.admin import admin_routers
 from toolsel.services.indexer.state import STATE, IndexerState, State
 from toolsel.services.indexer.sync import run_sync
@@ -106,6 +108,7 @@ def create_app(settings: Settings) -> FastStream:
         state: IndexerState = broker.context.get(STATE)
         return {"syncs": state.syncs, "embedded": state.embedded, "embedding_s": round(state.embedding_s, 3)}
 
+    rpc.include_router(pins.router())
     for router in admin_routers():
         rpc.include_router(router)
     add_health(rpc, "indexer", health)

@@ -342,6 +342,7 @@ def build_rules(rows: Sequence[Row]) -> list[Rule]:
             r["target"],
             json.loads(r["conditions"]),
             r["priority"],
+            r["origin"],
         )
         for r in rows
     ]

@@ -5,6 +5,10 @@ A rule matches a request when all its conditions hold (composite rules are sever
 each tool the matching rules that target it (by tool or by its category) are taken in priority order; the
 highest priority decides and, at equal priority, deny (unpin) wins. A tool no rule targets stays visible (keeps
 its plugin's pin), so an empty rule table shows everything as declared.
+
+A tenant's own pins and unpins (rules of origin ``tenant``, made on ``toolsel.rpc.pins``) are one layer between:
+they decide over what the plugins declare, and the operator's pin and unpin rules decide over them; the
+operator's deny hides a tool whatever pins it, since only what the request may see is pinned.
 """
 
 from collections.abc import Mapping, Sequence
@@ -28,6 +32,30 @@ class Rule:
     target: str
     conditions: Mapping[str, Any]
     priority: int
+    origin: str = "operator"  # operator | tenant: a tenant's own pin or unpin
+
+
+@dataclass(frozen=True)
+class TenantRules:
+    """The rules by the tenant they are for: a request weighs only the shared ones and its own tenant's, so that
+    other tenants' rules (each tenant's own pins add some) cost its selections nothing. The order of the rules
+    never matters (``_decided`` goes by priority alone)."""
+
+    shared: list[Rule]
+    own: Mapping[str, list[Rule]]
+
+    @classmethod
+    def of(cls, rules: Sequence[Rule]) -> "TenantRules":
+        own: dict[str, list[Rule]] = {}
+        for rule in rules:
+            if rule.tenant_id != "*":
+                own.setdefault(rule.tenant_id, []).append(rule)
+        return cls([r for r in rules if r.tenant_id == "*"], own)
+
+    def of_tenant(self, tenant: str) -> list[Rule]:
+        """The rules that may apply to a request of ``tenant``."""
+        mine = self.own.get(tenant)
+        return self.shared if mine is None else [*self.shared, *mine]
 
 
 @dataclass(frozen=True)
@@ -95,9 +123,13 @@ def pinned_mask(
     declared: Mask,
     tiers: Sequence[str],
 ) -> Mask:
-    """Which rows are pinned for this subject: as their plugins declared (``declared``), but where a matching
-    ``pin`` or ``unpin`` rule says otherwise."""
-    return _decided(rules, ("pin", "unpin"), declared.copy(), who, tool_rows, category_rows, tiers)
+    """Which rows are pinned for this subject: as their plugins declared (``declared``), but where the tenant's
+    own choices say otherwise, and over both where the operator's matching ``pin`` or ``unpin`` rules do."""
+    effects = ("pin", "unpin")
+    own = [r for r in rules if r.origin == "tenant"]
+    chosen = _decided(own, effects, declared.copy(), who, tool_rows, category_rows, tiers)
+    operators = [r for r in rules if r.origin != "tenant"]
+    return _decided(operators, effects, chosen, who, tool_rows, category_rows, tiers)
 
 
 def _decided(
@@ -119,14 +151,20 @@ def _decided(
     for rule in chosen:
         if rule.tenant_id not in ("*", who.org) or not rule_matches(rule, who, tiers):
             continue
-        if rule.target_kind == "tool":
-            row = tool_rows.get(rule.target)
-            targets = np.zeros(0, dtype=np.int64) if row is None else np.array([row], dtype=np.int64)
-        else:
-            targets = category_rows.get(rule.target, np.zeros(0, dtype=np.int64))
         set_to = rule.effect == yes
-        wins = (rule.priority > decided[targets]) | ((rule.priority == decided[targets]) & (not set_to))
-        taken = targets[wins]
+        if rule.target_kind == "tool":  # one row: decided on scalars (a tenant's own pins are many such rules)
+            row = tool_rows.get(rule.target)
+            if row is not None and _wins(rule.priority, int(decided[row]), set_to):
+                decided[row], mask[row] = rule.priority, set_to
+            continue
+        targets = category_rows.get(rule.target, np.zeros(0, dtype=np.int64))
+        taken = targets[_wins(rule.priority, decided[targets], set_to)]
         decided[taken] = rule.priority
         mask[taken] = set_to
     return mask
+
+
+def _wins(priority: int, decided: Any, set_to: bool) -> Any:
+    """Whether a rule of ``priority`` setting ``set_to`` decides over what ``decided`` (priorities, a scalar or an
+    array) was decided by: a higher priority does, an equal one only to say no."""
+    return (priority > decided) | ((priority == decided) & (not set_to))

@@ -15,7 +15,7 @@ from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.pipeline import retrieve
 from toolsel.services.selector.pipeline import run as pipeline
 from toolsel.services.selector.pipeline.held import Held
-from toolsel.services.selector.policy import Rule
+from toolsel.services.selector.policy import Rule, TenantRules
 from toolsel.services.selector.signals.base import ReviewLookup
 from toolsel.services.selector.signals.bm25 import BM25
 from toolsel.services.selector.signals.history import HISTORY
@@ -43,6 +43,8 @@ class Selector:
     _review_rows_for: tuple[Catalog, ReviewIndex] | None = None
     """The copies the cached rows were computed for (held, not their ids: a freed copy's id is reused)."""
     _review_rows_cache: stages.Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _rules_by_tenant: tuple[list[Rule], TenantRules] | None = None
+    """The rules grouped by tenant, and the list they were grouped from (replaced whole on each reload)."""
     _hot: pipeline.HotQueries = field(init=False)
     """The hot-query cache: a repeated query's retrieval while its sources are unchanged."""
     _counted: list[str] = field(init=False)
@@ -102,7 +104,7 @@ class Selector:
             catalog=cat,
             embedder=self.embedder,
             posteriors=self.posteriors,
-            rules=self.rules,
+            rules=self._rules_of(request.tenant_id),
             history=self.history,
             scope=scope,
             reviews=self._review_lookup(scope),
@@ -128,6 +130,13 @@ class Selector:
             self._review_rows_cache = np.array([rows.get(k, -1) for k in self.reviews.keys], dtype=np.int64)
             self._review_rows_for = (self.catalog, self.reviews)
         return self._review_rows_cache
+
+    def _rules_of(self, tenant: str) -> list[Rule]:
+        """The rules that may apply to ``tenant``'s requests, grouped again only when the rules were replaced."""
+        grouped = self._rules_by_tenant
+        if grouped is None or grouped[0] is not self.rules:
+            grouped = self._rules_by_tenant = (self.rules, TenantRules.of(self.rules))
+        return grouped[1].of_tenant(tenant)
 
     def _rng(self, request: SelectRequest) -> np.random.Generator | None:
         """The request's randomness (seeded when it gives a seed); None when sampling is off."""

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.integration.catalog import plugin_sync, tool, unique
+from toolsel.client import SyncToolselClient
 from toolsel.dashboard.app import create_app
 from toolsel.dashboard.auth import COOKIE, CSRF_HEADER
 from toolsel.settings import Settings
@@ -216,6 +217,21 @@ def test_categories_page_mappings_and_rules(api: Script) -> None:
     _refused(api.delete(f"/api/visibility-rules/{created['id']}"), 404, "not_found")
     bad = {**rule, "conditions": {"org": "x"}}
     assert "tier rule" in _refused(api.post("/api/visibility-rules", json=bad), 400, "invalid_request")
+
+
+def test_a_tenants_own_pins_are_shown_as_its_own_among_the_rules(
+    api: Script, signed: TestClient, endpoints: Endpoints
+) -> None:
+    plugin, tenant = unique("own"), unique("t")
+    api.post("/api/plugins/sync", json=plugin_sync(plugin, tenant, [tool("get_weather")]).model_dump(mode="json"))
+    with SyncToolselClient(endpoints.nats_url) as client:
+        pinned = client.pin_tool(plugin, "get_weather", tenant_id=tenant)
+    assert [(c.name, c.pinned) for c in pinned.choices] == [("get_weather", True)]
+    (rule,) = api.get("/api/visibility-rules", params={"tenant_id": tenant}).json()["rules"]
+    assert (rule["origin"], rule["effect"], rule["target"]) == ("tenant", "pin", f"{plugin}/get_weather")
+    page = signed.get("/rules", headers={"accept": "text/html"}).text
+    row = next(line for line in page.splitlines() if f"<td>{rule['id']}</td>" in line)
+    assert "its own choice" in row
 
 
 def test_selection_quality_feedback_and_analytics(api: Script) -> None:

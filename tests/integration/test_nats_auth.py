@@ -114,6 +114,8 @@ async def test_an_agent_cannot_forge_posteriors_and_the_answers_do_not_change(
         (AGENT, subjects.ADMIN_TOOLS_LIST),
         (AGENT, subjects.dead_letter("outcome")),
         (AGENT, f"$JS.API.STREAM.PURGE.{subjects.EVENTS_STREAM}"),
+        (AGENT, subjects.scoped(subjects.PINS_ROOT, "t.other-tenant.bot")),  # another tenant's pins
+        (AGENT, subjects.scoped(subjects.PINS_ROOT, subjects.OPERATOR_SCOPE)),  # any tenant's, as the operator
         ("selector", subjects.POSTERIORS_UPDATED),
         ("indexer", subjects.TOOL_STATE_CHANGED),
         ("learner", subjects.REGISTRY_CHANGED),
@@ -133,6 +135,7 @@ async def test_what_a_user_may_not_publish(connect: Connect, user: str, subject:
         subjects.any_scope(subjects.SYNC_ROOT),
         f"{subjects.NOTIFY_PREFIX}.>",
         subjects.any_scope(subjects.OUTCOME_ROOT),
+        subjects.any_scope(subjects.PINS_ROOT),
         "_INBOX.>",
     ],
 )

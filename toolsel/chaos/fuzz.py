@@ -28,7 +28,7 @@ from toolsel.chaos.stage import LEARNER_KINDS, TOOLS, Stage, durable, eventually
 from toolsel.contracts import CategorySpec, PluginSync, ToolSpec, subjects
 from toolsel.stack import health_all
 
-REQUEST_SUBJECTS = (subjects.SELECT, subjects.SYNC, *subjects.ADMIN_SUBJECTS)
+REQUEST_SUBJECTS = (subjects.SELECT, subjects.SYNC, subjects.PINS, *subjects.ADMIN_SUBJECTS)
 EVENT_KINDS = (*LEARNER_KINDS, "sync")
 CONCURRENCY = 16
 """Requests in flight at once."""

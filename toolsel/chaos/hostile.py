@@ -18,6 +18,7 @@ EDGE_STRINGS: Final = ("9999-12-31T23:59:59-14:00", "2024-05-01T12:00:00", "0001
 FIELDS: Final = (
     "query", "tenant_id", "page", "k", "plugin_id", "name", "tools", "limit", "version", "id", "days", "since",
     "rule", "changes", "plugin_version", "filters", "seed", "admin_token", "tool", "schema_version", "page_pattern",
+    "action",
 )  # fmt: skip
 """Field names the requests and events use, so a hostile object reaches past "unknown field"."""
 REFERENCES: Final = frozenset({"selection_id", "plugin_id", "name"})

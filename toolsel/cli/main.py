@@ -20,6 +20,7 @@ from toolsel.cli import (
     identities,
     learning,
     mcp,
+    pins,
     plugins,
     selection,
     services,
@@ -39,6 +40,7 @@ for group in (stack, selection, evaluation, bench, services, learning, analytics
     app.add_typer(group.app)
 app.add_typer(tools.app, name="tools")
 app.add_typer(plugins.app, name="plugins")
+app.add_typer(pins.app, name="pins")
 app.add_typer(identities.app, name="identity")
 app.add_typer(admin.app, name="admin", no_args_is_help=True)
 app.add_typer(docs.app, name="docs")

@@ -4,7 +4,8 @@
 Over stdio it serves the identity it was started with: it connects to the stack like an agent
 (TOOLSEL_NATS_URL, a tenant's identity from ``toolsel identity create``, else the default tenant's agent of the
 ``toolsel up`` running in TOOLSEL_HOME) and selects for that identity's tenant. Over HTTP every request must
-carry an identity's bearer token and is served for that identity, on the operator's connection."""
+carry an identity's bearer token and is served for that identity, on the operator's connection. With ``--pins``
+it also serves ``pin_tool``: the agent pins and unpins tools for its tenant (``toolsel pins``)."""
 
 from typing import Annotated
 
@@ -38,6 +39,9 @@ def mcp(
     session_ttl_s: Annotated[
         float, typer.Option(min=1, envvar="TOOLSEL_MCP_SESSION_TTL_S", help="idle seconds before a session ends")
     ] = 3600.0,
+    pins: Annotated[
+        bool, typer.Option("--pins", help="also serve pin_tool, by which agents change their tenant's own pins")
+    ] = False,
 ) -> None:
     """Serve toolsel's discovery tool and review to MCP clients."""
     if transport not in ("stdio", "http"):
@@ -54,13 +58,13 @@ def mcp(
             toolshed = Toolshed(
                 connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user, gateway=gateway
             )
-            await serve(create_server(toolshed), chosen)
+            await serve(create_server(toolshed, pins=pins), chosen)
 
     async def http() -> None:
         tokens = IdentityTokens(settings().home)
         async with client() as operator:
             toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
-            await serve(create_server(toolsheds, tokens, f"http://{host}:{port}"), chosen, host, port)
+            await serve(create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins), chosen, host, port)
 
     main = stdio if chosen == "stdio" else http
 

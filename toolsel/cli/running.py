@@ -200,7 +200,7 @@ def ask(
 ) -> None:
     """Validate ``fields`` as ``method``'s request (exit 2 naming ``where`` and the field when they are not one),
     send it to the running stack and print the reply (see ``print_reply``)."""
-    body = validated(method.message, fields, where)
+    body = validated(method.message, {**method.preset, **fields}, where)
 
     async def main() -> R:
         async with client() as connected:

@@ -14,7 +14,9 @@ from pydantic import Field
 
 from toolsel import __version__
 from toolsel.client import ToolselError
+from toolsel.contracts import PinList
 from toolsel.contracts.common import Identifier
+from toolsel.contracts.pins import PinAction
 from toolsel.mcp.stdio import run_stdio
 from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
 
@@ -54,11 +56,17 @@ async def tools_changed(context: Context[Any, Any]) -> None:
 
 
 def create_server(
-    toolshed: Toolshed | Callable[[], Toolshed], verifier: TokenVerifier | None = None, url: str = ""
+    toolshed: Toolshed | Callable[[], Toolshed],
+    verifier: TokenVerifier | None = None,
+    url: str = "",
+    *,
+    pins: bool = False,
 ) -> MCPServer:
     """An MCP server whose tools answer from this toolshed, or from the one the function picks for the caller
     (``toolsel.mcp.tenants.PerIdentity``); with a ``verifier`` of bearer tokens every HTTP request must carry one
-    it accepts (``url``: where the server is reached)."""
+    it accepts (``url``: where the server is reached). With ``pins`` it also serves ``pin_tool``, by which the
+    agent changes its tenant's pins: off unless asked, since it changes every answer of the tenant and costs every
+    agent the tokens of one more tool."""
     shed = toolshed if callable(toolshed) else lambda: toolshed
     auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if verifier is not None else None  # type: ignore[arg-type]
     server = GatewayServer(
@@ -129,6 +137,29 @@ def create_server(
             return await shed().report(session, calls)
         except (ToolselError, ToolshedError, ValueError) as error:
             raise ToolError(str(error)) from error
+
+    if pins:
+
+        @server.tool()
+        async def pin_tool(
+            action: Annotated[
+                PinAction,
+                Field(
+                    description="pin: the tool joins every answer of your tenant; unpin: a tool its plugin pins no "
+                    "longer does (it stays findable); clear: back to what its plugin declares; list: change nothing"
+                ),
+            ],
+            tool: Annotated[
+                str | None,
+                Field(max_length=300, description="The tool as plugin/name (search_tools gives it as `tool`)"),
+            ] = None,
+        ) -> PinList:
+            """Change which tools join every answer of your tenant on their own, or list them. Use it when the user
+            asks to always (or no longer) be offered a tool."""
+            try:
+                return await shed().pins(action, tool)
+            except (ToolselError, ToolshedError, ValueError) as error:
+                raise ToolError(str(error)) from error
 
     return server
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from toolsel.client import ToolselClient
 from toolsel.contracts import (
     OutcomeEvent,
+    PinList,
     ReviewEvent,
     ScoredTool,
     SelectFilters,
@@ -25,6 +26,7 @@ from toolsel.contracts import (
     ToolReview,
     Verdict,
 )
+from toolsel.contracts.pins import PinAction
 from toolsel.mcp.gateway import CallableTools, Gateway
 from toolsel.mcp.sessions import Session, Sessions
 from toolsel.tool_shapes import function_name, parameters_schema
@@ -34,6 +36,13 @@ MAX_K = 50
 """The most tools one select ranks for a request (``SelectRequest.k``): how deep pages reach."""
 REJECTING = frozenset({Verdict.UNRELATED, Verdict.BROKEN})
 """Verdicts after which a session never offers the tool again."""
+PIN_ROWS = {
+    "list": ToolselClient.list_pins,
+    "pin": ToolselClient.pin_tool,
+    "unpin": ToolselClient.unpin_tool,
+    "clear": ToolselClient.clear_pin,
+}
+"""The client's request for each action on a tenant's pins."""
 
 
 class FoundTool(BaseModel):
@@ -295,6 +304,16 @@ class Toolshed:
         for selection_id, made in by_selection.items():
             await self.client.report_outcome(OutcomeEvent(selection_id=selection_id, calls=made))
         return OutcomeResult(session=current.id, recorded=len(by_selection))
+
+    async def pins(self, action: PinAction, tool: str | None = None) -> PinList:
+        """List, pin, unpin or clear ``tool`` (``plugin/name``) for the identity's tenant (or the operator's named
+        one); the reply is the tenant's pins as they stand."""
+        plugin_id, _, name = (tool or "").partition("/")
+        fields = {"plugin_id": plugin_id, "name": name} if tool else {}
+        if self.tenant_id is not None:
+            fields["tenant_id"] = self.tenant_id
+        row = PIN_ROWS[action]
+        return await row.invoke(self.client, row.build((), fields))
 
     def _session(self, session: str) -> Session:
         if not session:

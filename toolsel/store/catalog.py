@@ -54,7 +54,7 @@ WHERE u.version > $1 OR u.updated_at > now() - make_interval(secs => $2)
 ORDER BY u.version
 """
 ACTIVE_RULES = """
-SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority
+SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority, origin
 FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id
 """
 REVIEW_INDEX = """

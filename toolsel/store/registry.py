@@ -217,7 +217,7 @@ DELETE FROM tool_page_mappings WHERE plugin_id = $1 AND page_pattern = $2 AND ca
 
 # visibility rules
 
-RULE_COLUMNS = "id, tenant_id, rule_type, effect, target_kind, target, conditions, priority, active, created_at"
+RULE_COLUMNS = "id, tenant_id, rule_type, effect, target_kind, target, conditions, priority, active, created_at, origin"
 
 RULES = f"""
 SELECT {RULE_COLUMNS} FROM tool_visibility_rules
@@ -238,6 +238,42 @@ WHERE id = $1 RETURNING {RULE_COLUMNS}
 LOCKED_RULE = f"SELECT {RULE_COLUMNS} FROM tool_visibility_rules WHERE id = $1 FOR UPDATE"
 
 DELETE_RULE = f"DELETE FROM tool_visibility_rules WHERE id = $1 RETURNING {RULE_COLUMNS}"
+
+# a tenant's own pins: pin and unpin rules of origin 'tenant', one per tenant and tool
+
+LOCK_TENANT_PINS = "SELECT pg_advisory_xact_lock(17, hashtext($1))"
+"""Serialises one tenant's pin writes (a key space of its own, apart from ``LOCK_PLUGIN``'s), so that two at once
+never take it past its limit."""
+
+TENANT_CHOICES = """
+SELECT target, effect = 'pin' AS pinned, created_at FROM tool_visibility_rules
+WHERE origin = 'tenant' AND tenant_id = $1 AND effect IN ('pin', 'unpin') ORDER BY target
+"""
+
+SET_TENANT_CHOICE = """
+INSERT INTO tool_visibility_rules (tenant_id, rule_type, effect, target_kind, target, origin)
+VALUES ($1, 'org', $3, 'tool', $2, 'tenant')
+ON CONFLICT (tenant_id, target) WHERE origin = 'tenant' DO UPDATE SET effect = EXCLUDED.effect, created_at = now()
+WHERE tool_visibility_rules.effect IN ('pin', 'unpin') AND tool_visibility_rules.effect <> EXCLUDED.effect
+RETURNING id
+"""
+"""A row back when the choice is new or changed; none when it stood already (or the operator made it a rule of
+another effect, which stays)."""
+
+CLEAR_TENANT_CHOICE = """
+DELETE FROM tool_visibility_rules
+WHERE origin = 'tenant' AND tenant_id = $1 AND target = $2 AND effect IN ('pin', 'unpin') RETURNING id
+"""
+
+TENANT_TOOL = """
+SELECT true FROM tools
+WHERE plugin_id = $1 AND name = $2 AND tenant_id IN ($3, '*') AND deleted_at IS NULL
+"""
+
+DECLARED_PINS = """
+SELECT plugin_id || '/' || name FROM tools
+WHERE is_always_pinned AND deleted_at IS NULL AND tenant_id IN ($1, '*') ORDER BY plugin_id, name
+"""
 
 
 async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
@@ -559,3 +595,38 @@ async def delete_rule(conn: Conn, rule_id: int) -> VisibilityRule | None:
     """The rule deleted, or None when there was no such rule."""
     row = await conn.fetchrow(DELETE_RULE, rule_id)
     return None if row is None else _rule(row)
+
+
+# a tenant's own pins
+
+
+async def lock_tenant_pins(conn: asyncpg.Connection, tenant_id: str) -> None:
+    """Serialise the writes to one tenant's pins until the transaction ends."""
+    await conn.execute(LOCK_TENANT_PINS, tenant_id)
+
+
+async def tenant_choices(conn: Conn, tenant_id: str) -> list[asyncpg.Record]:
+    """The tools the tenant pinned or unpinned for itself, by key: ``target``, ``pinned``, ``created_at``."""
+    rows: list[asyncpg.Record] = await conn.fetch(TENANT_CHOICES, tenant_id)
+    return rows
+
+
+async def set_tenant_choice(conn: Conn, tenant_id: str, key: str, pinned: bool) -> bool:
+    """Pin (or unpin) tool ``key`` for the tenant; whether that changed its choice."""
+    changed = await conn.fetchval(SET_TENANT_CHOICE, tenant_id, key, "pin" if pinned else "unpin")
+    return changed is not None
+
+
+async def clear_tenant_choice(conn: Conn, tenant_id: str, key: str) -> bool:
+    """Drop the tenant's choice on tool ``key``; whether there was one."""
+    return await conn.fetchval(CLEAR_TENANT_CHOICE, tenant_id, key) is not None
+
+
+async def tenant_sees(conn: Conn, tenant_id: str, plugin_id: str, name: str) -> bool:
+    """Whether the tenant sees a live tool of that name: its own, or a shared one."""
+    return await conn.fetchval(TENANT_TOOL, plugin_id, name, tenant_id) is not None
+
+
+async def declared_pins(conn: Conn, tenant_id: str) -> list[str]:
+    """The keys of the live tools the tenant sees that their plugins pin."""
+    return [r[0] for r in await conn.fetch(DECLARED_PINS, tenant_id)]

@@ -43,7 +43,12 @@ async def update(pool: asyncpg.Pool, request: RuleUpdate) -> VisibilityRule:
     """Read the rule, patch it and write it back in one transaction (so two patches never lose each other's)."""
     async with pool.acquire() as conn, conn.transaction():
         rule = _found(await registry.locked_rule(conn, request.id), request.id)
-        return _found(await registry.update_rule(conn, request.id, patched(rule, request.rule)), request.id)
+        fields = patched(rule, request.rule)
+        try:
+            return _found(await registry.update_rule(conn, request.id, fields), request.id)
+        except asyncpg.UniqueViolationError as clash:  # a tenant's own choice moved onto another of its choices
+            message = f"tenant {fields.tenant_id!r} has its own choice on {fields.target} already"
+            raise RequestError(ErrorCode.CONFLICT, message, "rule.target") from clash
 
 
 def router() -> NatsRouter:

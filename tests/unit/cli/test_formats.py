@@ -21,7 +21,7 @@ LISTINGS = {
     ("tools", "list"), ("tools", "versions"), ("tools", "drift"), ("admin", "page-categories"),
     ("admin", "page-mappings", "list"), ("admin", "rules", "list"), ("admin", "quarantine", "list"),
     ("feedback", "list"), ("feedback", "metrics"), ("analytics", "heatmap"), ("analytics", "accuracy"), ("sync",),
-    ("identity", "list"),
+    ("identity", "list"), ("pins", "list"), ("pins", "pin"), ("pins", "unpin"), ("pins", "clear"),
 }  # fmt: skip
 """The commands whose reply is flat rows: they also write CSV."""
 REPLIES = {

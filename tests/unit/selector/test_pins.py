@@ -1,5 +1,6 @@
 """Scoped pins: a pin its plugin scoped joins only the requests its scope holds for (directly, then through
-whole selections); an unscoped pin joins every answer; an organisation pins and unpins for itself by rules."""
+whole selections); an unscoped pin joins every answer; an organisation pins and unpins for itself by rules, and a
+tenant by its own choices, beneath the operator's rules."""
 
 import numpy as np
 
@@ -7,7 +8,7 @@ from tests.unit.selector.factory import T
 from tests.unit.selector.test_selector import TOOLS, names, selector
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector.pipeline.pins import in_scope
-from toolsel.services.selector.policy import Rule, Subject, pinned_mask
+from toolsel.services.selector.policy import Rule, Subject, TenantRules, pinned_mask
 
 
 def test_a_scope_holds_on_its_pages_categories_or_relevance_floor() -> None:
@@ -38,8 +39,13 @@ def test_a_pin_joins_the_pages_its_scope_names() -> None:
     assert "travel_desk" not in names(sel, query="weather in Oslo", k=1, page="/home")
 
 
-def rule(effect: str, target: str, tenant: str = "acme", priority: int = 0) -> Rule:
-    return Rule(tenant, "org", effect, "tool", target, {}, priority)
+def rule(effect: str, target: str, tenant: str = "acme", priority: int = 0, origin: str = "operator") -> Rule:
+    return Rule(tenant, "org", effect, "tool", target, {}, priority, origin)
+
+
+def own(effect: str, target: str, tenant: str = "acme") -> Rule:
+    """A tenant's own choice, as ``toolsel.rpc.pins`` stores it."""
+    return rule(effect, target, tenant, origin="tenant")
 
 
 def test_pin_rules_override_the_declared_pins_per_organisation() -> None:
@@ -66,3 +72,46 @@ def test_an_organisation_unpins_a_plugins_pin_without_hiding_it_and_pins_its_own
     reply, _ = sel.select(SelectRequest(query="weather in Oslo", k=1, tenant_id="acme"))
     assert [t.pinned for t in reply.tools] == [True, False]
     assert reply.tools[0].reason.startswith("Pinned")
+
+
+def test_a_tenants_own_choices_decide_over_the_plugins_and_the_operators_rules_over_both() -> None:
+    declared = np.array([True, False, True])
+    rows = {"p/a": 0, "p/b": 1, "p/c": 2}
+    acme, other = Subject("acme", None, "", None, "free"), Subject("other", None, "", None, "free")
+
+    def pinned(rules: list[Rule], who: Subject = acme) -> list[bool]:
+        return pinned_mask(rules, who, rows, {}, declared, ("free",)).tolist()
+
+    choices = [own("unpin", "p/a"), own("pin", "p/b")]
+    assert pinned(choices) == [False, True, True]
+    assert pinned(choices, other) == [True, False, True]  # another tenant's choices change nothing here
+    # the operator's rules win over the tenant's choices, whatever their priorities
+    assert pinned([*choices, rule("pin", "p/a", priority=-5), rule("unpin", "p/b", priority=-5)]) == [True, False, True]
+    # an operator's rule for another tenant does not
+    assert pinned([*choices, rule("pin", "p/a", tenant="other")]) == [False, True, True]
+    assert declared.tolist() == [True, False, True]
+
+
+def test_a_tenants_pin_joins_its_answers_and_no_other_tenants() -> None:
+    sel = selector()
+    sel.rules = [own("pin", "p/book_hotel"), own("unpin", "p/search_tools")]
+    assert names(sel, query="weather in Oslo", k=1, tenant_id="acme") == ["book_hotel", "get_weather"]
+    assert names(sel, query="weather in Oslo", k=1, tenant_id="other") == ["search_tools", "get_weather"]
+    assert "search_tools" in names(sel, query="find more tools", k=6, tenant_id="acme")  # unpinned, not hidden
+
+
+def test_a_request_weighs_the_shared_rules_and_its_own_tenants_only() -> None:
+    shared, acme, other = rule("deny", "p/a", tenant="*"), own("pin", "p/b"), own("pin", "p/c", tenant="other")
+    grouped = TenantRules.of([shared, acme, other])
+    assert grouped.of_tenant("acme") == [shared, acme]
+    assert grouped.of_tenant("other") == [shared, other]
+    assert grouped.of_tenant("nobody") == [shared]
+
+
+def test_the_selector_groups_the_rules_again_when_they_are_replaced() -> None:
+    sel = selector()
+    sel.rules = [own("pin", "p/book_hotel")]
+    assert "book_hotel" in names(sel, query="weather in Oslo", k=1, tenant_id="acme")
+    sel.rules = [own("pin", "p/book_hotel", tenant="other")]
+    assert "book_hotel" not in names(sel, query="weather in Oslo", k=1, tenant_id="acme")
+    assert "book_hotel" in names(sel, query="weather in Oslo", k=1, tenant_id="other")

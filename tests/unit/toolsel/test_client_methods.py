@@ -1,5 +1,6 @@
 """The client's method table: every subject has its row, and a row's method builds, sends and decodes."""
 
+import inspect
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 from uuid import uuid4
@@ -11,6 +12,7 @@ from toolsel.client import ToolselClient
 from toolsel.client_methods import AsyncMethods, Event, Request, SyncMethods, table
 from toolsel.contracts import (
     AdminRequest,
+    PinRequest,
     ReviewEvent,
     SelectRequest,
     ToolDetail,
@@ -60,9 +62,11 @@ def test_every_request_subject_and_event_kind_has_a_row() -> None:
     rows = table().values()
     requests = {r.subject for r in rows if isinstance(r, Request)}
     events = {r.subject for r in rows if isinstance(r, Event)}
-    assert requests == {subjects.SELECT_ROOT, *subjects.ADMIN_SUBJECTS}
+    assert requests == {subjects.SELECT_ROOT, subjects.PINS_ROOT, *subjects.ADMIN_SUBJECTS}
     assert events == {subjects.OUTCOME_ROOT, subjects.REVIEW_ROOT, subjects.FEEDBACK_ROOT}
-    assert {subjects.SELECT_ROOT, *events} <= set(subjects.SCOPED_ROOTS)  # sent under the client's scope
+    assert {subjects.SELECT_ROOT, subjects.PINS_ROOT, *events} <= set(
+        subjects.SCOPED_ROOTS
+    )  # sent under the client's scope
     for row in rows:
         if isinstance(row, Request):
             assert row.admin == issubclass(row.message, AdminRequest), row.name
@@ -87,6 +91,27 @@ async def test_select_takes_the_query_first() -> None:
     client = Recorder()
     await client.select("send an email", k=3)
     assert client.sent == [(subjects.SELECT_ROOT, SelectRequest(query="send an email", k=3))]
+
+
+async def test_the_pin_methods_send_their_action_and_leave_the_tenant_to_the_sender() -> None:
+    client = Recorder()
+    await client.list_pins()
+    await client.pin_tool("mail", "send_email")
+    await client.unpin_tool("mail", "send_email", tenant_id="acme")
+    await client.clear_pin("mail", "send_email")
+    assert client.sent == [
+        (subjects.PINS_ROOT, PinRequest(action="list")),
+        (subjects.PINS_ROOT, PinRequest(action="pin", plugin_id="mail", name="send_email")),
+        (subjects.PINS_ROOT, PinRequest(action="unpin", plugin_id="mail", name="send_email", tenant_id="acme")),
+        (subjects.PINS_ROOT, PinRequest(action="clear", plugin_id="mail", name="send_email")),
+    ]
+    named = ["tenant_id" in m.model_fields_set for _, m in client.sent]
+    assert named == [False, False, True, False]  # left out: the service takes the sender's tenant
+    assert "action" not in inspect.signature(client.pin_tool).parameters
+    with pytest.raises(InvalidRequest, match="pin names a tool"):
+        await client.pin_tool(plugin_id="mail")
+    with pytest.raises(InvalidRequest, match="list names no tool"):
+        await client.list_pins(plugin_id="mail", name="send_email")
 
 
 async def test_events_are_published_and_returned() -> None:
