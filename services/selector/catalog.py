@@ -85,7 +85,7 @@ class Catalog:
     @cached_property
     def rows(self) -> dict[str, int]:
         """Tool key (``plugin/name``) -> row."""
-        return {key: i for i, key in enumerate(self.keys)}
+        return dict(zip(self.keys, range(len(self.keys)), strict=True))
 
     @cached_property
     def category_rows(self) -> Groups:
