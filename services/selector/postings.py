@@ -80,8 +80,8 @@ class Postings:
         data = np.zeros(0, dtype=np.float32)
         if tokens.size:
             mean_length = lengths.mean()  # bm25s's own: an exact integer sum over the count, in float64
-            tfc = tf / (k1 * ((1 - b) + b * lengths[docs].astype(np.float64) / mean_length) + tf)
-            data = (_lucene_idf(frequency, size)[tokens] * tfc).astype(np.float32)
+            norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / mean_length)  # per document, then per posting
+            data = (_lucene_idf(frequency, size)[tokens] * (tf / (norm[docs] + tf))).astype(np.float32)
         idf = np.where(frequency > 0, np.log1p((size - frequency + 0.5) / (frequency + 0.5)), 0.0)
         for array in (tokens, docs, tf, data, indptr, lengths, idf):
             array.flags.writeable = False
@@ -91,9 +91,8 @@ class Postings:
 def _lucene_idf(frequency: Ints, size: int) -> npt.NDArray[np.float32]:
     """bm25s's idf per token in float32: ``math.log(1 + (N - df + 0.5) / (df + 0.5))`` in Python's double, once
     per distinct document frequency (a few hundred), where numpy's own log could differ in the last bit."""
-    counts, inverse = np.unique(frequency, return_inverse=True)
-    per_count = np.array(
-        [math.log(1 + (size - df + 0.5) / (df + 0.5)) if df else 0.0 for df in counts.tolist()], dtype=np.float32
-    )
-    result: npt.NDArray[np.float32] = per_count[inverse]
+    counts = np.unique(frequency)
+    per_count = np.zeros(int(counts[-1]) + 1, dtype=np.float32)
+    per_count[counts] = [math.log(1 + (size - df + 0.5) / (df + 0.5)) if df else 0.0 for df in counts.tolist()]
+    result: npt.NDArray[np.float32] = per_count[frequency]
     return result
