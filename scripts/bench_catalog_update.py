@@ -2,26 +2,41 @@
 tools (``with_changes``), in process, without the store's read.
 
     python scripts/bench_catalog_update.py SETS_DIR [--tools 10000] [--changed 1,10,100] [--repeats 20]
+        [--selects 0 --during 10 --every 100]
 
 SETS_DIR holds evaluation sets in ``toolsel eval``'s format, as ``toolsel bench --data`` reads them. Builds the
 catalog of ``--tools`` bench tools (random unit vectors: their values do not change the work) whole three times,
 then, for each count in ``--changed``, splices that many rewritten tools (a new description each) into it
 ``--repeats`` times. Prints the wall-clock p50 / max of each in milliseconds, with BLAS in ``TOOLSEL_BLAS_THREADS``
 threads as the services run.
+
+``--selects N`` then times N selects (the bench's mixed queries in turn, their vectors embedded before, the
+hot-query cache off so every select retrieves) in the main thread, first with the catalog still, then while a
+worker thread splices a broadcast of ``--during`` changed tools every ``--every`` milliseconds and swaps each copy
+in, as a selector's app applies them (``asyncio.to_thread``). Prints the selects' wall-clock p50 / p99 / max with
+the catalog still, while broadcasts apply, and of those that overlapped one; how many took over twice the still
+p50; and the broadcasts' own time.
 """
 
 import argparse
+import asyncio
 import random
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 from in_process import bench_tools, catalog_row
 from threadpoolctl import threadpool_limits
 
-from toolsel.bench.catalog import pooled_sets
-from toolsel.services.selector.catalog import build_catalog, with_changes
+from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
+from toolsel.bench.run import QUERY_SEED
+from toolsel.contracts import SelectRequest
+from toolsel.evaluation.dataset import BenchSet
+from toolsel.runtime import load_model
+from toolsel.services.selector.catalog import Catalog, Row, build_catalog, with_changes
+from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings
 
 
@@ -31,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tools", type=int, default=10000)
     parser.add_argument("--changed", default="1,10,100")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--selects", type=int, default=0)
+    parser.add_argument("--during", type=int, default=10)
+    parser.add_argument("--every", type=float, default=100.0)
     args = parser.parse_args(argv)
     settings = get_settings()
     threadpool_limits(settings.blas_threads, user_api="blas")
@@ -43,17 +61,75 @@ def main(argv: Sequence[str] | None = None) -> None:
         whole.append(time.perf_counter() - started)
     print(f"{len(rows)} tools read whole: {_ms(whole)}")
     rng = random.Random(0)
+
+    def rewritten(count: int) -> list[Row]:
+        """``count`` of the tools, each with a new description."""
+        chosen = rng.sample(range(len(specs)), count)
+        revised = [specs[at] | {"description": f"{specs[at]['description']} ({rng.random():.6f})"} for at in chosen]
+        return [catalog_row(spec, vectors[at]) for spec, at in zip(revised, chosen, strict=True)]
+
     for count in (int(c) for c in args.changed.split(",")):
         spliced = []
         for _ in range(args.repeats):
-            written = []
-            for at in rng.sample(range(len(specs)), count):
-                spec = specs[at] | {"description": f"{specs[at]['description']} (revised {rng.random():.6f})"}
-                written.append(catalog_row(spec, vectors[at]))
+            written = rewritten(count)
             started = time.perf_counter()
             with_changes(catalog, written, (), [], [], settings)
             spliced.append(time.perf_counter() - started)
         print(f"{count} changed tools spliced in: {_ms(spliced)}")
+    if args.selects:
+        every = args.every / 1e3
+        selects_during_broadcasts(catalog, pooled_sets(args.data), args.selects, every, lambda: rewritten(args.during))
+
+
+def selects_during_broadcasts(
+    catalog: Catalog, sets: Sequence[BenchSet], count: int, every: float, broadcast: Callable[[], list[Row]]
+) -> None:
+    """Selects timed with the catalog still, then while a broadcast is spliced and swapped in every ``every``
+    seconds; the selects that overlapped a broadcast are counted apart."""
+    settings = get_settings().model_copy(update={"retrieval_cache_size": 0})
+    selector = Selector(settings, catalog, asyncio.run(load_model(settings)))
+    texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), 100)
+    requests = [SelectRequest(query=text, tenant_id="t", dry_run=True) for text in texts]
+    for request in requests:  # each query's vectors embedded once, before anything is timed
+        selector.select(request)
+    batches = [broadcast() for _ in range(count)]  # written before, as the store would hand them over
+
+    def timed() -> list[tuple[float, float]]:
+        spans = []
+        for i in range(count):
+            started = time.perf_counter()
+            selector.select(requests[i % len(requests)])
+            spans.append((started, time.perf_counter()))
+        return spans
+
+    still = [end - start for start, end in timed()]
+    stop, applied = threading.Event(), []
+
+    def apply() -> None:
+        for batch in batches:
+            started = time.perf_counter()
+            selector.catalog = with_changes(selector.catalog, batch, (), [], [], settings)
+            applied.append((started, time.perf_counter()))
+            if stop.wait(every):
+                return
+
+    worker = threading.Thread(target=apply)
+    worker.start()
+    spans = timed()
+    stop.set()
+    worker.join()
+    overlapping = [end - start for start, end in spans if any(s < end and start < e for s, e in applied)]
+    limit = 2 * float(np.percentile(still, 50))
+    for name, spent in (
+        ("catalog still", still),
+        ("broadcasts applying", [end - start for start, end in spans]),
+        ("overlapping a broadcast", overlapping),
+    ):
+        slow = sum(s > limit for s in spent)
+        p50, p99 = np.percentile(spent, [50, 99]) * 1e3 if spent else (np.nan, np.nan)
+        shown = f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(spent, default=np.nan) * 1e3:.2f} ms"
+        print(f"{len(spent)} selects, {name}: {shown}, {slow} over 2 x the still p50")
+    print(f"{len(applied)} broadcasts applied meanwhile: {_ms([e - s for s, e in applied])}")
 
 
 def _ms(seconds: Sequence[float]) -> str:

@@ -2,18 +2,20 @@
 from the rows of ``toolsel.store.catalog`` by pure functions (the app does the reading)."""
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from toolsel.services.selector.policy import Rule
 from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, tokenize
-from toolsel.services.selector.stages import Rows, epoch_seconds, group_rows, tenant_mask
+from toolsel.services.selector.splice import Groups, Renumbering
+from toolsel.services.selector.stages import Rows, epoch_seconds, tenant_mask
 from toolsel.services.selector.standing import Evidence, Standing, evidence_by_tenant, standing_of, values_of
 from toolsel.settings import Settings
 
@@ -50,6 +52,7 @@ class Catalog:
     """Per tenant, its own evidence of shared tools, which replaces the base standing for it."""
     _standings: dict[str, Standing] = field(default_factory=dict, compare=False, repr=False)
     _words: dict[int, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    _related: dict[int, list[int]] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -82,38 +85,29 @@ class Catalog:
     @cached_property
     def rows(self) -> dict[str, int]:
         """Tool key (``plugin/name``) -> row."""
-        return {key: i for i, key in enumerate(self.keys)}
+        return dict(zip(self.keys, range(len(self.keys)), strict=True))
 
     @cached_property
-    def category_rows(self) -> dict[str, Rows]:
+    def category_rows(self) -> Groups:
         """``plugin/category`` (as visibility rules name categories) -> the rows of its tools; rules and page
-        filters look them up here."""
-        keys = [(f"{p}/{c}",) if c else () for p, c in zip(self.plugin_ids, self.categories, strict=True)]
-        return group_rows(keys)
+        filters look them up here. A copy made by ``with_changes`` has it spliced from the old copy's."""
+        return Groups.of(_category_labels(self, np.arange(len(self))))
 
     @cached_property
-    def filter_rows(self) -> dict[str, dict[str, Rows]]:
+    def filter_rows(self) -> dict[str, Groups]:
         """What a request's filters look up, by filter: plugin, server ("" for none declared), category name and
-        tag -> rows."""
-        return {
-            "plugins": group_rows([(plugin,) for plugin in self.plugin_ids]),
-            "servers": group_rows([(str(spec.get("server") or ""),) for spec in self.specs]),
-            "categories": group_rows([(category,) if category else () for category in self.categories]),
-            "tags": group_rows(self.tags),
-        }
+        tag -> rows. A copy made by ``with_changes`` has them spliced from the old copy's."""
+        return {name: Groups.of(labels) for name, labels in _filter_labels(self, np.arange(len(self))).items()}
 
-    @cached_property
-    def related(self) -> list[list[int]]:
-        """Each row's live related tools (the rows its plugin declares related to it, in declared order): a
-        selection reads them for every candidate, so they are resolved once per copy."""
-        rows = self.rows
-
-        def of(row: int) -> list[int]:
+    def related(self, row: int) -> list[int]:
+        """A row's live related tools (the rows its plugin declares related to it, in declared order), resolved
+        once per copy when a selection first reads them."""
+        kept = self._related.get(row)
+        if kept is None:
             names = self.specs[row].get("related_tools")
             keys = (f"{self.plugin_ids[row]}/{name}" for name in (names if isinstance(names, list) else []))
-            return [rows[key] for key in keys if key in rows]
-
-        return [of(row) for row in range(len(self))]
+            kept = self._related[row] = [at for key in keys if (at := self.rows.get(key)) is not None]
+        return kept
 
 
 STANDINGS_KEPT = 64
@@ -149,7 +143,6 @@ def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
 
 Row = Mapping[str, Any]
 """One row of a ``toolsel.store.catalog`` query, by column name."""
-T = TypeVar("T")
 
 
 def build_catalog(
@@ -198,68 +191,83 @@ def with_changes(
 ) -> Catalog:
     """A new copy of ``cat`` with ``rows`` (live tools, new or changed) in and the tools keyed in ``gone`` out, and
     the categories, page mappings and tenants' evidence as given: only the changed rows are parsed and tokenised,
-    the others are carried over. Rows stay ordered by pin weight (highest first), plugin and name, so a copy built
-    up by changes equals the copy read whole."""
+    the others are moved over by slices and array copies, and the lookups are spliced, not regrouped. Rows stay
+    ordered by pin weight (highest first), plugin and name, so a copy built up by changes equals the copy read
+    whole."""
     changed = {f"{r['plugin_id']}/{r['name']}": r for r in rows}
-    kept: list[tuple[tuple[int, str, str], int | Row]] = [
-        ((-int(cat.pin_weight[i]), cat.plugin_ids[i], cat.names[i]), i)
-        for i, key in enumerate(cat.keys)
-        if key not in changed and key not in gone
-    ]
-    new: list[tuple[tuple[int, str, str], int | Row]] = [
-        ((-int(r["pin_weight"]), str(r["plugin_id"]), str(r["name"])), r) for r in changed.values()
-    ]
-    plan: list[int | Row] = [source for _, source in sorted(kept + new, key=lambda entry: entry[0])]
-    old = np.array([at if isinstance(at, int) else -1 for at in plan], dtype=np.int64)
-    from_old, from_new = np.flatnonzero(old >= 0), np.flatnonzero(old < 0)
-    fresh = [r for r in plan if not isinstance(r, int)]
+    fresh = sorted(changed.values(), key=_order)
+    moved = _placed(cat, [*changed, *gone], fresh)
     parsed = [_parsed(r, settings) for r in fresh]
     quarantined, rating, calls, perf = values_of(fresh, settings)
-
-    def spliced(values: npt.NDArray[Any], new_values: npt.ArrayLike) -> npt.NDArray[Any]:
-        out = np.empty((len(plan), *values.shape[1:]), dtype=values.dtype)
-        out[from_old] = values[old[from_old]]
-        out[from_new] = new_values
-        return out
-
-    def listed(values: Sequence[T], new_values: Sequence[T]) -> list[T]:
-        taken = iter(new_values)
-        return [values[at] if isinstance(at, int) else next(taken) for at in plan]
-
     vectors = np.zeros((len(parsed), settings.embedding_dim), dtype=np.float32)
     for i, p in enumerate(parsed):
         if p.vector is not None:
             vectors[i] = p.vector
     catalog = Catalog(
-        keys=listed(cat.keys, [f"{r['plugin_id']}/{r['name']}" for r in fresh]),
-        plugin_ids=listed(cat.plugin_ids, [r["plugin_id"] for r in fresh]),
-        names=listed(cat.names, [r["name"] for r in fresh]),
-        tenants=spliced(cat.tenants.astype(object), [r["tenant_id"] for r in fresh]).astype(np.str_),
-        categories=listed(cat.categories, [r["category"] for r in fresh]),
-        specs=listed(cat.specs, [p.spec for p in parsed]),
-        tags=listed(cat.tags, [p.tags for p in parsed]),
-        vectors=spliced(cat.vectors, vectors),
-        has_vector=spliced(cat.has_vector, [p.vector is not None for p in parsed]),
-        pinned=spliced(cat.pinned, [bool(r["is_always_pinned"]) for r in fresh]),
-        pin_weight=spliced(cat.pin_weight, [r["pin_weight"] for r in fresh]),
-        quarantined=spliced(cat.quarantined, quarantined),
-        rating=spliced(cat.rating, rating),
-        calls=spliced(cat.calls, calls),
-        performance=spliced(cat.performance, perf),
-        schema_tokens=spliced(cat.schema_tokens, [p.schema_tokens for p in parsed]),
-        lexical=cat.lexical.with_documents(listed(range(len(cat)), [p.text for p in parsed])),
+        keys=moved.listed(cat.keys, [f"{r['plugin_id']}/{r['name']}" for r in fresh]),
+        plugin_ids=moved.listed(cat.plugin_ids, [r["plugin_id"] for r in fresh]),
+        names=moved.listed(cat.names, [r["name"] for r in fresh]),
+        tenants=moved.column(cat.tenants, np.array([r["tenant_id"] for r in fresh], dtype=np.str_)),
+        categories=moved.listed(cat.categories, [r["category"] for r in fresh]),
+        specs=moved.listed(cat.specs, [p.spec for p in parsed]),
+        tags=moved.listed(cat.tags, [p.tags for p in parsed]),
+        vectors=moved.column(cat.vectors, vectors),
+        has_vector=moved.column(cat.has_vector, [p.vector is not None for p in parsed]),
+        pinned=moved.column(cat.pinned, [bool(r["is_always_pinned"]) for r in fresh]),
+        pin_weight=moved.column(cat.pin_weight, np.array([r["pin_weight"] for r in fresh], dtype=np.int64)),
+        quarantined=moved.column(cat.quarantined, quarantined),
+        rating=moved.column(cat.rating, rating),
+        calls=moved.column(cat.calls, calls),
+        performance=moved.column(cat.performance, perf),
+        schema_tokens=moved.column(cat.schema_tokens, np.array([p.schema_tokens for p in parsed], dtype=np.int64)),
+        lexical=cat.lexical.with_documents(moved, [p.text for p in parsed]),
         workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
         category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
         page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
     )
-    # before anyone holds the copy: each tenant's evidence finds its rows through the catalog's own index
+    # before anyone holds the copy: the lookups spliced from the old copy's, and each tenant's evidence found
+    # through the copy's own index of rows
+    vars(catalog)["category_rows"] = cat.category_rows.spliced(moved, _category_labels(catalog, moved.added))
+    labels = _filter_labels(catalog, moved.added)
+    vars(catalog)["filter_rows"] = {name: rows.spliced(moved, labels[name]) for name, rows in cat.filter_rows.items()}
     catalog.evidence.update(evidence_by_tenant(evidence, catalog.rows, settings))
-    _ = (
-        catalog.rows,
-        catalog.category_rows,
-        catalog.filter_rows,
-    )  # indexed here, where the catalog is built, not by its first request
     return catalog
+
+
+def _order(row: Row) -> tuple[int, str, str]:
+    """Where a tool's row sorts in a catalog copy."""
+    return -int(row["pin_weight"]), str(row["plugin_id"]), str(row["name"])
+
+
+def _placed(cat: Catalog, dropped: Sequence[str], fresh: Sequence[Row]) -> Renumbering:
+    """The rows of ``cat``'s next copy: its own less the ``dropped`` keys, and ``fresh`` (sorted) each placed
+    where it sorts among them by a binary search over the kept rows, which are in order already."""
+    keep = np.ones(len(cat), dtype=bool)
+    keep[[row for key in dropped if (row := cat.rows.get(key)) is not None]] = False
+    kept = np.flatnonzero(keep)
+
+    def order(row: int) -> tuple[int, str, str]:
+        return -int(cat.pin_weight[row]), cat.plugin_ids[row], cat.names[row]
+
+    at = [bisect_left(kept, _order(r), key=order) for r in fresh]
+    return Renumbering.of(np.insert(kept, at, -1), len(cat))
+
+
+def _category_labels(cat: Catalog, rows: Rows) -> list[tuple[str, ...]]:
+    """``plugin/category`` of each row (as visibility rules name categories), none for a row without one."""
+    return [(f"{cat.plugin_ids[r]}/{c}",) if (c := cat.categories[r]) else () for r in rows.tolist()]
+
+
+def _filter_labels(cat: Catalog, rows: Rows) -> dict[str, list[Iterable[str]]]:
+    """What a request's filters look up, by filter, for each row: its plugin, server ("" for none declared),
+    category name and tags."""
+    at = rows.tolist()
+    return {
+        "plugins": [(cat.plugin_ids[r],) for r in at],
+        "servers": [(str(cat.specs[r].get("server") or ""),) for r in at],
+        "categories": [(c,) if (c := cat.categories[r]) else () for r in at],
+        "tags": [cat.tags[r] for r in at],
+    }
 
 
 @dataclass(frozen=True)

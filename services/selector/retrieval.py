@@ -1,13 +1,15 @@
 """Retrieval signals over the catalog rows: BM25 (bm25s), reciprocal rank fusion, query decomposition."""
 
 import re
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 
 import bm25s
 import numpy as np
+import numpy.typing as npt
 from stopwords import get_stopwords
 
+from toolsel.services.selector.postings import Postings
+from toolsel.services.selector.splice import Renumbering
 from toolsel.services.selector.stages import Mask, Rows, Scores, locate
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -60,71 +62,55 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
 
 
 class LexicalIndex:
-    """BM25 over documents of tokens (every catalog row, or what a scope learnt), built once; scores every
-    document for a query. Each document's token ids are kept, so a catalog copy with a few rows changed is indexed
-    again without tokenising the rows it keeps (``with_documents``)."""
+    """BM25 over documents of tokens (every catalog row, or what a scope learnt); scores every document for a
+    query. The score matrix is kept as sorted postings (``Postings``), so a catalog copy with a few rows changed is
+    indexed again by tokenising only the new texts and splicing their postings in (``with_documents``)."""
 
     def __init__(self, documents: Iterable[Sequence[str]], *, k1: float, b: float) -> None:
-        ids, vocab = _ids_and_vocab(documents)
-        self._index(ids, vocab, k1=k1, b=b)
+        self._vocab: dict[str, int] = {}
+        new = [self._ids(tokens, self._vocab) for tokens in documents]
+        moved = Renumbering.of(np.full(len(new), -1, dtype=np.int64), 0)
+        self._postings = Postings.empty(k1=k1, b=b).spliced(moved, new, len(self._vocab))
 
-    def _index(self, ids: list["array[int]"], vocab: dict[str, int], *, k1: float, b: float) -> None:
-        self.k1, self.b = k1, b
-        self._ids, self._vocab = ids, vocab
-        self._bm25: bm25s.BM25 | None = None
-        self.size = len(ids)
-        present = [np.unique(np.frombuffer(doc, dtype=np.int32)) for doc in ids]  # each token once per row
-        frequency = np.bincount(np.concatenate([np.zeros(0, dtype=np.int32), *present]), minlength=len(vocab))
-        self._idf = np.where(frequency > 0, np.log1p((self.size - frequency + 0.5) / (frequency + 0.5)), 0.0)
-        if frequency.any():
-            self._bm25 = bm25s.BM25(k1=k1, b=b)
-            self._bm25.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    @property
+    def size(self) -> int:
+        return self._postings.size
 
     @classmethod
     def of_texts(cls, texts: Iterable[str], *, k1: float, b: float) -> "LexicalIndex":
         """The index of these texts, tokenised one at a time."""
         return cls((tokenize([text])[0] for text in texts), k1=k1, b=b)
 
-    def with_documents(self, documents: Sequence["int | str"]) -> "LexicalIndex":
-        """A new index whose documents are, in order, this index's document ``i`` (an int) or a new text (a str):
-        only the new texts are tokenised. Words only removed documents had stay in the vocabulary and match
-        nothing, so the scores are those of an index built afresh."""
-        vocab = dict(self._vocab)
-        ids = [
-            self._ids[doc]
-            if isinstance(doc, int)
-            else array("i", [vocab.setdefault(token, len(vocab)) for token in tokenize([doc])[0]])
-            for doc in documents
-        ]
+    def with_documents(self, moved: Renumbering, texts: Sequence[str]) -> "LexicalIndex":
+        """A new index whose documents are this one's as ``moved`` renumbers them and ``texts`` at its new rows:
+        only those are tokenised, the kept documents' postings are moved, not counted again. Words only removed
+        documents had stay in the vocabulary and match nothing, so the scores are those of an index built
+        afresh."""
+        vocab = self._vocab
+        tokens = tokenize(texts)
+        if any(token not in vocab for doc in tokens for token in doc):
+            vocab = dict(vocab)  # this copy's own; the old one stays as it is for those who hold it
+        new = [self._ids(doc, vocab) for doc in tokens]
         fresh = LexicalIndex.__new__(LexicalIndex)
-        fresh._index(ids, vocab, k1=self.k1, b=self.b)
+        fresh._vocab = vocab
+        fresh._postings = self._postings.spliced(moved, new, len(vocab))
         return fresh
 
+    @staticmethod
+    def _ids(tokens: Sequence[str], vocab: dict[str, int]) -> npt.NDArray[np.int32]:
+        """A document's token ids, new words added to ``vocab``."""
+        return np.array([vocab.setdefault(token, len(vocab)) for token in tokens], dtype=np.int32)
+
     def scores(self, query: str) -> Scores:
-        if self._bm25 is None:
-            return np.zeros(self.size, dtype=np.float64)
-        tokens = tokenize([query])[0]
         vocab = self._vocab
-        known = [t for t in tokens if t in vocab]
-        if not known:
-            return np.zeros(self.size, dtype=np.float64)
-        result: Scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
-        return result
+        known = [vocab[t] for t in tokenize([query])[0] if t in vocab]
+        return self._postings.scores(known).astype(np.float64)
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a
         row's score over it says how much of the query's words it matched, comparable across catalogs."""
-        vocab = self._vocab
-        return float(sum(self._idf[vocab[t]] for t in tokenize([query])[0] if t in vocab))
-
-
-def _ids_and_vocab(documents: Iterable[Sequence[str]]) -> tuple[list["array[int]"], dict[str, int]]:
-    """Each document's token ids (packed, 4 bytes a token) and the vocabulary: one document's tokens at a time,
-    so the catalog's hundreds of thousands of token strings and ids never all live at once (the memory they
-    fragment stays with the process)."""
-    vocab: dict[str, int] = {}
-    ids = [array("i", [vocab.setdefault(token, len(vocab)) for token in tokens]) for tokens in documents]
-    return ids, vocab
+        vocab, idf = self._vocab, self._postings.idf
+        return float(sum(idf[vocab[t]] for t in tokenize([query])[0] if t in vocab))
 
 
 def ranks(scores: Scores, mask: Mask) -> Scores:

@@ -38,19 +38,8 @@ def page_categories(
     return with_descendants(wanted, parents)
 
 
-def group_rows(labels: Sequence[Iterable[str]]) -> dict[str, Rows]:
-    """Label -> the rows carrying it, ascending, from each row's labels (none, one or several): built once per
-    catalog copy, so a request finds the tools of a category, tag or server by lookup, not by a pass over the
-    catalog."""
-    grouped: dict[str, list[int]] = {}
-    for row, own in enumerate(labels):
-        for label in own:
-            grouped.setdefault(label, []).append(row)
-    return {label: np.array(rows, dtype=np.int64) for label, rows in grouped.items()}
-
-
 def rows_mask(rows_of: Mapping[str, Rows], size: int, wanted: Iterable[str]) -> Mask:
-    """The rows carrying any ``wanted`` label (an index from ``group_rows``) among ``size`` rows."""
+    """The rows carrying any ``wanted`` label (a lookup such as ``splice.Groups``) among ``size`` rows."""
     mask = np.zeros(size, dtype=bool)
     for label in wanted:
         if (rows := rows_of.get(label)) is not None:

@@ -120,7 +120,7 @@ def _rows_read(
     candidates = np.concatenate(rankings)
     if not request.rerank:
         return np.unique(candidates)
-    related = [r for c in np.unique(candidates).tolist() for r in held.catalog.related[c]]
+    related = [r for c in np.unique(candidates).tolist() for r in held.catalog.related(c)]
     return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
 
 

@@ -119,5 +119,5 @@ def _with_related(
 ) -> tuple[stages.Rows, dict[int, int]]:
     """Seed 003: the top tool's related tools follow it into room the ranking left (row -> top row)."""
     taken = set(final.tolist())
-    extra = [r for r in held.catalog.related[top] if allowed[r] and r not in taken][: max(k - final.size, 0)]
+    extra = [r for r in held.catalog.related(top) if allowed[r] and r not in taken][: max(k - final.size, 0)]
     return np.concatenate([final, np.array(extra, dtype=np.int64)]), dict.fromkeys(extra, top)

@@ -139,7 +139,7 @@ def _scored(
         "pinned": pinned,
         "exploration": exploration,
         "usage_hint": str(spec.get("usage_hint") or "") or None,
-        "related_tools": [_ref(cat, r) for r in cat.related[row]],
+        "related_tools": [_ref(cat, r) for r in cat.related(row)],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
         "reason": reason,

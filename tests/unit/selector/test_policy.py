@@ -4,7 +4,7 @@ import pytest
 
 from toolsel.contracts import OPERATORS
 from toolsel.services.selector.policy import Rule, Subject, rule_matches, visible_mask
-from toolsel.services.selector.stages import group_rows
+from toolsel.services.selector.splice import Groups
 
 TIERS = ["free", "pro", "teams", "enterprise"]
 KEYS = ["p/a", "p/b", "q/c"]
@@ -14,7 +14,7 @@ CATEGORIES = ["p/x", "p/y", None]
 def visible(rules: list[Rule]) -> list[bool]:
     """The mask over KEYS, whose categories are CATEGORIES."""
     tool_rows = {key: row for row, key in enumerate(KEYS)}
-    mask = visible_mask(rules, WHO, tool_rows, group_rows([(c,) if c else () for c in CATEGORIES]), len(KEYS), TIERS)
+    mask = visible_mask(rules, WHO, tool_rows, Groups.of([(c,) if c else () for c in CATEGORIES]), len(KEYS), TIERS)
     return [bool(v) for v in mask]
 
 

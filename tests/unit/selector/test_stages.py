@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from toolsel.services.selector.splice import Groups
 from toolsel.services.selector.stages import (
     beyond_candidates,
     choose,
@@ -15,7 +16,6 @@ from toolsel.services.selector.stages import (
     deep_score,
     epoch_seconds,
     evidence,
-    group_rows,
     inject_pins,
     locate,
     narrow,
@@ -106,14 +106,14 @@ def test_empty_page_maps_to_nothing_even_with_a_catch_all() -> None:
 
 
 def test_rows_mask_finds_the_rows_of_each_wanted_label() -> None:
-    rows = group_rows([("billing/invoices",), ("crm/invoices",), (), ("billing/money",), ("billing/invoices",)])
+    rows = Groups.of([("billing/invoices",), ("crm/invoices",), (), ("billing/money",), ("billing/invoices",)])
     assert rows["billing/invoices"].tolist() == [0, 4]
     mask = rows_mask(rows, 5, ["billing/invoices", "billing/absent"])
     assert mask.tolist() == [True, False, False, False, True]
 
 
 def test_a_row_with_several_labels_is_found_by_each() -> None:
-    rows = group_rows([frozenset({"a", "b"}), frozenset(), frozenset({"b"})])
+    rows = Groups.of([frozenset({"a", "b"}), frozenset(), frozenset({"b"})])
     assert rows_mask(rows, 3, ["a"]).tolist() == [True, False, False]
     assert rows_mask(rows, 3, ["b"]).tolist() == [True, False, True]
 

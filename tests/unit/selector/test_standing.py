@@ -69,15 +69,17 @@ def test_a_shared_tool_quarantined_for_one_tenant_is_still_selected_for_another(
 
 def test_a_new_standing_keeps_the_catalogs_indexes_and_replaces_only_what_health_changes() -> None:
     cat = catalog([T("a", "a", 0, category="c"), T("b", "b", 1), T("own", "o", 2, tenant="acme")])
-    indexes = (cat.rows, cat.category_rows, cat.filter_rows, cat.related)
+    indexes = (cat.rows, cat.category_rows, cat.filter_rows)
+    related = cat.related(0)
     before = cat.standing("acme")
     base = [evidence("p/b", "*", quarantined=True, calls=5), evidence("p/gone", "*", calls=7)]
     own = [evidence("p/a", "acme", rating_sum=0.2, rating_count=1)]
 
     fresh = with_standing(cat, base, own, Settings())
 
-    kept = (fresh.rows, fresh.category_rows, fresh.filter_rows, fresh.related)
+    kept = (fresh.rows, fresh.category_rows, fresh.filter_rows)
     assert all(a is b for a, b in zip(kept, indexes, strict=True))  # built once, not again
+    assert fresh.related(0) is related
     assert fresh.lexical is cat.lexical
     assert fresh.vectors is cat.vectors
     assert (fresh.quarantined.tolist(), fresh.calls.tolist()) == ([False, True, False], [0.0, 5.0, 0.0])
