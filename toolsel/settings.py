@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     on all four, and leaving each set out the other three picked 0.4 (0.3 leaving livemcpbench out); its better
     vectors want less of BM25 than the stock model's, for which 0.67 was fitted (docs/results.md, Fusion and A
     model trained for tool retrieval)."""
+    fusion_bm25_coverage: float = Field(default=0.0, ge=0.0)
+    """Before fusion, each row's BM25 score is multiplied by the share of the query's BM25 ceiling it reached (the
+    IDF mass of the query's words it matched) to this power: 0 leaves BM25 as it is."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
     bm25_k1: float = 1.2
@@ -172,6 +175,15 @@ class Settings(BaseSettings):
     bm25_confidence_scale: float = 20.0
     """The best BM25 score divided by this, capped at 1, is BM25's confidence. With BM25's fusion weight of 2,
     chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
+    query_spelling: bool = True
+    """Repair misspelt query words before retrieval: a word neither a tool's text nor the model's vocabulary holds
+    becomes the nearest word of the catalog's (``toolsel.services.selector.spelling``; docs/results.md, Lexical
+    traps and misspellings)."""
+    spelling_one_edit_length: int = Field(default=5, ge=1)
+    """A misspelt word this long or longer may be one edit (insertion, deletion, substitution, transposition)
+    from its repair; a shorter one is left as it is (Elasticsearch's AUTO fuzziness, AUTO:5,8)."""
+    spelling_two_edits_length: int = Field(default=8, ge=1)
+    """A misspelt word this long or longer may be two edits from its repair."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     sentence_vectors: bool = True

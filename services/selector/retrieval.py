@@ -3,6 +3,7 @@
 import re
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 
 import bm25s
 import numpy as np
@@ -110,6 +111,22 @@ class LexicalIndex:
             return np.zeros(self.size, dtype=np.float64)
         result: Scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
         return result
+
+    def idf(self, tokens: Sequence[str]) -> Scores:
+        """Each token's IDF, 0 for a token no document holds: how much of a query's meaning BM25 can see."""
+        vocab, idf = self._vocab, self._idf
+        return np.array([idf[vocab[t]] if t in vocab else 0.0 for t in tokens], dtype=np.float64)
+
+    def unseen_idf(self) -> float:
+        """The IDF a word no document holds would have: what a query word unknown to the index weighs."""
+        return float(np.log1p((self.size + 0.5) / 0.5))
+
+    @cached_property
+    def words(self) -> tuple[list[str], Scores]:
+        """The words some document holds and their IDFs: what a misspelt query word is matched against."""
+        held = np.flatnonzero(self._idf > 0)
+        by_id = list(self._vocab)
+        return [by_id[i] for i in held], self._idf[held]
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a

@@ -6,6 +6,7 @@ from mcp import Client
 
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_mcp import EMAIL, call
+from toolsel.cli.demo import demo_catalog
 from toolsel.client import ToolselClient
 from toolsel.contracts import CategorySpec, PinScope, RuleFields, SelectReply
 from toolsel.mcp.server import create_server
@@ -100,3 +101,18 @@ async def test_an_organisation_unpins_a_tool_for_itself_without_hiding_it(client
         assert [(t.name, t.pinned) for t in weather.tools] == [("get_weather", False)]  # ranked, not hidden
     finally:
         await client.delete_rule(rule.id)
+
+
+async def test_a_misspelt_request_finds_its_tool_and_is_no_no_match(client: ToolselClient) -> None:
+    """The demo catalog (MetaTool's plugins): misspelt, the request read as pieces of other words and got a surf
+    report, said to be no match; its words repaired against the catalog's, it gets the weather tool."""
+    tenant = unique("tenant")
+    for plugin in demo_catalog():
+        await sync_and_wait(
+            client, plugin.model_copy(update={"plugin_id": unique(plugin.plugin_id), "tenant_id": tenant})
+        )
+    spelt = await client.select("weather forecast for tomorrow", tenant_id=tenant, k=5, dry_run=True, seed=1)
+    misspelt = await client.select("wether forcast for tomorow", tenant_id=tenant, k=5, dry_run=True, seed=1)
+    assert spelt.tools[0].name == "WeatherTool"
+    assert misspelt.tools[0].name == "WeatherTool"
+    assert not misspelt.no_match
