@@ -107,12 +107,15 @@ async def test_a_misspelt_request_finds_its_tool_and_is_no_no_match(client: Tool
     """The demo catalog (MetaTool's plugins): misspelt, the request read as pieces of other words and got a surf
     report, said to be no match; its words repaired against the catalog's, it gets the weather tool."""
     tenant = unique("tenant")
-    for plugin in demo_catalog():
-        await sync_and_wait(
-            client, plugin.model_copy(update={"plugin_id": unique(plugin.plugin_id), "tenant_id": tenant})
-        )
+    own = [p.model_copy(update={"plugin_id": unique(p.plugin_id), "tenant_id": tenant}) for p in demo_catalog()]
+    version = max([(await client.sync(plugin)).catalog_version for plugin in own])
+
+    async def served() -> bool:
+        return int((await client.health("selector")).details.get("catalog_version", 0)) >= version
+
+    assert await eventually(served, timeout_s=60), "the selector did not load the demo catalog"
     spelt = await client.select("weather forecast for tomorrow", tenant_id=tenant, k=5, dry_run=True, seed=1)
     misspelt = await client.select("wether forcast for tomorow", tenant_id=tenant, k=5, dry_run=True, seed=1)
-    assert spelt.tools[0].name == "WeatherTool"
-    assert misspelt.tools[0].name == "WeatherTool"
+    found = [[t.name for t in reply.tools if not t.pinned] for reply in (spelt, misspelt)]  # the demo pins two
+    assert [names[0] for names in found] == ["WeatherTool", "WeatherTool"]
     assert not misspelt.no_match
