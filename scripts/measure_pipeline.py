@@ -1,5 +1,6 @@
 """Measure the full pipeline in process on each evaluation set: NDCG@10, the confidence's calibration error and
-how often a reply whose first tool is relevant says ``no_match``, under settings given as JSON.
+how often a reply whose first tool is relevant says ``no_match``, under settings given as JSON (and the
+spelling stage's milliseconds).
 
 Dev script, not part of the product. Each set's tools are embedded as the indexer embeds them (kept in
 ``--vectors`` between runs), each sampled query is selected as ``toolsel eval`` selects it (top 10, dry run,
@@ -63,10 +64,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         catalog = SetCatalog.of(bench, settings, embedder, cached)
         selector = Selector(settings, catalog.catalog, embedder)
         rng = random.Random(args.seed)
-        ndcg, sure, right, first_right, said_none = [], [], [], 0, 0
+        ndcg, sure, right, first_right, said_none, spelling_ms = [], [], [], 0, 0, []
         for query in sample(bench.queries, args.max_queries, args.seed):
             text = misspell(query.text[:2000], rng) if args.misspell else query.text[:2000]
-            reply, _ = selector.select(SelectRequest(query=text, dry_run=True, k=10, seed=0))
+            selection = selector.run(SelectRequest(query=text, dry_run=True, k=10, seed=0))
+            reply = selection.reply
+            spelling_ms.append(selection.stages_ms["spelling"])
             names = [catalog.named.get(t.name, "") for t in reply.tools]
             ndcg.append(ndcg_at(names, query.relevant, 10))
             sure += [t.confidence for t in reply.tools]
@@ -77,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         ece = calibration(sure, right)["ece"]
         print(
             f"{bench.name}: {len(ndcg)} queries, NDCG@10 {np.mean(ndcg):.4f}, ECE {ece:.4f}, "
-            f"no_match where the first tool is relevant {said_none}/{first_right}",
+            f"no_match where the first tool is relevant {said_none}/{first_right}, "
+            f"spelling stage p50 / p99 {np.percentile(spelling_ms, 50):.3f} / {np.percentile(spelling_ms, 99):.3f} ms",
             flush=True,
         )
 

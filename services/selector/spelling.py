@@ -27,8 +27,8 @@ address, an identifier or a quoted value ("mycompany.com", "react-chartjs-2", "'
 
 @cache
 def english() -> SpellChecker:
-    """English words (loaded once, on the first query that has a word no tool holds): a word it lists is no
-    misspelling, whether or not a tool's text holds it."""
+    """English words (loaded once a process, as a selector starts): a word it lists is no misspelling, whether or
+    not a tool's text holds it."""
     return SpellChecker(distance=1)
 
 
