@@ -123,7 +123,10 @@ class Settings(BaseSettings):
     """Composite score weights by rerank signal (seeds 004, 001, 002): the fused retrieval relevance, success
     rate x rating, recency, and seed 001's factors off unless weighted (usage percentile, the user's own success
     with the tool, latency and error rate), with historical fitness from reviews of similar past queries. Names
-    not given keep their default; 0 turns a signal off."""
+    not given keep their default; 0 turns a signal off. Seed 001's factors stay off by measurement: cold they
+    change nothing (no calls yet); online over 500 toolbench_stb events held-out NDCG@10 fell 4.1 points with
+    popularity at 0.25 and 1.1 with performance at 0.15 (a tool called for one need is lifted into others'
+    answers); user history needs users the evaluation's agent does not have (docs/results.md, Default signals)."""
     recency_half_life_days: float = Field(default=14.0, gt=0)
     """Days after a tool's last successful call at which its recency score halves."""
     rating_prior: float = Field(default=0.5, gt=0.0, le=1.0)
@@ -159,13 +162,12 @@ class Settings(BaseSettings):
     on all four, and leaving each set out the other three picked 0.4 (0.3 leaving livemcpbench out); its better
     vectors want less of BM25 than the stock model's, for which 0.67 was fitted (docs/results.md, Fusion and A
     model trained for tool retrieval)."""
-    fusion_bm25_coverage: float = Field(default=0.75, ge=0.0)
+    fusion_bm25_coverage: float = Field(default=0.0, ge=0.0)
     """Before fusion, each row's BM25 score is multiplied by the share of the query's BM25 ceiling it reached (the
     IDF mass of the query's words it matched) to this power (0 leaves BM25 as it is), so common words alone do not
-    carry a tool to the top ("find hotels near the Eiffel Tower" put a store finder first on toolbench_stb). 0.75
-    is the least power of 0.5, 0.75 and 1 that ends that trap; full pipeline NDCG@10 in process, 400 queries:
-    metatool -0.09 points, toolbench_stb -0.10, seal_tools -0.08, livemcpbench +0.44; at 1 metatool -0.43
-    (docs/results.md, Lexical traps and misspellings)."""
+    carry a tool to the top: at 0.75 "find hotels near the Eiffel Tower" no longer puts a store finder first on
+    toolbench_stb. Off: leaving each set out of the model, full pipeline NDCG@10 livemcpbench -0.6 points at 0.75
+    (-1.0 at 0.5), over the 0.3 a default may cost (docs/results.md, Lexical traps and misspellings)."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
     bm25_k1: float = 1.2

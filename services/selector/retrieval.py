@@ -113,13 +113,9 @@ class LexicalIndex:
         return result
 
     def idf(self, tokens: Sequence[str]) -> Scores:
-        """Each token's IDF, 0 for a token no document holds: how much of a query's meaning BM25 can see."""
+        """Each token's IDF, 0 for a token no document holds (a word the spelling stage may repair)."""
         vocab, idf = self._vocab, self._idf
         return np.array([idf[vocab[t]] if t in vocab else 0.0 for t in tokens], dtype=np.float64)
-
-    def unseen_idf(self) -> float:
-        """The IDF a word no document holds would have: what a query word unknown to the index weighs."""
-        return float(np.log1p((self.size + 0.5) / 0.5))
 
     @cached_property
     def words(self) -> tuple[list[str], Scores]:
