@@ -124,9 +124,10 @@ class Settings(BaseSettings):
     rate x rating, recency, and seed 001's factors off unless weighted (usage percentile, the user's own success
     with the tool, latency and error rate), with historical fitness from reviews of similar past queries. Names
     not given keep their default; 0 turns a signal off. Seed 001's factors stay off by measurement: cold they
-    change nothing (no calls yet); online over 500 toolbench_stb events held-out NDCG@10 fell 4.1 points with
-    popularity at 0.25 and 1.1 with performance at 0.15 (a tool called for one need is lifted into others'
-    answers); user history needs users the evaluation's agent does not have (docs/results.md, Default signals)."""
+    change nothing (no calls yet); online over 500 events held-out NDCG@10 fell 4.1 points on toolbench_stb,
+    0.5 on metatool and 0 on seal_tools with popularity at 0.25, and 1.1, 0.1 and 0.6 with performance at 0.15 (a
+    tool called for one need is lifted into others' answers); user history needs users the evaluation's agent does
+    not have (docs/results.md, Default signals)."""
     recency_half_life_days: float = Field(default=14.0, gt=0)
     """Days after a tool's last successful call at which its recency score halves."""
     rating_prior: float = Field(default=0.5, gt=0.0, le=1.0)
