@@ -123,7 +123,11 @@ class Settings(BaseSettings):
     """Composite score weights by rerank signal (seeds 004, 001, 002): the fused retrieval relevance, success
     rate x rating, recency, and seed 001's factors off unless weighted (usage percentile, the user's own success
     with the tool, latency and error rate), with historical fitness from reviews of similar past queries. Names
-    not given keep their default; 0 turns a signal off."""
+    not given keep their default; 0 turns a signal off. Seed 001's factors stay off by measurement: cold they
+    change nothing (no calls yet); online over 500 events held-out NDCG@10 fell 4.1 points on toolbench_stb,
+    0.5 on metatool and 0 on seal_tools with popularity at 0.25, and 1.1, 0.1 and 0.6 with performance at 0.15 (a
+    tool called for one need is lifted into others' answers); user history needs users the evaluation's agent does
+    not have (docs/results.md, Default signals)."""
     recency_half_life_days: float = Field(default=14.0, gt=0)
     """Days after a tool's last successful call at which its recency score halves."""
     rating_prior: float = Field(default=0.5, gt=0.0, le=1.0)
@@ -159,6 +163,12 @@ class Settings(BaseSettings):
     on all four, and leaving each set out the other three picked 0.4 (0.3 leaving livemcpbench out); its better
     vectors want less of BM25 than the stock model's, for which 0.67 was fitted (docs/results.md, Fusion and A
     model trained for tool retrieval)."""
+    fusion_bm25_coverage: float = Field(default=0.0, ge=0.0)
+    """Before fusion, each row's BM25 score is multiplied by the share of the query's BM25 ceiling it reached (the
+    IDF mass of the query's words it matched) to this power (0 leaves BM25 as it is), so common words alone do not
+    carry a tool to the top: at 0.75 "find hotels near the Eiffel Tower" no longer puts a store finder first on
+    toolbench_stb. Off: leaving each set out of the model, full pipeline NDCG@10 livemcpbench -0.6 points at 0.75
+    (-1.0 at 0.5), over the 0.3 a default may cost (docs/results.md, Lexical traps and misspellings)."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
     bm25_k1: float = 1.2
@@ -166,12 +176,23 @@ class Settings(BaseSettings):
     bm25_b: float = 0.75
     """BM25 length normalisation (the textbook default; measured above 0.4 on all four sets)."""
     bm25_fast_path: bool = False
-    """Seed 003: answer from BM25 alone, skipping the embedding, when its confidence clears the gate."""
+    """Seed 003: answer from BM25 alone, skipping the embedding, when its confidence clears the gate. Off: in
+    process, full pipeline NDCG@10 toolbench_stb -1.4 points, seal_tools -0.8, livemcpbench -0.2, metatool the same,
+    and 6-16% of the replies whose first tool is relevant said ``no_match`` (docs/results.md, Default signals)."""
     bm25_confidence_threshold: float = 0.8
     """BM25 confidence above which the fast path answers from BM25 alone."""
     bm25_confidence_scale: float = 20.0
     """The best BM25 score divided by this, capped at 1, is BM25's confidence. With BM25's fusion weight of 2,
     chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
+    query_spelling: bool = True
+    """Repair misspelt query words before retrieval: a word neither a tool's text nor the model's vocabulary holds
+    becomes the nearest word of the catalog's (``toolsel.services.selector.spelling``; docs/results.md, Lexical
+    traps and misspellings)."""
+    spelling_one_edit_length: int = Field(default=5, ge=1)
+    """A misspelt word this long or longer may be one edit (insertion, deletion, substitution, transposition)
+    from its repair; a shorter one is left as it is (Elasticsearch's AUTO fuzziness, AUTO:5,8)."""
+    spelling_two_edits_length: int = Field(default=8, ge=1)
+    """A misspelt word this long or longer may be two edits from its repair."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     sentence_vectors: bool = True

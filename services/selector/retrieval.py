@@ -2,6 +2,7 @@
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 
 import bm25s
 import numpy as np
@@ -105,6 +106,18 @@ class LexicalIndex:
         vocab = self._vocab
         known = [vocab[t] for t in tokenize([query])[0] if t in vocab]
         return self._postings.scores(known).astype(np.float64)
+
+    def idf(self, tokens: Sequence[str]) -> Scores:
+        """Each token's IDF, 0 for a token no document holds (a word the spelling stage may repair)."""
+        vocab, idf = self._vocab, self._idf
+        return np.array([idf[vocab[t]] if t in vocab else 0.0 for t in tokens], dtype=np.float64)
+
+    @cached_property
+    def words(self) -> tuple[list[str], Scores]:
+        """The words some document holds and their IDFs: what a misspelt query word is matched against."""
+        held = np.flatnonzero(self._idf > 0)
+        by_id = list(self._vocab)
+        return [by_id[i] for i in held], self._idf[held]
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a

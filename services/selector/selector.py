@@ -9,7 +9,7 @@ import numpy as np
 
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.embedder import Embedder
-from toolsel.services.selector import stages
+from toolsel.services.selector import spelling, stages
 from toolsel.services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
 from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.pipeline import retrieve
@@ -53,6 +53,8 @@ class Selector:
 
     def __post_init__(self) -> None:
         check_weights(self.settings)
+        if self.settings.query_spelling:
+            spelling.english()  # loaded now (half a second, once a process), not in the first misspelt request
         self._hot = pipeline.HotQueries(self.settings.retrieval_cache_size)
         weights = self.settings.fusion_weights
         self._counted = [

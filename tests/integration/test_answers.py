@@ -6,6 +6,7 @@ from mcp import Client
 
 from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, tool, unique
 from tests.integration.test_mcp import EMAIL, call
+from toolsel.cli.demo import demo_catalog
 from toolsel.client import ToolselClient
 from toolsel.contracts import CategorySpec, PinScope, RuleFields, SelectReply
 from toolsel.mcp.server import create_server
@@ -100,3 +101,21 @@ async def test_an_organisation_unpins_a_tool_for_itself_without_hiding_it(client
         assert [(t.name, t.pinned) for t in weather.tools] == [("get_weather", False)]  # ranked, not hidden
     finally:
         await client.delete_rule(rule.id)
+
+
+async def test_a_misspelt_request_finds_its_tool_and_is_no_no_match(client: ToolselClient) -> None:
+    """The demo catalog (MetaTool's plugins): misspelt, the request read as pieces of other words and got a surf
+    report, said to be no match; its words repaired against the catalog's, it gets the weather tool."""
+    tenant = unique("tenant")
+    own = [p.model_copy(update={"plugin_id": unique(p.plugin_id), "tenant_id": tenant}) for p in demo_catalog()]
+    version = max([(await client.sync(plugin)).catalog_version for plugin in own])
+
+    async def served() -> bool:
+        return int((await client.health("selector")).details.get("catalog_version", 0)) >= version
+
+    assert await eventually(served, timeout_s=60), "the selector did not load the demo catalog"
+    spelt = await client.select("weather forecast for tomorrow", tenant_id=tenant, k=5, dry_run=True, seed=1)
+    misspelt = await client.select("wether forcast for tomorow", tenant_id=tenant, k=5, dry_run=True, seed=1)
+    found = [[t.name for t in reply.tools if not t.pinned] for reply in (spelt, misspelt)]  # the demo pins two
+    assert [names[0] for names in found] == ["WeatherTool", "WeatherTool"]
+    assert not misspelt.no_match

@@ -68,7 +68,18 @@ def _relevance(held: Held, part: Part, mode: str, method: str) -> tuple[stages.S
         return (bm25 / top if top > 0 else np.zeros_like(bm25)), method
     if mode == "vector":
         return found[VECTOR.name], method
+    if held.settings.fusion_bm25_coverage > 0:
+        bm25 = covered(held.catalog.lexical, found[BM25.name], ctx.query, held.settings.fusion_bm25_coverage)
+        found = {**found, BM25.name: bm25}
     return fuse(held, found, ctx), method
+
+
+def covered(lexical: retrieval.LexicalIndex, bm25: stages.Scores, query: str, power: float) -> stages.Scores:
+    """Each row's BM25 score times the share of the query's BM25 ceiling it reached (the IDF mass of the query's
+    words it matched): a row that matched a common word or two of a longer request ("find", "near") keeps little of
+    its score, one that matched most of it keeps nearly all."""
+    result: stages.Scores = bm25 * confidence.bm25_match(bm25, lexical.ceiling(query)) ** power
+    return result
 
 
 def fuse(held: Held, found: dict[str, stages.Scores], ctx: QueryContext) -> stages.Scores:

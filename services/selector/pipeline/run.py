@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
+from toolsel.services.selector import spelling
 from toolsel.services.selector.pipeline import (
     budget,
     candidates,
@@ -25,7 +26,19 @@ from toolsel.services.selector.retrieval_cache import RetrievalCache, Source, fr
 P = ParamSpec("P")
 R = TypeVar("R")
 
-STAGES = ("visibility", "retrieve", "fuse", "candidates", "rerank", "count", "choose", "budget", "reason", "reply")
+STAGES = (
+    "visibility",
+    "spelling",
+    "retrieve",
+    "fuse",
+    "candidates",
+    "rerank",
+    "count",
+    "choose",
+    "budget",
+    "reason",
+    "reply",
+)
 """The stages in the order they run, as ``Selection.stages_ms`` names them."""
 
 
@@ -73,7 +86,8 @@ def select(
     state the selector could not refresh, which the reply names first among what degraded."""
     timed = _Timed()
     visible = timed("visibility", visibility.run, held, request)
-    parts, queries = retrieve.queries_of(held.settings, request.query)
+    text = timed("spelling", spelling.repair, request.query, held.catalog.lexical, held.settings)
+    parts, queries = retrieve.queries_of(held.settings, text)
     key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.pool))
     fused = hot.get(key, sources)
     if fused is None:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from toolsel.services.selector.fusion import zscore_fusion
-from toolsel.services.selector.retrieval import score_fusion
+from toolsel.services.selector.pipeline.fuse import covered
+from toolsel.services.selector.retrieval import LexicalIndex, score_fusion
 
 
 def _z(signal: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -62,3 +63,19 @@ def test_without_any_spread_the_max_scaled_scores_answer() -> None:
 def test_zscore_fusion_refuses_weights_that_sum_to_nothing() -> None:
     with pytest.raises(ValueError, match="weights"):
         zscore_fusion([np.array([0.1, 0.2])], [0.0], np.ones(2, dtype=bool))
+
+
+def test_bm25_counts_as_the_share_of_the_query_a_row_matched() -> None:
+    """A row that matched only the query's common words keeps little of its BM25 score; one that matched its rare
+    words keeps most; to the power 0 every row keeps all of it."""
+    lexical = LexicalIndex.of_texts(
+        ["find stores near you", "find hotels near a landmark", "find a file", "find a tower", "find news"],
+        k1=1.2,
+        b=0.75,
+    )
+    query = "find hotels near the tower"
+    bm25 = lexical.scores(query)
+    share = covered(lexical, bm25, query, 1.0) / bm25
+    assert share[1] > share[0] > share[2]  # hotels and near; near; find alone
+    assert np.allclose(covered(lexical, bm25, query, 0.0), bm25)
+    assert np.all(covered(lexical, bm25, query, 0.5) >= covered(lexical, bm25, query, 1.0))

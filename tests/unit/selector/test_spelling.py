@@ -1,0 +1,61 @@
+"""Misspelt query words repaired against the catalog's words; words, names and data left as they are."""
+
+import pytest
+
+from toolsel.services.selector.retrieval import LexicalIndex
+from toolsel.services.selector.spelling import edits_allowed, repair
+from toolsel.settings import Settings
+
+TEXTS = [
+    "weather forecast for tomorrow and the week",
+    "hourly weather forecast by city",
+    "renting apartments and houses",
+    "finance news and stock quotes",
+    "send an email to a contact",
+    "wether to include sub teams",  # a catalog's own typo: rarer than the word it misspells
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> LexicalIndex:
+    return LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return Settings()
+
+
+def test_misspelt_words_become_the_catalogs(index: LexicalIndex, settings: Settings) -> None:
+    assert repair("wheather forcast for tomorow?", index, settings) == "weather forecast for tomorrow?"
+    assert repair("Forcast (hourly)", index, settings) == "forecast (hourly)"  # the query's first word, a capital
+
+
+def test_two_edits_only_for_long_words(index: LexicalIndex, settings: Settings) -> None:
+    assert repair("apartmants", index, settings) == "apartments"  # 10 letters: one edit is allowed, and two
+    assert repair("rentng", index, settings) == "renting"  # 6 letters: one
+    assert repair("rntng", index, settings) == "rntng"  # 5 letters, two edits away
+
+
+def test_words_names_and_data_stay(index: LexicalIndex, settings: Settings) -> None:
+    kept = [
+        "what is trending",  # an English word no tool holds, one edit from "renting"
+        "price of Binance",  # a name, one edit from "finance"
+        "email info@mycompany.com about 'wether'",  # an address and a quoted value
+        "emal",  # too short for an edit
+        "wether to include",  # a word some tool holds
+    ]
+    assert [repair(q, index, settings) for q in kept] == kept
+
+
+def test_off_by_setting(index: LexicalIndex) -> None:
+    assert repair("wheather forcast", index, Settings(query_spelling=False)) == "wheather forcast"
+
+
+def test_the_most_common_of_equally_near_words(settings: Settings) -> None:
+    index = LexicalIndex.of_texts(["stock quotes", "stock prices", "stack traces"], k1=1.2, b=0.75)
+    assert repair("stpck", index, settings) == "stock"  # one edit from "stock" (2 tools) and "stack" (1)
+
+
+def test_auto_fuzziness() -> None:
+    assert [edits_allowed("x" * n, 5, 8) for n in (4, 5, 7, 8, 12)] == [0, 1, 1, 2, 2]
