@@ -109,15 +109,15 @@ class LexicalIndex:
 
     def idf(self, tokens: Sequence[str]) -> Scores:
         """Each token's IDF, 0 for a token no document holds (a word the spelling stage may repair)."""
-        vocab, idf = self._vocab, self._idf
+        vocab, idf = self._vocab, self._postings.idf
         return np.array([idf[vocab[t]] if t in vocab else 0.0 for t in tokens], dtype=np.float64)
 
     @cached_property
     def words(self) -> tuple[list[str], Scores]:
         """The words some document holds and their IDFs: what a misspelt query word is matched against."""
-        held = np.flatnonzero(self._idf > 0)
+        held = np.flatnonzero(self._postings.idf > 0)
         by_id = list(self._vocab)
-        return [by_id[i] for i in held], self._idf[held]
+        return [by_id[i] for i in held], self._postings.idf[held]
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a
