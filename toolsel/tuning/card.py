@@ -33,6 +33,9 @@ class ModelCard(BaseModel):
     """Steps, seconds, seconds per 1,000 pairs, first and last loss, threads, bfloat16."""
     export: dict[str, float]
     """The ONNX export against the torch model: least cosine, least cosine of a text alone against in a batch."""
+    weights: str = "int8"
+    """How the ONNX file stores its large weights: int8, or float16 for a model trained from int8 weights
+    (``export.stored_as``)."""
     evaluation: dict[str, Any] = Field(default_factory=dict)
     """What it was shipped with: NDCG@10 by set, of the sets it never saw."""
 
@@ -86,6 +89,8 @@ mean-pooled, int8 weights (ONNX). Trained on the pairs of: {", ".join(card.train
 {json.dumps(card.training, indent=2)}
 
 ## Export check
+
+Large weights stored as {card.weights}.
 
 {json.dumps(card.export, indent=2)}
 

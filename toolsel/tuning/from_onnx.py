@@ -101,12 +101,14 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
 
 def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The graph's weights as float32 by the names its nodes read them under (an int8 weight as its Cast and Mul
-    nodes compute it), and each int8 weight's integers and scale."""
+    nodes compute it, a float16 one as its Cast does), and each int8 weight's integers and scale."""
     values = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
     cast_from: dict[str, str] = {}
     ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for node in graph.node:
-        if node.op_type == "Cast" and node.input[0] in values and values[node.input[0]].dtype == np.int8:
+        if node.op_type == "Cast" and node.input[0] in values and values[node.input[0]].dtype == np.float16:
+            values[node.output[0]] = values[node.input[0]].astype(np.float32)  # a tuned model's float16 weight
+        elif node.op_type == "Cast" and node.input[0] in values and values[node.input[0]].dtype == np.int8:
             values[node.output[0]] = values[node.input[0]].astype(np.float32)
             cast_from[node.output[0]] = node.input[0]
         elif node.op_type == "Mul" and len(node.input) == 2 and all(i in values for i in node.input):
