@@ -9,14 +9,12 @@ process (dry run, no Thompson draws). A rule keeps every tool of the top 20 whos
 share of the best one's, within the floor of one tool and a ceiling (``toolsel.services.selector.pipeline.count``).
 """
 
-import argparse
 import asyncio
 from collections.abc import Sequence
 from itertools import product
-from pathlib import Path
 
 import numpy as np
-from fit_confidence import SetCatalog
+from fit_confidence import SetCatalog, set_folders, sets_parser
 
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.dataset import load_set
@@ -33,16 +31,11 @@ CEILINGS = (8, 10, 15)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--max-queries", type=int, default=600)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vectors", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = sets_parser(__doc__, 600).parse_args(argv)
     settings = get_settings().model_copy(update={"thompson_sampling": False})
     embedder = asyncio.run(load_model(settings, cache=False))
     ranked: dict[str, list[tuple[list[str], np.ndarray, frozenset[str]]]] = {}
-    for folder in sorted(p for p in args.data.iterdir() if (p / "queries.jsonl").exists()):
+    for folder in set_folders(args.data):
         bench = load_set(folder)
         cached = None if args.vectors is None else args.vectors / f"{bench.name}.npy"
         catalog = SetCatalog.of(bench, settings, embedder, cached)

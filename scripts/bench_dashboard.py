@@ -3,7 +3,7 @@ session, the admin request over NATS to the indexer, PostgreSQL, the rendered pa
 machine.
 
     eval "$(toolsel env)"   # a running `toolsel up` with its dashboard
-    python scripts/bench_dashboard.py ../shared/bench [--tools 10000] [--repeats 20]
+    python scripts/bench_dashboard.py SETS_DIR [--tools 10000] [--repeats 20]
 
 Syncs the first ``--tools`` tools of the pooled bench sets as plugins ``dashbench-*`` of tenant ``dashbench``
 (skipped when they are there already; the sync embeds them, minutes on a small machine), then times each page
@@ -88,7 +88,7 @@ def summary(ms: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", type=Path, help="folder of evaluation sets (../shared/bench)")
+    parser.add_argument("data", type=Path, help="folder of evaluation sets (SETS_DIR: one folder per set)")
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=20)
     options = parser.parse_args()

@@ -16,7 +16,7 @@ Both are written under a temporary name and renamed, so a reader never sees half
 
 Usage (from the repository root)::
 
-    python scripts/build_training_pairs.py --bench ../shared/bench --out ../train-data \\
+    python scripts/build_training_pairs.py --bench SETS_DIR --out ../train-data \\
         --source toollens=../train-src/COLT --source toolalpaca=../train-src/ToolAlpaca \\
         --source api_bank=../train-src/DAMO-ConvAI --source callnavi=../train-src/CallNavi \\
         --source seal_tools_dev=../train-src/Seal-Tools

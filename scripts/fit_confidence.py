@@ -130,16 +130,27 @@ def ece(terms: Matrix, labels: Matrix, b: Matrix) -> float:
     return float(calibration(list(p), list(labels.astype(bool)))["ece"])
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--max-queries", type=int, default=2000)
+def sets_parser(doc: str, max_queries: int) -> argparse.ArgumentParser:
+    """The arguments of every in-process measurement over the evaluation sets: their folder, the seeded sample's
+    size and seed, and where the sets' tool vectors are kept between runs."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("data", type=Path, help="folder of evaluation sets (one folder per set)")
+    parser.add_argument("--max-queries", type=int, default=max_queries)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vectors", type=Path, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def set_folders(data: Path) -> list[Path]:
+    """The evaluation sets under ``data``, in name order."""
+    return sorted(p for p in data.iterdir() if (p / "queries.jsonl").exists())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = sets_parser(__doc__, 2000).parse_args(argv)
     settings = get_settings().model_copy(update={"thompson_sampling": False})
     embedder = asyncio.run(load_model(settings, cache=False))
-    folders = sorted(p for p in args.data.iterdir() if (p / "queries.jsonl").exists())
+    folders = set_folders(args.data)
     sets = {f.name: rows_of(f, settings, embedder, args) for f in folders}
     shipped = fit(list(sets.values()))
     print(f"{'set':<16} {'rows':>6} {'relevant':>8} {'ECE, all':>9} {'ECE, others':>12}")

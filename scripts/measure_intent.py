@@ -11,14 +11,13 @@ the share of pairs with the same label that need a tool in common (what one teac
 and how many labels the queries use. A set whose tools carry no category is skipped.
 """
 
-import argparse
 import asyncio
 import json
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
 
-from fit_confidence import SetCatalog
+from fit_confidence import SetCatalog, set_folders, sets_parser
 from in_process import PLUGIN
 
 from toolsel.contracts import SelectRequest
@@ -52,16 +51,11 @@ def agreement(labels: Sequence[str], needs: Sequence[frozenset[str]]) -> dict[st
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--max-queries", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vectors", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = sets_parser(__doc__, 2000).parse_args(argv)
     settings = get_settings().model_copy(update={"thompson_sampling": False, "intent_label": "tool"})
     embedder = asyncio.run(load_model(settings, cache=False))
     print(f"{'set':<16} {'label':<9} {'queries':>7} {'labels':>7} {'together':>9} {'apart':>7}")
-    for folder in sorted(p for p in args.data.iterdir() if (p / "queries.jsonl").exists()):
+    for folder in set_folders(args.data):
         categories = categories_of(folder)
         if len(set(categories.values())) < 2:
             continue

@@ -9,20 +9,18 @@ seeded swap, drop or doubling of a letter), to measure what a typo costs. Compar
 
 Usage (from the repository root)::
 
-    python scripts/measure_pipeline.py ../shared/bench --max-queries 400 --vectors VECTORS \\
+    python scripts/measure_pipeline.py SETS_DIR --max-queries 400 --vectors VECTORS \\
         --settings '{"query_spelling": false}' [--misspell]
 """
 
-import argparse
 import asyncio
 import json
 import random
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
-from fit_confidence import SetCatalog
+from fit_confidence import SetCatalog, set_folders, sets_parser
 
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.calibration import calibration
@@ -48,17 +46,13 @@ def misspell(text: str, rng: random.Random) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--max-queries", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vectors", type=Path, default=None)
+    parser = sets_parser(__doc__, 400)
     parser.add_argument("--settings", default="{}", help="settings to change, as JSON")
     parser.add_argument("--misspell", action="store_true")
     args = parser.parse_args(argv)
     settings = get_settings().model_copy(update={"thompson_sampling": False, **json.loads(args.settings)})
     embedder = asyncio.run(load_model(settings, cache=False))
-    for folder in sorted(p for p in args.data.iterdir() if (p / "queries.jsonl").exists()):
+    for folder in set_folders(args.data):
         bench = load_set(folder)
         cached = None if args.vectors is None else args.vectors / f"{bench.name}.npy"
         catalog = SetCatalog.of(bench, settings, embedder, cached)

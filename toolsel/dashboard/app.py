@@ -101,13 +101,14 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
     async def signed_in(request: Request, call_next: Any) -> Response:
         """Nothing but sign-in, health and the style sheet is served to someone not signed in; a wrong bearer
         token counts against its address as a wrong sign-in does."""
-        if bearer(request) is not None:
+        sent_token = bearer(request) is not None
+        if sent_token:
             try:
                 throttle.check(client_address(request))
             except ToolselError as error:
                 return error_response(request, error)
         found = caller(request)
-        if found is None and bearer(request) is not None:
+        if found is None and sent_token:
             throttle.failed(client_address(request))
         if request.url.path not in OPEN and not request.url.path.startswith("/static/") and found is None:
             return error_response(request, unauthorized("sign in first: POST /sign-in with the admin token"))
