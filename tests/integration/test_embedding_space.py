@@ -18,11 +18,12 @@ from pgvector.asyncpg import register_vector
 from toolsel import embedding_space
 from toolsel.contracts import ToolSpec
 from toolsel.embedded import local_nats_url
+from toolsel.embedder import EARLIER_TOOLS_MODELS, TOOLS_MODEL_NAME, load_embedder
 from toolsel.runtime import load_model, open_store
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.settings import Settings, get_settings
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints, Stack
-from toolsel.store import create_pool, migrate, registry
+from toolsel.store import create_pool, migrate, registry, space
 
 PACKAGED = get_settings()
 OTHER = PACKAGED.model_copy(update={"embedding_model": "BAAI/bge-base-en-v1.5", "embedding_dim": 768})
@@ -241,3 +242,35 @@ async def test_upgrading_a_store_of_the_stock_model_says_how_to_move_or_stay(emp
         assert f"to keep the stock model, set TOOLSEL_EMBEDDING_MODEL={STOCK}" in said
     finally:
         await pool.close()
+
+
+async def test_upgrading_a_store_of_an_earlier_revision_of_the_own_model_says_to_switch(empty_database: str) -> None:
+    earlier = EARLIER_TOOLS_MODELS[0]
+    pool = await create_pool(empty_database)
+    try:
+        async with pool.acquire() as conn:
+            await space.claim(conn, earlier, 384)  # an earlier version's services recorded its own model
+        with pytest.raises(embedding_space.ModelMismatch) as refused:
+            await embedding_space.check(pool, Settings())  # this version's defaults
+        said = " ".join(str(refused.value).split())
+        assert f"this store's vectors come from {earlier}, an earlier revision of toolsel's own model" in said
+        assert f"the default is now {TOOLS_MODEL_NAME}" in said
+        assert "stop every service and run `toolsel indexer --switch-model`" in said
+        assert await space.recorded(pool) == (earlier, 384)  # the refusal changed nothing
+    finally:
+        await pool.close()
+
+
+def test_an_earlier_revision_of_the_own_model_named_explicitly_is_refused_plainly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="earlier revision of toolsel's own model, no longer shipped"):
+        load_embedder(
+            None,
+            tmp_path,
+            threads=1,
+            workers=1,
+            batch_size=8,
+            batch_tokens=512,
+            cache_size=0,
+            model_name=EARLIER_TOOLS_MODELS[0],
+            dim=384,
+        )

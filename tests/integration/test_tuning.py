@@ -2,6 +2,7 @@
 set, the int8 ONNX export checked against torch, the card, and the product's embedder serving the result."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +66,20 @@ def test_the_card_says_what_the_model_was_trained_on(built: Path, pairs_file: Pa
     assert card.base_weights.endswith(file_sha256(base_weights() / "model.safetensors"))
     assert card.settings["seed"] == 5
     assert card.training["steps"] == 3
+    assert card.training["pairs"] == card.training["examples"] == 12
+    assert card.training["device"] == "cpu"
     assert file_sha256(pairs_file) in (built / "MODEL_CARD.md").read_text()
+
+
+def test_epochs_step_through_the_pairs_again_and_the_card_counts_each_pair_once(
+    pairs_file: Path, tmp_path: Path
+) -> None:
+    twice = replace(SETTINGS, epochs=2)
+    card = build(pairs_file, tmp_path, name="test/tools", leave_out=["heldout"], budget=12, settings=twice)
+    assert card.pairs == {"office": 6, "travel": 6}
+    assert card.training["pairs"] == 12
+    assert card.training["examples"] == 24
+    assert card.training["steps"] == 6
 
 
 def test_the_export_reproduces_the_torch_model_in_padded_batches(built: Path, pairs_file: Path) -> None:

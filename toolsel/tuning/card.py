@@ -30,7 +30,8 @@ class ModelCard(BaseModel):
     """The training data's sources, as the pairs' manifest lists them (name, repository, commit, licence, hash)."""
     settings: dict[str, Any]
     training: dict[str, Any]
-    """Steps, seconds, seconds per 1,000 pairs, first and last loss, threads, bfloat16."""
+    """Distinct pairs, pairs stepped through (over the epochs), steps, seconds, seconds per 1,000 pairs per epoch,
+    first and last loss, threads, bfloat16, device."""
     export: dict[str, float]
     """The ONNX export against the torch model: least cosine, least cosine of a text alone against in a batch."""
     weights: str = "int8"

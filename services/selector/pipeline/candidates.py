@@ -137,7 +137,18 @@ def nearest(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) ->
     near = cosine.copy()
     if usage is not None:
         near[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
-    return int(np.argmax(np.where(declared, near, -np.inf)))
+    return first_best(np.where(declared, near, -np.inf))
+
+
+TIE = 1e-6
+"""Cosines this close are one: a row recomputed apart from the retrieval's product differs from it in its last bits,
+and two tools with one vector (the same example queries) must not swap the label as one of them is learnt."""
+
+
+def first_best(scores: stages.Scores) -> int:
+    """The first row whose score is within ``TIE`` of the best: ties go to the catalog's order, whatever float
+    rounding did to them."""
+    return int(np.flatnonzero(scores >= scores.max() - TIE)[0])
 
 
 def intent(held: Held, row: int | None) -> str:

@@ -11,6 +11,7 @@ import pytest
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog, usage_record
 from toolsel.contracts import SelectRequest, ToolRef
 from toolsel.services.selector.catalog import ReviewIndex
+from toolsel.services.selector.pipeline.candidates import first_best
 from toolsel.services.selector.policy import Rule
 from toolsel.services.selector.retrieval import decompose
 from toolsel.services.selector.selector import Selector
@@ -518,3 +519,11 @@ def test_another_tenants_nearer_reviews_leave_a_tenants_own_fitness_as_it_was() 
     alone = fitness_seen_by_b([own])
     assert alone == pytest.approx(1.4)
     assert fitness_seen_by_b([*theirs, own]) == alone
+
+
+def test_the_nearest_tool_among_ties_is_the_first_whatever_rounding_did() -> None:
+    """Two tools with one vector tie; a row recomputed apart (a learnt tool's) differs in its last bits, and the
+    label must not follow that noise (it would file what was learnt under a key the next query does not read)."""
+    assert first_best(np.array([0.2, 0.7712312, 0.7712309, -np.inf])) == 1
+    assert first_best(np.array([0.2, 0.7712309, 0.7712312, -np.inf])) == 1
+    assert first_best(np.array([0.2, 0.77, 0.78])) == 2
