@@ -3,10 +3,13 @@ sample of its queries, with each tool's calibrated confidence, and for each rule
 return and Complete@returned, beside fixed k=5 and k=10.
 
     python scripts/answer_size_grid.py SETS_DIR [--max-queries 600] [--seed 0] [--vectors CACHE_DIR]
+        [--model SET=DIR ...]
 
 Each set's tools are embedded as the indexer embeds them (``--vectors`` keeps them between runs) and ranked in
-process (dry run, no Thompson draws). A rule keeps every tool of the top 20 whose confidence reaches a floor and a
-share of the best one's, within the floor of one tool and a ceiling (``toolsel.services.selector.pipeline.count``).
+process (dry run, no Thompson draws). ``--model SET=DIR`` ranks SET with the model in DIR (the one trained without
+SET, so that its confidence is as sure as on a catalog it never saw), else the configured model. A rule keeps every
+tool of the top 20 whose confidence reaches a floor and a share of the best one's, within the floor of one tool and
+a ceiling (``toolsel.services.selector.pipeline.count``).
 """
 
 import asyncio
@@ -15,6 +18,7 @@ from itertools import product
 
 import numpy as np
 from fit_confidence import SetCatalog, set_folders, sets_parser
+from fit_fusion import model_settings
 
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.dataset import load_set
@@ -31,15 +35,20 @@ CEILINGS = (8, 10, 15)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = sets_parser(__doc__, 600).parse_args(argv)
+    parser = sets_parser(__doc__, 600)
+    parser.add_argument("--model", action="append", default=[], help="SET=DIR: the model that ranks SET")
+    args = parser.parse_args(argv)
+    models = dict(pair.split("=", 1) for pair in args.model)
     settings = get_settings().model_copy(update={"thompson_sampling": False})
-    embedder = asyncio.run(load_model(settings, cache=False))
     ranked: dict[str, list[tuple[list[str], np.ndarray, frozenset[str]]]] = {}
     for folder in set_folders(args.data):
         bench = load_set(folder)
-        cached = None if args.vectors is None else args.vectors / f"{bench.name}.npy"
-        catalog = SetCatalog.of(bench, settings, embedder, cached)
-        selector = Selector(settings, catalog.catalog, embedder)
+        served = model_settings(settings, models[bench.name]) if bench.name in models else settings
+        embedder = asyncio.run(load_model(served, cache=False))
+        model = served.embedding_model.replace("/", "_")
+        cached = None if args.vectors is None else args.vectors / f"{bench.name}-{model}.npy"
+        catalog = SetCatalog.of(bench, served, embedder, cached)
+        selector = Selector(served, catalog.catalog, embedder)
         rows = []
         for query in sample(bench.queries, args.max_queries, args.seed):
             reply, _ = selector.select(SelectRequest(query=query.text[:2000], dry_run=True, k=DEPTH, seed=0))
