@@ -66,6 +66,7 @@ class TrainResult:
     device: str
     """Where the steps ran: ``cpu`` or ``cuda``."""
     bf16: bool
+    """Whether the matrix products ran in bfloat16."""
 
     @property
     def seconds_per_1000_pairs(self) -> float:
