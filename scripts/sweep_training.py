@@ -8,7 +8,8 @@ Needs the ``tune`` extra; a CUDA GPU makes it minutes instead of hours.
         --recipe first=budget:6000 --recipe wide=budget:100000,epochs:3,batch_size:128,learning_rate:4e-5
 
 A recipe is ``NAME=KEY:VALUE,...`` with ``budget`` (pairs at most, shared fairly between the groups) and any field
-of ``TrainSettings``. The models stay in ``DIR/NAME/without-SET`` (torch weights), to package the chosen ones.
+of ``TrainSettings``. The models stay in ``DIR/NAME/without-SET`` (torch weights); ``toolsel train-model`` with the
+chosen recipe's options trains and packages the ones to ship (deterministic from the seed).
 """
 
 import argparse

@@ -186,7 +186,7 @@ class Settings(BaseSettings):
     """The best BM25 score divided by this, capped at 1, is BM25's confidence. With BM25's fusion weight of 2,
     chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
     query_spelling: bool = True
-    """Repair misspelt query words before retrieval: a word neither a tool's text nor the model's vocabulary holds
+    """Repair misspelt query words before retrieval: a word neither a tool's text nor an English word list holds
     becomes the nearest word of the catalog's (``toolsel.services.selector.spelling``; docs/results.md, Lexical
     traps and misspellings)."""
     spelling_one_edit_length: int = Field(default=5, ge=1)

