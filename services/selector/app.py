@@ -290,6 +290,7 @@ async def _load_registry_changes(state: SelectorState) -> None:
     )
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(pool))
+    await asyncio.to_thread(release_freed_memory)  # the replaced copy's arrays, as after a whole read
 
 
 async def _load_standing(state: SelectorState) -> None:

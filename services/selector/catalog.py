@@ -29,9 +29,11 @@ class Catalog:
     names: list[str]
     tenants: npt.NDArray[np.str_]
     categories: list[str | None]
-    specs: list[dict[str, object]]
-    """The parts of each tool's declaration a selection reads (``SPEC_READ``); the rest only feeds the lexical
-    index, built once."""
+    specs: list[str]
+    """The parts of each tool's declaration a selection reads (``SPEC_READ``), as JSON text (``declared``), parsed
+    where a selection reads them (``spec``): ten thousand declarations kept parsed are a quarter of a million small
+    objects (18 MB, and the heap they leave scattered when a copy is replaced), as text 5 MB. The rest of a
+    declaration only feeds the lexical index, built once."""
     tags: list[frozenset[str]]
     vectors: npt.NDArray[np.float32]
     has_vector: npt.NDArray[np.bool_]
@@ -57,12 +59,18 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def spec(self, row: int) -> dict[str, Any]:
+        """A tool's declaration as a selection reads it (``SPEC_READ``'s fields), parsed anew: a few microseconds,
+        for the few rows a reply shows."""
+        parsed: dict[str, Any] = json.loads(self.specs[row])
+        return parsed
+
     def words(self, row: int) -> frozenset[str]:
         """The words of a tool's name, display name, description, tags and parameter names, as BM25 cuts a query
         (what a reason says it matched); each tool's once per catalog copy, when a reason first needs them."""
         kept = self._words.get(row)
         if kept is None:
-            spec = self.specs[row]
+            spec = self.spec(row)
             parameters = spec.get("parameters")
             properties = parameters.get("properties") if isinstance(parameters, dict) else None
             named = properties if isinstance(properties, dict) else ()
@@ -104,7 +112,7 @@ class Catalog:
         once per copy when a selection first reads them."""
         kept = self._related.get(row)
         if kept is None:
-            names = self.specs[row].get("related_tools")
+            names = self.spec(row).get("related_tools")
             keys = (f"{self.plugin_ids[row]}/{name}" for name in (names if isinstance(names, list) else []))
             kept = self._related[row] = [at for key in keys if (at := self.rows.get(key)) is not None]
         return kept
@@ -130,9 +138,10 @@ NO_TAGS: frozenset[str] = frozenset()
 """Shared by every untagged tool (one empty set each would cost ten thousand objects)."""
 
 
-def read_part(spec: Mapping[str, object]) -> dict[str, object]:
-    """What ``Catalog.specs`` keeps of a declaration."""
-    return {key: spec[key] for key in SPEC_READ if key in spec}
+def declared(spec: Mapping[str, object]) -> str:
+    """What ``Catalog.specs`` keeps of a declaration: its ``SPEC_READ`` fields as JSON text, which parses back to
+    the very values (floats included: Python's JSON writes each as the shortest text that reads back the same)."""
+    return json.dumps({key: spec[key] for key in SPEC_READ if key in spec}, separators=(",", ":"))
 
 
 def schema_tokens(spec: dict[str, object], tokens_per_char: float) -> int:
@@ -264,7 +273,7 @@ def _filter_labels(cat: Catalog, rows: Rows) -> dict[str, list[Iterable[str]]]:
     at = rows.tolist()
     return {
         "plugins": [(cat.plugin_ids[r],) for r in at],
-        "servers": [(str(cat.specs[r].get("server") or ""),) for r in at],
+        "servers": [(str(cat.spec(r).get("server") or ""),) for r in at],
         "categories": [(c,) if (c := cat.categories[r]) else () for r in at],
         "tags": [cat.tags[r] for r in at],
     }
@@ -274,7 +283,8 @@ def _filter_labels(cat: Catalog, rows: Rows) -> dict[str, list[Iterable[str]]]:
 class _Parsed:
     """What a catalog keeps of one tool's row besides its columns."""
 
-    spec: dict[str, object]
+    spec: str
+    """Its ``declared`` parts."""
     tags: frozenset[str]
     text: str
     """Its lexical text, for the BM25 index."""
@@ -285,7 +295,7 @@ class _Parsed:
 def _parsed(row: Row, settings: Settings) -> _Parsed:
     spec = json.loads(row["spec"])  # the declaration whole only while its row is read
     return _Parsed(
-        spec=read_part(spec),
+        spec=declared(spec),
         tags=frozenset(spec_tags) if (spec_tags := spec.get("tags")) else NO_TAGS,
         text=lexical_text(spec),
         schema_tokens=schema_tokens(spec, settings.tokens_per_char),

@@ -1,10 +1,11 @@
 """Retrieval signals over the catalog rows: BM25 (bm25s), reciprocal rank fusion, query decomposition."""
 
+import importlib.util
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
+from pathlib import Path
 
-import bm25s
 import numpy as np
 import numpy.typing as npt
 from stopwords import get_stopwords
@@ -41,7 +42,26 @@ def lexical_text(spec: Mapping[str, object]) -> str:
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 """bm25s's own token pattern, applied without the per-call progress bar and set construction that cost a
 selection about a millisecond per query."""
-STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN) | frozenset(
+
+
+def _bm25s_stopwords() -> tuple[str, ...]:
+    """bm25s's English stop words, read from their module alone: importing bm25s runs its package, which loads
+    scipy's sparse matrices, 8 MB of a selector's memory for nothing the selector uses (``Postings`` scores as
+    bm25s does, without it)."""
+    package = importlib.util.find_spec("bm25s")  # found, not run
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("bm25s is not installed")
+    found = Path(package.submodule_search_locations[0]) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("_bm25s_stopwords", found)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"bm25s's stop words are not in {found}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    words: tuple[str, ...] = module.STOPWORDS_EN
+    return words
+
+
+STOPWORDS = frozenset(_bm25s_stopwords()) | frozenset(
     token for word in get_stopwords("english") for token in _TOKEN.findall(word.lower())
 )
 """English stop words: bm25s's 33 and the `stopwords` package's 174 (pronouns, auxiliaries, contractions, cut

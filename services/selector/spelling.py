@@ -11,8 +11,11 @@ address or identifier, or a word too short to tell a typo from another word.
 """
 
 import re
+from collections.abc import Iterable
 from functools import cache
 
+import numpy as np
+import numpy.typing as npt
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 from spellchecker import SpellChecker
@@ -25,11 +28,34 @@ _WORD = re.compile(r"(?<![^\s(\[])[^\W\d_]+(?=[.,;:!?)\]]*(?:\s|$))")
 address, an identifier or a quoted value ("mycompany.com", "react-chartjs-2", "'banjir'"), which are data."""
 
 
+class WordList:
+    """A set of words held compactly: each length's words (in UTF-8 bytes) one sorted numpy array, looked up by a
+    binary search. Lower-cased as pyspellchecker's checker compares them, so ``word in WordList(checker's words)``
+    is ``word in checker``; its 160,572 English words take 4 MB of a selector's memory this way against the
+    checker's 24 MB (its dict of word counts, which the stage never reads)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        by_length: dict[int, list[bytes]] = {}
+        for word in sorted({word.lower().encode() for word in words}):
+            by_length.setdefault(len(word), []).append(word)
+        self._by_length: dict[int, npt.NDArray[np.bytes_]] = {
+            size: np.array(kept, dtype=f"S{size}") for size, kept in by_length.items()
+        }
+
+    def __contains__(self, word: str) -> bool:
+        key = word.lower().encode()
+        kept = self._by_length.get(len(key))
+        if kept is None:
+            return False
+        at = int(np.searchsorted(kept, key))
+        return at < kept.size and bytes(kept[at]) == key
+
+
 @cache
-def english() -> SpellChecker:
+def english() -> WordList:
     """English words (loaded once a process, as a selector starts): a word it lists is no misspelling, whether or
-    not a tool's text holds it."""
-    return SpellChecker(distance=1)
+    not a tool's text holds it. The checker is read for its words and let go."""
+    return WordList(SpellChecker(distance=1).word_frequency.keys())
 
 
 def edits_allowed(word: str, one_edit: int, two_edits: int) -> int:

@@ -19,7 +19,7 @@ from toolsel.services.selector.signals.vector import VECTOR
 def shown(held: Held, request: SelectRequest, pinned: stages.Rows, found: Candidates, scored: Scored) -> stages.Rows:
     """The pins among ``pinned`` whose scope holds for this request."""
     cat = held.catalog
-    scopes = [cat.specs[row].get("pin_scope") if cat.pinned[row] else None for row in pinned.tolist()]
+    scopes = [cat.spec(row).get("pin_scope") if cat.pinned[row] else None for row in pinned.tolist()]
     if not any(scopes):
         return pinned
     mapped = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)

@@ -124,7 +124,7 @@ def _scored(
     related_to: int | None = None,
 ) -> dict[str, Any]:
     """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields."""
-    spec = cat.specs[row]
+    spec = cat.spec(row)
     score, sure, breakdown = shown
     parameters = spec.get("parameters")
     return {

@@ -9,7 +9,7 @@ import numpy.typing as npt
 from pgvector import Vector
 
 from toolsel.contracts import SelectRequest
-from toolsel.services.selector.catalog import Catalog, ReviewIndex
+from toolsel.services.selector.catalog import Catalog, ReviewIndex, declared
 from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.retrieval import LexicalIndex, lexical_text
 from toolsel.services.selector.signals.base import QueryContext, RerankContext, ReviewLookup
@@ -59,7 +59,7 @@ def catalog(
         names=[t.name for t in tools],
         tenants=np.array([t.tenant for t in tools], dtype=np.str_),
         categories=[t.category for t in tools],
-        specs=specs,
+        specs=[declared(s) for s in specs],
         tags=[frozenset(t.tags) for t in tools],
         vectors=vectors,
         has_vector=np.ones(n, dtype=bool),

@@ -1,5 +1,8 @@
 """BM25 over tool text, reciprocal rank fusion, the confidence gate and query decomposition."""
 
+import subprocess
+import sys
+
 import bm25s
 import numpy as np
 import pytest
@@ -198,6 +201,14 @@ def test_tokens_are_bm25s_own_tokenisation(text: str) -> None:
     split = retrieval._SEPARATORS.sub(" ", retrieval._CAMEL.sub(r"\1 \2", text))
     expected = bm25s.tokenize([split], stopwords=list(retrieval.STOPWORDS), return_ids=False, show_progress=False)
     assert retrieval.tokenize([text]) == expected
+
+
+def test_stop_words_hold_bm25s_english_list_without_importing_bm25s() -> None:
+    """bm25s's list is read from its module alone: a selector never runs the package (scipy's sparse matrices)."""
+    assert set(bm25s.stopwords.STOPWORDS_EN) <= retrieval.STOPWORDS
+    code = "import sys, toolsel.services.selector.app; print('bm25s' in sys.modules, 'scipy.sparse' in sys.modules)"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["False", "False"]
 
 
 def test_the_words_a_request_is_phrased_in_are_not_matched() -> None:

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 from tests.unit.selector.factory import DIM
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import stages
-from toolsel.services.selector.catalog import Catalog
+from toolsel.services.selector.catalog import Catalog, declared
 from toolsel.services.selector.pipeline import candidates
 from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of, ranks_within
 from toolsel.services.selector.selector import Selector
@@ -46,7 +46,7 @@ def _catalog(rng: np.random.Generator, n: int) -> Catalog:
         names=[f"t{i}" for i in range(n)],
         tenants=rng.choice(np.array(["*", "default", "other"]), size=n, p=[0.6, 0.2, 0.2]),
         categories=[None] * n,
-        specs=specs,
+        specs=[declared(s) for s in specs],
         tags=[frozenset()] * n,
         vectors=vectors,
         has_vector=has_vector,

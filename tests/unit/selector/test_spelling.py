@@ -1,9 +1,12 @@
 """Misspelt query words repaired against the catalog's words; words, names and data left as they are."""
 
+import random
+
 import pytest
+from spellchecker import SpellChecker
 
 from toolsel.services.selector.retrieval import LexicalIndex
-from toolsel.services.selector.spelling import edits_allowed, repair
+from toolsel.services.selector.spelling import WordList, edits_allowed, english, repair
 from toolsel.settings import Settings
 
 TEXTS = [
@@ -59,3 +62,38 @@ def test_the_most_common_of_equally_near_words(settings: Settings) -> None:
 
 def test_auto_fuzziness() -> None:
     assert [edits_allowed("x" * n, 5, 8) for n in (4, 5, 7, 8, 12)] == [0, 1, 1, 2, 2]
+
+
+def test_the_word_list_answers_as_the_checker_does() -> None:
+    """Every English word, and seeded misspellings, capitals and accents of a sample of them: each is in the
+    compact list exactly when pyspellchecker's checker holds it."""
+    checker = SpellChecker(distance=1)
+    words = list(checker.word_frequency.keys())
+    rng = random.Random(0)
+    probes = list(words)
+    for word in rng.sample(words, 20_000):
+        at = rng.randrange(len(word))
+        letter = rng.choice("abcdefghijklmnopqrstuvwxyzéß")
+        probes += [
+            word[:at] + word[at + 1 :],  # a letter dropped
+            word[:at] + letter + word[at + 1 :],  # one replaced
+            word[:at] + letter + word[at:],  # one added
+            word[:at] + word[at + 1 : at + 2] + word[at : at + 1] + word[at + 2 :],  # two swapped
+            word.upper(),
+            word.title(),
+        ]
+    found = [probe in english() for probe in probes]
+    assert found == [probe in checker for probe in probes]
+    assert 0 < found.count(False) < len(found)
+
+
+def test_word_list_lengths_and_case() -> None:
+    words = WordList(["Paris", "tastings", "café", "x"])
+    assert ["paris" in words, "PARIS" in words, "café" in words, "cafe" in words, "x" in words] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+    ]
+    assert ["pari" in words, "parisx" in words, "" in words, "tasting" in words] == [False] * 4
