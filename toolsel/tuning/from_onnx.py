@@ -101,7 +101,8 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
 
 def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The graph's weights as float32 by the names its nodes read them under (an int8 weight as its Cast and Mul
-    nodes compute it, a float16 one as its Cast does), and each int8 weight's integers and scale."""
+    nodes compute it, a float16 one as its Cast does, a table gathered first under the name of its rows less
+    ``_rows``), and each int8 weight's integers and scale."""
     values = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
     cast_from: dict[str, str] = {}
     ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -116,6 +117,17 @@ def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.nd
             values[node.output[0]] = values[floats] * values[scale]
             if floats in cast_from:
                 ints[node.output[0]] = (values[cast_from[floats]], values[scale])
+    gathered = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Gather" and n.input[0] in values}
+    for rows, table in gathered.items():  # a table gathered before it is turned back (``gather_tables_first``)
+        name, stored = rows.removesuffix("_rows"), values[table]
+        if name == rows or stored.dtype not in (np.int8, np.float16):
+            continue
+        scale = gathered.get(f"{rows}_scale")
+        if scale is None:
+            values[name] = stored.astype(np.float32)
+        else:
+            values[name] = stored.astype(np.float32) * values[scale]
+            ints[name] = (stored, values[scale])
     return {k: v for k, v in values.items() if v.dtype == np.float32}, ints
 
 
