@@ -1,6 +1,6 @@
 """The selection's own Python: repeated selects in process, CPU time per select, without NATS or the model's time.
 
-    python scripts/bench_selection.py SETS_DIR [--tools 200] [--rounds 5] [--reviews 0 --scopes 10]
+    python scripts/bench_selection.py SETS_DIR [--tools 200] [--rounds 5] [--reviews 0 --scopes 10] [--uncached 0]
 
 SETS_DIR holds evaluation sets in ``toolsel eval``'s format, one folder each (``tools.jsonl`` + ``queries.jsonl``),
 as ``toolsel bench --data`` reads them. Builds a catalog of ``--tools`` tools from those sets as ``toolsel bench``
@@ -12,10 +12,16 @@ best round. BLAS runs in ``TOOLSEL_BLAS_THREADS`` threads, as in the services (m
 ``--reviews N`` gives the selector a review index of N past queries (random unit centroids over the catalog's
 tools) spread over ``--scopes`` tenants; the requests come from each tenant in turn (the tools are shared with
 all), and the rerank's fitness searches the tenant's entries on every select, cached or not.
+
+``--uncached N`` then times the N mixed bench queries after those 20, each selected once, retrieval included (its
+vectors embedded just before), as ``toolsel bench`` reports ``in_process_ms`` (``toolsel.services.selector.timings``):
+the wall-clock and CPU milliseconds p50/p95/p99 and each stage's p50, as JSON. ``--rounds 0`` leaves the repeated
+selects out.
 """
 
 import argparse
 import asyncio
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +36,7 @@ from toolsel.contracts import SelectRequest
 from toolsel.runtime import load_model
 from toolsel.services.selector.catalog import ReviewIndex
 from toolsel.services.selector.selector import Selector
+from toolsel.services.selector.timings import time_selections
 from toolsel.settings import get_settings
 
 QUERIES = 20
@@ -42,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reviews", type=int, default=0)
     parser.add_argument("--scopes", type=int, default=10)
+    parser.add_argument("--uncached", type=int, default=0)
     args = parser.parse_args(argv)
     settings = get_settings()
     threadpool_limits(settings.blas_threads, user_api="blas")  # as the services run: no BLAS threads spinning
@@ -51,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     selector = Selector(settings, in_process_catalog(specs, vectors, settings), asyncio.run(load_model(settings)))
     if args.reviews:
         selector.reviews = review_index(rng, [f"{PLUGIN}/{spec['name']}" for spec in specs], args.reviews, args.scopes)
-    texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), QUERIES)
+    mixed = interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED)
+    every = bench_queries(mixed, QUERIES + args.uncached)
+    texts, uncached = every[:QUERIES], every[QUERIES:]  # the uncached ones past those the hot-query cache holds
     tenants = [f"tenant-{i % args.scopes}" for i in range(len(texts))]
     requests = [SelectRequest(query=text, tenant_id=t, dry_run=True) for text, t in zip(texts, tenants, strict=True)]
     for request in requests:  # embeds each once and fills the hot-query cache
@@ -66,8 +76,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 selector.select(request)
                 spent.append(time.process_time() - started)
         best.append(float(np.percentile(spent, 50)) * 1e3)
-    rounds = " ".join(f"{b:.3f}" for b in best)
-    print(f"{args.tools} tools: p50 CPU ms per repeated select, each round: {rounds}; best {min(best):.3f}")
+    if best:
+        rounds = " ".join(f"{b:.3f}" for b in best)
+        print(f"{args.tools} tools: p50 CPU ms per repeated select, each round: {rounds}; best {min(best):.3f}")
+    if uncached:
+        timed = json.dumps(time_selections(selector, "t", uncached))
+        print(f"{args.tools} tools, {len(uncached)} queries uncached: {timed}")
 
 
 def review_index(rng: np.random.Generator, keys: list[str], entries: int, scopes: int) -> ReviewIndex:

@@ -87,8 +87,10 @@ class Selector:
         return [] if self.embedder.cached(texts[0], texts[1:]) else texts
 
     def reads(self, request: SelectRequest) -> list[str]:
-        """What the model reads for this request when its vectors are wanted: the query, its parts, its sentences."""
-        queries = retrieve.queries_of(self.settings, request.query)[1]
+        """What the model reads for this request when its vectors are wanted: the query as the spelling stage
+        repairs it, its parts, its sentences."""
+        text = spelling.repair(request.query, self.catalog.lexical, self.settings)
+        queries = retrieve.queries_of(self.settings, text)[1]
         return retrieve.read(queries, retrieve.sentences_of(self.settings, queries[0]))
 
     def learn(

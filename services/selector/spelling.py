@@ -11,8 +11,10 @@ address or identifier, or a word too short to tell a typo from another word.
 """
 
 import re
+import threading
 from collections.abc import Iterable
 from functools import cache
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import numpy.typing as npt
@@ -74,12 +76,34 @@ def nearest_word(word: str, index: LexicalIndex, edits: int) -> str | None:
     return words[best]
 
 
+REPAIRS_KEPT = 256
+"""Repaired queries kept per catalog copy. A selector repairs a request's query twice: ahead of the selection, to
+embed the text the selection will read, and in it; past the first, a repair costs a lookup."""
+
+_repaired: "WeakKeyDictionary[LexicalIndex, dict[tuple[str, int, int], str]]" = WeakKeyDictionary()
+_repaired_lock = threading.Lock()
+
+
 def repair(query: str, index: LexicalIndex, settings: Settings) -> str:
     """The query with each misspelt word (neither a tool's text nor English holds it, and not a name) replaced by
-    its nearest catalog word, where one is near enough; the query as it was with ``TOOLSEL_QUERY_SPELLING`` off."""
+    its nearest catalog word, where one is near enough; the query as it was with ``TOOLSEL_QUERY_SPELLING`` off.
+    Kept for ``index`` (a catalog copy's words), the last ``REPAIRS_KEPT`` queries."""
     if not settings.query_spelling:
         return query
+    key = (query, settings.spelling_one_edit_length, settings.spelling_two_edits_length)
+    with _repaired_lock:
+        found = _repaired.setdefault(index, {}).get(key)
+    if found is None:
+        found = _repair(query, index, settings)
+        with _repaired_lock:
+            kept = _repaired.setdefault(index, {})
+            if len(kept) >= REPAIRS_KEPT:
+                del kept[next(iter(kept))]
+            kept[key] = found
+    return found
 
+
+def _repair(query: str, index: LexicalIndex, settings: Settings) -> str:
     def fixed(match: re.Match[str]) -> str:
         word = match.group(0)
         tokens = tokenize([word])[0]

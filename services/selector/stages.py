@@ -61,13 +61,23 @@ def cosine(vectors: npt.NDArray[np.float32], query: Vector) -> Scores:
     return result
 
 
+COSINE_BLOCK_ROWS = 512
+"""Catalog rows per matrix product in ``cosines``: a block of 512 rows (768 KB at 384 dimensions) stays in the
+cache while BLAS packs and multiplies it. One product over 10,000 rows packs the whole 15 MB matrix first, and with
+two to five query columns it took 2.3-2.7 ms against 1.5-1.8 ms by blocks (docs/results.md)."""
+
+
 def cosines(vectors: npt.NDArray[np.float32], queries: Sequence[Vector]) -> list[Scores]:
-    """``cosine`` of each query, in one product: the rows are read once for all of a request's queries (at 10,000
-    tools reading them is most of a query's cost, memory-bound)."""
+    """``cosine`` of each query, the rows read once for all of a request's queries (at 10,000 tools reading them is
+    most of a query's cost, memory-bound), a block of rows at a time."""
     if not queries:
         return []
-    product = (vectors @ np.stack(queries, axis=1)).astype(np.float64)
-    return list(np.ascontiguousarray(product.T))
+    columns = np.stack(queries, axis=1)
+    product = np.empty((vectors.shape[0], columns.shape[1]), dtype=np.float32)
+    for start in range(0, vectors.shape[0], COSINE_BLOCK_ROWS):
+        block = slice(start, start + COSINE_BLOCK_ROWS)
+        np.matmul(vectors[block], columns, out=product[block])
+    return list(np.ascontiguousarray(product.T, dtype=np.float64))
 
 
 def top_n(scores: Scores, mask: Mask, n: int) -> Rows:

@@ -479,6 +479,17 @@ def test_what_is_embedded_ahead_is_the_query_and_its_parts_until_the_model_has_t
     assert Selector(Settings(), catalog(TOOLS), None).to_embed(SelectRequest(query="a new query")) == []
 
 
+def test_a_misspelt_query_is_embedded_ahead_as_the_selection_reads_it() -> None:
+    # the selection reads the repaired query: embedded ahead as asked, the model would be called again in it
+    embedder = CachingEmbedder(EMBED.keywords)
+    sel = Selector(Settings(), catalog(TOOLS), embedder)  # type: ignore[arg-type]
+    request = SelectRequest(query="weathr forcast for Oslo")
+    assert sel.to_embed(request) == ["weather forecast for Oslo"]
+    embedder.embed_request("weather forecast for Oslo")
+    sel.select(request)
+    assert embedder.seen == {"weather forecast for Oslo"}
+
+
 @pytest.mark.parametrize(("history_weight", "searches"), [(0.0, 1), (1.0, 2)])
 def test_the_review_index_is_searched_for_retrieval_only_when_its_signal_counts(
     monkeypatch: pytest.MonkeyPatch, history_weight: float, searches: int

@@ -64,6 +64,14 @@ def test_auto_fuzziness() -> None:
     assert [edits_allowed("x" * n, 5, 8) for n in (4, 5, 7, 8, 12)] == [0, 1, 1, 2, 2]
 
 
+def test_a_repair_is_kept_for_its_catalog_and_settings_only(index: LexicalIndex, settings: Settings) -> None:
+    assert repair("weathr", index, settings) == "weather"
+    assert repair("weathr", index, settings) == "weather"  # kept
+    other = LexicalIndex.of_texts(["leather goods"], k1=1.2, b=0.75)  # another catalog copy's words
+    assert repair("weathr", other, settings) == "weathr"
+    assert repair("weathr", index, Settings(spelling_one_edit_length=7)) == "weathr"  # no edit under 7 letters
+
+
 def test_the_word_list_answers_as_the_checker_does() -> None:
     """Every English word, and seeded misspellings, capitals and accents of a sample of them: each is in the
     compact list exactly when pyspellchecker's checker holds it."""

@@ -7,6 +7,7 @@ import pytest
 
 from toolsel.services.selector.splice import Groups
 from toolsel.services.selector.stages import (
+    COSINE_BLOCK_ROWS,
     beyond_candidates,
     choose,
     composite,
@@ -161,6 +162,16 @@ def test_cosines_of_several_queries_in_one_product_are_each_querys_cosine() -> N
     assert first.dtype == np.float64
     assert first.flags.c_contiguous
     assert cosines(vectors, []) == []
+
+
+@pytest.mark.parametrize("rows", [COSINE_BLOCK_ROWS - 1, COSINE_BLOCK_ROWS, 2 * COSINE_BLOCK_ROWS + 7])
+def test_cosines_by_blocks_of_rows_cover_every_row(rows: int) -> None:
+    rng = np.random.default_rng(rows)
+    vectors = rng.standard_normal((rows, 16)).astype(np.float32)
+    queries = list(rng.standard_normal((3, 16)).astype(np.float32))
+    for query, found in zip(queries, cosines(vectors, queries), strict=True):
+        assert found.shape == (rows,)
+        np.testing.assert_allclose(found, cosine(vectors, query), rtol=1e-5, atol=1e-5)
 
 
 def test_top_n_best_first_within_mask() -> None:
