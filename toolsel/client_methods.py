@@ -4,6 +4,7 @@ row here; the async client and its sync wrapper both get it."""
 
 import inspect
 from collections.abc import Callable, Coroutine, Mapping
+from functools import cached_property
 from typing import Any, Generic, Self, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
@@ -114,9 +115,11 @@ class Method(Generic[Q, A]):
     def returns(self) -> type[BaseModel]:
         return self.message
 
+    @cached_property
     def signature(self) -> inspect.Signature:
-        """The method's real signature: the row's ``args`` positionally, every other field of the message by
-        keyword with its default (the message whole is accepted as the one positional argument too)."""
+        """The method's real signature: the row's ``args`` positionally, every other field of the message by keyword
+        with its default (the message whole is accepted as the one positional argument too). Made once, since every
+        call binds the method anew."""
         hidden = {*self.preset, "schema_version"}
         fields = {name: f for name, f in self.message.model_fields.items() if name not in hidden}
         positional = [
@@ -135,6 +138,7 @@ class Method(Generic[Q, A]):
         ]
         return inspect.Signature([*positional, *keywords], return_annotation=self.returns)
 
+    @cached_property
     def doc(self) -> str:
         """The method's docstring: what it sends, where, what it returns, and the message's own description."""
         kind = "publishes" if isinstance(self, Event) else "requests"
@@ -148,8 +152,8 @@ class Method(Generic[Q, A]):
     def named(self, call: Callable[..., Any]) -> Callable[..., Any]:
         """``call`` with this row's name, signature and docstring."""
         call.__name__ = call.__qualname__ = self.name
-        call.__signature__ = self.signature()  # type: ignore[attr-defined]
-        call.__doc__ = self.doc()
+        call.__signature__ = self.signature  # type: ignore[attr-defined]
+        call.__doc__ = self.doc
         return call
 
     @overload
