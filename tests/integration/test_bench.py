@@ -60,7 +60,12 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
     assert min(scaling["one_selector_before_after_per_s"]) > 0
     assert two > 0
     assert scaling["two_over_one"] == pytest.approx(two / one, abs=0.01)
+    for waited in (scaling["one_selector_select_ms"], scaling["two_selectors_select_ms"]):
+        assert 0 < waited["p50"] <= waited["p95"] <= waited["p99"]
+    # 16 in flight: a select waits, on average, for 16 answers' time (Little's law); the middle one at least for one
+    assert scaling["one_selector_select_ms"]["p50"] > 1000 / max(scaling["one_selector_before_after_per_s"])
     assert "throughput at 9 tools, 16 in flight" in done.stdout
+    assert "select p50 / p99 under that load" in done.stdout
 
 
 def test_bench_refuses_a_bad_size_list(tmp_path: Path) -> None:

@@ -46,7 +46,9 @@ def table(result: dict[str, Any]) -> Table:
         f"{ref['embed_query_p50_ms']} ms, model batch {ref['batch_texts_per_s']} texts/s\n"
         f"throughput at {t['tools']} tools, {t['in_flight']} in flight: one selector {t['one_selector_per_s']}/s "
         f"(before / after two: {' / '.join(map(str, t['one_selector_before_after_per_s']))}), "
-        f"two {t['two_selectors_per_s']}/s ({t['two_over_one']}x)"
+        f"two {t['two_selectors_per_s']}/s ({t['two_over_one']}x); select p50 / p99 under that load: one selector "
+        f"{t['one_selector_select_ms']['p50']} / {t['one_selector_select_ms']['p99']} ms, two "
+        f"{t['two_selectors_select_ms']['p50']} / {t['two_selectors_select_ms']['p99']} ms"
     )
     out = Table(*(title for title, _ in COLUMNS), title=f"toolsel bench ({', '.join(result['sets'])})", caption=caption)
     for size in result["sizes"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
-from toolsel.bench.load import in_own_process, throughput
+from toolsel.bench.load import Load, in_own_process, throughput
 from toolsel.bench.stats import percentiles_ms, rate, rss_mb
 from toolsel.client import ToolselClient
 from toolsel.embedder import load_embedder
@@ -171,12 +171,13 @@ async def measure_throughput(
 ) -> dict[str, Any]:
     """Selects per second with IN_FLIGHT outstanding, from a client in its own process: one selector, then two (a
     second started on the same stack: copies share requests as one queue group), then one again, so that the
-    machine's changing load weighs on both alike; fresh queries each time."""
+    machine's changing load weighs on both alike; fresh queries each time. Beside each rate, the selects' times as
+    their callers waited under that load (ms p50/p95/p99)."""
     third = len(queries) // 3
     warm = third // (THROUGHPUT_ROUNDS + 1)
     rounds = [(queries[i * third : i * third + warm], queries[i * third + warm : (i + 1) * third]) for i in range(3)]
 
-    async def measure(round_: int) -> float:
+    async def measure(round_: int) -> Load:
         return await in_own_process(throughput, nats_url, TENANT, *rounds[round_], IN_FLIGHT)
 
     before = await measure(0)
@@ -189,15 +190,17 @@ async def measure_throughput(
         second.terminate()
         await asyncio.to_thread(second.wait)
     after = await measure(2)
-    one = round((before + after) / 2, 1)
+    one = round((before.per_s + after.per_s) / 2, 1)
     return {
         "tools": tools,
         "in_flight": IN_FLIGHT,
         "requests": third - warm,
         "one_selector_per_s": one,
-        "one_selector_before_after_per_s": [before, after],
-        "two_selectors_per_s": two,
-        "two_over_one": round(two / one, 2) if one else 0.0,
+        "one_selector_before_after_per_s": [before.per_s, after.per_s],
+        "one_selector_select_ms": percentiles_ms([*before.waited_s, *after.waited_s]),
+        "two_selectors_per_s": two.per_s,
+        "two_selectors_select_ms": percentiles_ms(two.waited_s),
+        "two_over_one": round(two.per_s / one, 2) if one else 0.0,
     }
 
 
