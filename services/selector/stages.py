@@ -73,7 +73,7 @@ def cosines(vectors: npt.NDArray[np.float32], queries: Sequence[Vector]) -> list
     if not queries:
         return []
     columns = np.stack(queries, axis=1)
-    product = np.empty((vectors.shape[0], columns.shape[1]), dtype=np.float32)
+    product = np.empty((vectors.shape[0], columns.shape[1]), dtype=np.result_type(vectors, columns))
     for start in range(0, vectors.shape[0], COSINE_BLOCK_ROWS):
         block = slice(start, start + COSINE_BLOCK_ROWS)
         np.matmul(vectors[block], columns, out=product[block])

@@ -384,3 +384,11 @@ def test_deep_score_scales_by_the_best_given_when_the_rows_are_a_subset() -> Non
 def test_locate_gives_positions_in_the_subset_and_minus_one_outside() -> None:
     assert locate(_rows(2, 5, 9), _rows(9, 2, 3, 10, 5)).tolist() == [2, 0, -1, -1, 1]
     assert locate(_rows(), _rows(1)).tolist() == [-1]
+
+
+def test_cosines_of_a_float64_query_are_float64_products() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((COSINE_BLOCK_ROWS + 3, 8)).astype(np.float32)
+    query = rng.standard_normal(8)  # float64: the product is not cut to float32
+    (found,) = cosines(vectors, [query])
+    np.testing.assert_allclose(found, vectors.astype(np.float64) @ query, rtol=1e-12)
