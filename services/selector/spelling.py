@@ -92,11 +92,11 @@ def repair(query: str, index: LexicalIndex, settings: Settings) -> str:
         return query
     key = (query, settings.spelling_one_edit_length, settings.spelling_two_edits_length)
     with _repaired_lock:
-        found = _repaired.setdefault(index, {}).get(key)
+        kept = _repaired.setdefault(index, {})
+        found = kept.get(key)
     if found is None:
         found = _repair(query, index, settings)
         with _repaired_lock:
-            kept = _repaired.setdefault(index, {})
             if len(kept) >= REPAIRS_KEPT:
                 del kept[next(iter(kept))]
             kept[key] = found
