@@ -12,10 +12,12 @@ threads as the services run.
 
 ``--selects N`` then times N selects (the bench's mixed queries in turn, their vectors embedded before, the
 hot-query cache off so every select retrieves) in the main thread, first with the catalog still, then while a
-worker thread splices a broadcast of ``--during`` changed tools every ``--every`` milliseconds and swaps each copy
-in, as a selector's app applies them (``asyncio.to_thread``). Prints the selects' wall-clock p50 / p99 / max with
-the catalog still, while broadcasts apply, and of those that overlapped one; how many took over twice the still
-p50; and the broadcasts' own time.
+worker thread makes a new copy every ``--every`` milliseconds and swaps it in, as a selector's app does
+(``asyncio.to_thread``), for each of three changes: a broadcast of ``--during`` changed tools spliced in; the
+periodic check finding nothing changed (``stale_rows`` over every tool's last write, then ``rechecked`` with
+the standing read again, as the app's check does); and the whole read it replaced (``build_catalog``). Prints the
+selects' wall-clock p50 / p99 / max with the catalog still, while the changes apply, and of those that overlapped
+one; how many took over twice the still p50; and the changes' own time.
 """
 
 import argparse
@@ -27,15 +29,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from in_process import bench_tools, catalog_row
+from in_process import PLUGIN, bench_tools, catalog_row
 from threadpoolctl import threadpool_limits
 
 from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.dataset import BenchSet
-from toolsel.runtime import load_model
-from toolsel.services.selector.catalog import Catalog, Row, build_catalog, with_changes
+from toolsel.runtime import freeze_start_up_heap, load_model
+from toolsel.services.selector.catalog import Catalog, Row, build_catalog, rechecked, stale_rows, with_changes
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings
 
@@ -76,23 +78,46 @@ def main(argv: Sequence[str] | None = None) -> None:
             with_changes(catalog, written, (), [], [], settings)
             spliced.append(time.perf_counter() - started)
         print(f"{count} changed tools spliced in: {_ms(spliced)}")
-    if args.selects:
-        every = args.every / 1e3
-        selects_during_broadcasts(catalog, pooled_sets(args.data), args.selects, every, lambda: rewritten(args.during))
+    if not args.selects:
+        return
+    writes = [{"id": at, "key": f"{PLUGIN}/{r['name']}", "written": r["written"]} for at, r in enumerate(rows)]
+    base = [r | {"key": f"{PLUGIN}/{r['name']}"} for r in rows]
+
+    def checked(copy: Catalog) -> Catalog:
+        stale, gone = stale_rows(copy, writes)
+        if stale or gone:
+            raise SystemExit("the periodic check found changes where there are none")
+        return rechecked(copy, [], gone, [], [], base, [], settings)
+
+    changes: dict[str, Callable[[Catalog], Catalog]] = {
+        f"a broadcast of {args.during} tools": lambda copy: with_changes(
+            copy, rewritten(args.during), (), [], [], settings
+        ),
+        "the periodic check": checked,
+        "the whole read": lambda copy: build_catalog(rows, [], [], settings),
+    }
+    sets = pooled_sets(args.data)
+    for name, change in changes.items():
+        selects_during(catalog, sets, args.selects, args.every / 1e3, name, change)
 
 
-def selects_during_broadcasts(
-    catalog: Catalog, sets: Sequence[BenchSet], count: int, every: float, broadcast: Callable[[], list[Row]]
+def selects_during(
+    catalog: Catalog,
+    sets: Sequence[BenchSet],
+    count: int,
+    every: float,
+    name: str,
+    change: Callable[[Catalog], Catalog],
 ) -> None:
-    """Selects timed with the catalog still, then while a broadcast is spliced and swapped in every ``every``
-    seconds; the selects that overlapped a broadcast are counted apart."""
+    """Selects timed with the catalog still, then while ``change`` makes a new copy and swaps it in every
+    ``every`` seconds; the selects that overlapped a change are counted apart."""
     settings = get_settings().model_copy(update={"retrieval_cache_size": 0})
     selector = Selector(settings, catalog, asyncio.run(load_model(settings)))
+    freeze_start_up_heap()  # as a selector does once it has started
     texts = bench_queries(interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), 100)
     requests = [SelectRequest(query=text, tenant_id="t", dry_run=True) for text in texts]
     for request in requests:  # each query's vectors embedded once, before anything is timed
         selector.select(request)
-    batches = [broadcast() for _ in range(count)]  # written before, as the store would hand them over
 
     def timed() -> list[tuple[float, float]]:
         spans = []
@@ -106,12 +131,11 @@ def selects_during_broadcasts(
     stop, applied = threading.Event(), []
 
     def apply() -> None:
-        for batch in batches:
+        while not stop.is_set():
             started = time.perf_counter()
-            selector.catalog = with_changes(selector.catalog, batch, (), [], [], settings)
+            selector.catalog = change(selector.catalog)
             applied.append((started, time.perf_counter()))
-            if stop.wait(every):
-                return
+            stop.wait(every)
 
     worker = threading.Thread(target=apply)
     worker.start()
@@ -120,16 +144,17 @@ def selects_during_broadcasts(
     worker.join()
     overlapping = [end - start for start, end in spans if any(s < end and start < e for s, e in applied)]
     limit = 2 * float(np.percentile(still, 50))
-    for name, spent in (
+    print(f"while {name} applies:")
+    for label, spent in (
         ("catalog still", still),
-        ("broadcasts applying", [end - start for start, end in spans]),
-        ("overlapping a broadcast", overlapping),
+        ("changes applying", [end - start for start, end in spans]),
+        ("overlapping a change", overlapping),
     ):
         slow = sum(s > limit for s in spent)
         p50, p99 = np.percentile(spent, [50, 99]) * 1e3 if spent else (np.nan, np.nan)
         shown = f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(spent, default=np.nan) * 1e3:.2f} ms"
-        print(f"{len(spent)} selects, {name}: {shown}, {slow} over 2 x the still p50")
-    print(f"{len(applied)} broadcasts applied meanwhile: {_ms([e - s for s, e in applied])}")
+        print(f"  {len(spent)} selects, {label}: {shown}, {slow} over 2 x the still p50")
+    print(f"  {len(applied)} changes applied meanwhile: {_ms([e - s for s, e in applied])}")
 
 
 def _ms(seconds: Sequence[float]) -> str:

@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
 from toolsel.contracts import SelectRequest
-from toolsel.runtime import load_model
+from toolsel.runtime import freeze_start_up_heap, load_model
 from toolsel.services.selector.catalog import ReviewIndex
 from toolsel.services.selector.selector import Selector
 from toolsel.services.selector.timings import time_selections
@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     specs, vectors = bench_tools(sets, args.tools, settings.embedding_dim)
     selector = Selector(settings, in_process_catalog(specs, vectors, settings), asyncio.run(load_model(settings)))
+    freeze_start_up_heap()  # as a selector does once it has started
     if args.reviews:
         selector.reviews = review_index(rng, [f"{PLUGIN}/{spec['name']}" for spec in specs], args.reviews, args.scopes)
     mixed = interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED)

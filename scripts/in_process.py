@@ -31,6 +31,7 @@ def catalog_row(
         "embedding": Vector(vector),
         "is_always_pinned": False,
         "pin_weight": 0,
+        "written": 0,
         "quarantined": False,
         "rating_sum": 0,
         "rating_count": 0,

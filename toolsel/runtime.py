@@ -6,6 +6,7 @@ import asyncio
 import ctypes
 import ctypes.util
 import functools
+import gc
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -85,6 +86,16 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim  # type: ignore[no-any-return]
     except (OSError, AttributeError):  # not glibc: its allocator returns memory by itself
         return None
+
+
+def freeze_start_up_heap() -> None:
+    """Take what start-up made (the modules, the model's session, the first catalog copy: over a hundred thousand
+    containers, some holding ten thousand items) out of the cyclic collector's sight for good. A full collection
+    walked all of it, 70 ms at 10,000 tools, holding the interpreter while requests waited. Frozen objects are
+    still freed when nothing refers to them, as a replaced catalog copy is; only a reference cycle made before the
+    call would stay, so garbage is collected first."""
+    gc.collect()
+    gc.freeze()
 
 
 def release_freed_memory() -> None:

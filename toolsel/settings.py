@@ -374,12 +374,14 @@ class Settings(BaseSettings):
     policy_cache_ttl_s: float = 30.0
     """How often a selector reloads the visibility rules (seed 000 section 4.3)."""
     tool_list_cache_ttl_s: float = 60.0
-    """How often a selector reloads the tool list with its page mappings (both 60 s in seed 000) and the
-    posteriors, besides their change notifications."""
+    """How often a selector checks its tool list against the registry (each tool's last write; only what differs
+    is read again) and reloads its page mappings (both 60 s in seed 000) and the posteriors, besides their change
+    notifications."""
     catalog_change_lookback_s: float = Field(default=30.0, ge=0.0)
     """How far before its catalog's version a selector reads the tools again on a registry broadcast: a write whose
     transaction began before a later one committed carries the earlier time, and would otherwise fall below the
-    version. The periodic reload (``tool_list_cache_ttl_s``) reads the whole catalog whatever this misses."""
+    version. The periodic check (``tool_list_cache_ttl_s``) compares every tool's last write, so it finds whatever
+    this misses."""
     review_index_refresh_s: float = 5.0
     """How often a selector checks the review index for new entries (a cheap count when nothing changed)."""
 

@@ -34,7 +34,14 @@ from toolsel.contracts import (
 from toolsel.contracts.identity import parse_scope
 from toolsel.embedder import Embedder
 from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
-from toolsel.runtime import load_model, open_store, release_freed_memory, service_app, service_broker
+from toolsel.runtime import (
+    freeze_start_up_heap,
+    load_model,
+    open_store,
+    release_freed_memory,
+    service_app,
+    service_broker,
+)
 from toolsel.services.selector.batching import Batcher
 from toolsel.services.selector.catalog import (
     Catalog,
@@ -42,6 +49,8 @@ from toolsel.services.selector.catalog import (
     build_posteriors,
     build_review_index,
     build_rules,
+    rechecked,
+    stale_rows,
     with_changes,
     with_standing,
 )
@@ -293,6 +302,31 @@ async def _load_registry_changes(state: SelectorState) -> None:
     await asyncio.to_thread(release_freed_memory)  # the replaced copy's arrays, as after a whole read
 
 
+async def _recheck_registry(state: SelectorState) -> None:
+    """The safety net for a missed broadcast, on the cache TTL: each live tool's last write checked against the
+    copy's (``stale_rows``), only the tools that differ read and spliced in, the standing read again. The copy ends
+    as a whole read would leave it, for the cost of the keys and what changed: rebuilding ten thousand tools held
+    the interpreter for over a second a minute, and the selections waiting on the event loop with it."""
+    selector, pool, settings = state.selector, state.store, state.selector.settings
+    version = await store.catalog_version(pool)  # before the tools, as for a whole read
+    writes = await store.live_writes(pool)
+    stale, gone = await asyncio.to_thread(stale_rows, selector.catalog, writes)
+    rows = await store.live_tools_by_id(pool, list(stale)) if stale else []
+    gone |= set(stale.values()).difference(f"{r['plugin_id']}/{r['name']}" for r in rows)  # left since the keys
+    evidence, categories, mappings = (
+        await store.tenant_evidence(pool),
+        await store.categories(pool),
+        await store.page_mappings(pool),
+    )
+    base = await store.base_standing(pool)
+    selector.catalog = await asyncio.to_thread(
+        rechecked, selector.catalog, rows, gone, categories, mappings, base, evidence, settings
+    )
+    state.catalog_version = version
+    selector.rules = build_rules(await store.active_rules(pool))
+    await asyncio.to_thread(release_freed_memory)
+
+
 async def _load_standing(state: SelectorState) -> None:
     """After a tool's health changed: only the quarantine flags and call statistics, on the catalog copy in
     memory (under the registry's lock, so a registry reload never overtakes it or is overtaken)."""
@@ -370,9 +404,10 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     )
     for source, load in sources:
         await _refresh(state, source, load)
+    freeze_start_up_heap()
     loop = asyncio.get_running_loop()
     state.refreshers = [
-        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _load_registry)),
+        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _recheck_registry)),
         # a registry reload reads the rules too: one at a time, or a read from before a new rule could land last
         loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules, lock="registry")),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),

@@ -25,6 +25,9 @@ class Catalog:
     """Live tools (active, not deleted) with their vectors and what scoring needs. Row i is one tool."""
 
     keys: list[str]
+    written: npt.NDArray[np.int64]
+    """Each row's last write in the store (``toolsel.store.catalog.WRITTEN``), what ``stale_rows`` checks a copy
+    against."""
     plugin_ids: list[str]
     names: list[str]
     tenants: npt.NDArray[np.str_]
@@ -170,6 +173,7 @@ def empty_catalog(settings: Settings) -> Catalog:
     """A catalog of no tools, the start every copy is built from."""
     return Catalog(
         keys=[],
+        written=np.zeros(0, dtype=np.int64),
         plugin_ids=[],
         names=[],
         tenants=np.array([], dtype=np.str_),
@@ -214,6 +218,7 @@ def with_changes(
             vectors[i] = p.vector
     catalog = Catalog(
         keys=moved.listed(cat.keys, [f"{r['plugin_id']}/{r['name']}" for r in fresh]),
+        written=moved.column(cat.written, np.array([r["written"] for r in fresh], dtype=np.int64)),
         plugin_ids=moved.listed(cat.plugin_ids, [r["plugin_id"] for r in fresh]),
         names=moved.listed(cat.names, [r["name"] for r in fresh]),
         tenants=moved.column(cat.tenants, np.array([r["tenant_id"] for r in fresh], dtype=np.str_)),
@@ -230,9 +235,7 @@ def with_changes(
         performance=moved.column(cat.performance, perf),
         schema_tokens=moved.column(cat.schema_tokens, np.array([p.schema_tokens for p in parsed], dtype=np.int64)),
         lexical=cat.lexical.with_documents(moved, [p.text for p in parsed]),
-        workflow_hints={(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
-        category_parents={(c["plugin_id"], c["name"]): c["parent"] for c in categories},
-        page_mappings=[(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
+        **_described(categories, mappings),
     )
     # before anyone holds the copy: the lookups spliced from the old copy's, and each tenant's evidence found
     # through the copy's own index of rows
@@ -241,6 +244,46 @@ def with_changes(
     vars(catalog)["filter_rows"] = {name: rows.spliced(moved, labels[name]) for name, rows in cat.filter_rows.items()}
     catalog.evidence.update(evidence_by_tenant(evidence, catalog.rows, settings))
     return catalog
+
+
+def _described(categories: Sequence[Row], mappings: Sequence[Row]) -> dict[str, Any]:
+    """A copy's fields from the categories and page mappings."""
+    return {
+        "workflow_hints": {(c["plugin_id"], c["name"]): c["workflow_hint"] for c in categories if c["workflow_hint"]},
+        "category_parents": {(c["plugin_id"], c["name"]): c["parent"] for c in categories},
+        "page_mappings": [(m["plugin_id"], m["page_pattern"], m["category"], m["priority"]) for m in mappings],
+    }
+
+
+def rechecked(
+    cat: Catalog,
+    rows: Sequence[Row],
+    gone: Collection[str],
+    categories: Sequence[Row],
+    mappings: Sequence[Row],
+    base: Sequence[Row],
+    evidence: Sequence[Row],
+    settings: Settings,
+) -> Catalog:
+    """The copy after the periodic check: the tools it found stale (``stale_rows``) spliced in, the categories,
+    page mappings and standing as read now. Where no tool changed (nearly every check) the copy keeps its
+    indexes, and what selections cached in it: its words, repairs and related rows."""
+    if rows or gone:
+        cat = with_changes(cat, rows, gone, categories, mappings, settings)
+    else:
+        cat = _indexes_kept(replace(cat, **_described(categories, mappings)), cat)
+    return with_standing(cat, base, evidence, settings)
+
+
+def stale_rows(cat: Catalog, writes: Sequence[Row]) -> tuple[dict[int, str], set[str]]:
+    """Against each live tool's ``id``, ``key`` and last write (``written``), as the store holds them now: the tools
+    this copy lacks or holds another write of (id -> key), and the keys of the rows it holds that are no longer
+    live. Reading those few rows and splicing them in (``with_changes``) brings the copy to the store's state, as
+    reading it whole would, for the cost of the keys."""
+    rows, written = cat.rows, cat.written.tolist()
+    stale = {r["id"]: r["key"] for r in writes if (row := rows.get(r["key"])) is None or written[row] != r["written"]}
+    gone = set(cat.keys).difference(r["key"] for r in writes)
+    return stale, gone
 
 
 def _order(row: Row) -> tuple[int, str, str]:
@@ -323,7 +366,12 @@ def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], se
         evidence=evidence_by_tenant(evidence, cat.rows, settings),
         _standings={},
     )
-    for name, value in vars(cat).items():  # the indexes already built stay built
+    return _indexes_kept(fresh, cat)
+
+
+def _indexes_kept(fresh: Catalog, cat: Catalog) -> Catalog:
+    """``fresh``, a copy of ``cat``'s rows, with the indexes ``cat`` already built (they stay built)."""
+    for name, value in vars(cat).items():
         if isinstance(getattr(Catalog, name, None), cached_property):
             vars(fresh)[name] = value
     return fresh

@@ -106,15 +106,19 @@ class LexicalIndex:
         """A new index whose documents are this one's as ``moved`` renumbers them and ``texts`` at its new rows:
         only those are tokenised, the kept documents' postings are moved, not counted again. Words only removed
         documents had stay in the vocabulary and match nothing, so the scores are those of an index built
-        afresh."""
+        afresh, until they are more than ``UNUSED_CODES_KEPT`` of it and it is numbered again without them."""
         vocab = self._vocab
         tokens = tokenize(texts)
         if any(token not in vocab for doc in tokens for token in doc):
             vocab = dict(vocab)  # this copy's own; the old one stays as it is for those who hold it
         new = [self._ids(doc, vocab) for doc in tokens]
+        postings = self._postings.spliced(moved, new, len(vocab))
+        if postings.pairs.unused(len(vocab)):  # words only removed documents held: numbered again without them
+            pairs, renumbered = postings.pairs.without_unused(len(vocab))
+            vocab = {word: int(renumbered[at]) for word, at in vocab.items() if renumbered[at] >= 0}
+            postings = Postings.scored(postings.k1, postings.b, pairs, postings.tf, postings.lengths, len(vocab))
         fresh = LexicalIndex.__new__(LexicalIndex)
-        fresh._vocab = vocab
-        fresh._postings = self._postings.spliced(moved, new, len(vocab))
+        fresh._vocab, fresh._postings = vocab, postings
         return fresh
 
     @staticmethod

@@ -66,13 +66,14 @@ def edits_allowed(word: str, one_edit: int, two_edits: int) -> int:
 
 
 def nearest_word(word: str, index: LexicalIndex, edits: int) -> str | None:
-    """The catalog word at most ``edits`` away from ``word`` (fewest edits, then the most tools holding it);
-    None when there is none."""
+    """The catalog word at most ``edits`` away from ``word`` (fewest edits, then the most tools holding it, then
+    the first in alphabetical order, so that a copy spliced from changes repairs as one read whole); None when there
+    is none."""
     words, idf = index.words
     found = process.extract(word, words, scorer=OSA.distance, score_cutoff=edits, limit=None)
     if not found:
         return None
-    _, _, best = min(found, key=lambda hit: (hit[1], idf[hit[2]]))
+    _, _, best = min(found, key=lambda hit: (hit[1], idf[hit[2]], hit[0]))
     return words[best]
 
 

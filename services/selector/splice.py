@@ -11,6 +11,10 @@ import numpy as np
 import numpy.typing as npt
 
 Rows = npt.NDArray[np.int64]
+UNUSED_CODES_KEPT = 0.25
+"""The share of a lookup's codes (a vocabulary's words, a filter's labels) that may belong to no row any more
+before the lookup is numbered again without them: codes only grow as copies are spliced, and a selector that never
+reads its catalog whole would otherwise keep every word and label it ever saw."""
 T = TypeVar("T")
 G = TypeVar("G", bound=np.generic)
 
@@ -95,6 +99,18 @@ class Pairs:
         merged = Pairs(np.insert(keys, at, new.keys), np.insert(rows.astype(np.int32), at, new.rows))
         return merged, stay, at
 
+    def without_unused(self, keys: int) -> tuple["Pairs", Rows]:
+        """These pairs with the keys no pair holds dropped and the rest numbered again in order (the pairs stay
+        sorted), and each old key's new one (-1 for a dropped key)."""
+        held = np.bincount(self.keys, minlength=keys) > 0
+        renumbered = np.where(held, np.cumsum(held) - 1, -1)
+        return Pairs(renumbered[self.keys].astype(np.int32), self.rows), renumbered
+
+    def unused(self, keys: int) -> bool:
+        """Whether more than ``UNUSED_CODES_KEPT`` of the ``keys`` keys are held by no pair."""
+        held = int(np.count_nonzero(np.bincount(self.keys, minlength=keys)))
+        return keys - held > UNUSED_CODES_KEPT * keys
+
     def starts(self, keys: int) -> Rows:
         """Key k's pairs are ``starts[k]:starts[k + 1]`` (for ``keys`` keys)."""
         starts = np.zeros(keys + 1, dtype=np.int64)
@@ -131,6 +147,9 @@ class Groups(Mapping[str, Rows]):
                 rows.append(row)
         new, _ = Pairs.of(np.array(keys, dtype=np.int64), np.array(rows, dtype=np.int64), moved.size)
         pairs, _, _ = self._pairs.spliced(moved, new)
+        if pairs.unused(len(codes)):
+            pairs, renumbered = pairs.without_unused(len(codes))
+            codes = {label: int(renumbered[code]) for label, code in codes.items() if renumbered[code] >= 0}
         return Groups(codes, pairs)
 
     def __getitem__(self, label: str) -> Rows:

@@ -10,7 +10,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from toolsel.contracts import SelectRequest
-from toolsel.runtime import load_model
+from toolsel.runtime import freeze_start_up_heap, load_model
 from toolsel.services.selector.app import read_catalog
 from toolsel.services.selector.catalog import build_rules
 from toolsel.services.selector.pipeline.run import STAGES
@@ -33,6 +33,7 @@ async def in_process(settings: Settings, database_url: str, tenant: str, queries
     finally:
         await pool.close()
     selector = Selector(settings, catalog, await load_model(settings), rules=rules)
+    freeze_start_up_heap()  # as the service does once it has started
     return await asyncio.to_thread(time_selections, selector, tenant, queries)
 
 

@@ -17,8 +17,10 @@ LEFT JOIN tool_quality tq ON tq.tool_id = t.id AND tq.tenant_id = t.tenant_id
 """Tools with their base standing: their own tenant's evidence (the owner's for a private tool)."""
 IS_LIVE = "t.deleted_at IS NULL AND t.status = 'active'"
 LIVE = f"{WITH_STANDING} WHERE {IS_LIVE}"
+WRITTEN = "(extract(epoch FROM t.updated_at) * 1000000)::bigint AS written"
+"""A tool's last write (an insert, update or soft-delete), in microseconds, as ``CATALOG_VERSION`` counts them."""
 TOOL_COLUMNS = f"""t.id, t.plugin_id, t.name, t.tenant_id, t.category, t.spec, t.embedding, t.is_always_pinned,
-       t.pin_weight, {STANDING_COLUMNS}"""
+       t.pin_weight, {WRITTEN}, {STANDING_COLUMNS}"""
 LIVE_TOOLS = f"""
 SELECT {TOOL_COLUMNS}
 {LIVE}
@@ -31,6 +33,13 @@ WHERE t.updated_at > to_timestamp($1::bigint / 1000000.0) - make_interval(secs =
 """
 """Every tool written after a catalog version (``CATALOG_VERSION``), live or not (a deleted or disabled one leaves
 the catalog), with the lookback a late-committing write needs."""
+LIVE_WRITES = f"SELECT t.id, t.plugin_id || '/' || t.name AS key, {WRITTEN} FROM tools t WHERE {IS_LIVE}"
+"""Each live tool's key and last write, without its declaration, vector or standing: what a copy of the catalog is
+checked against."""
+LIVE_TOOLS_BY_ID = f"""
+SELECT {TOOL_COLUMNS}
+{LIVE} AND t.id = ANY($1::bigint[])
+"""
 BASE_STANDING = f"SELECT t.plugin_id || '/' || t.name AS key, {STANDING_COLUMNS} {LIVE}"
 """The base standing alone, for a reload after a tool's health changed (the registry did not)."""
 TENANT_EVIDENCE = f"""
@@ -91,6 +100,17 @@ async def tools_written_since(pool: asyncpg.Pool, version: int, lookback_s: floa
     """The tools written after ``version`` (a ``catalog_version``) or in the ``lookback_s`` before it, as
     ``live_tools`` reads them, each with ``live``: whether it is still in the catalog."""
     rows: list[asyncpg.Record] = await pool.fetch(TOOLS_WRITTEN_SINCE, version, lookback_s)
+    return rows
+
+
+async def live_writes(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """Each live tool's id, key and last write (``LIVE_WRITES``)."""
+    return await _fetch(pool, LIVE_WRITES)
+
+
+async def live_tools_by_id(pool: asyncpg.Pool, ids: list[int]) -> list[asyncpg.Record]:
+    """These tools as ``live_tools`` reads them, those still live."""
+    rows: list[asyncpg.Record] = await pool.fetch(LIVE_TOOLS_BY_ID, ids)
     return rows
 
 

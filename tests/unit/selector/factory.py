@@ -55,6 +55,7 @@ def catalog(
     n = len(tools)
     return Catalog(
         keys=[f"{t.plugin}/{t.name}" for t in tools],
+        written=np.zeros(n, dtype=np.int64),
         plugin_ids=[t.plugin for t in tools],
         names=[t.name for t in tools],
         tenants=np.array([t.tenant for t in tools], dtype=np.str_),

@@ -74,6 +74,7 @@ def tool_row(name: str, description: str, axis: int) -> dict[str, Any]:
         "embedding": Vector(vector),
         "is_always_pinned": False,
         "pin_weight": 0,
+        "written": 1,
         "quarantined": False,
         "rating_sum": None,
         "rating_count": None,
@@ -93,13 +94,22 @@ class FakeStore:
     closed: bool = False
     reads: list[str] = field(default_factory=list)
     """The queries read, in order."""
+    ids_read: list[int] = field(default_factory=list)
+    """The tools read by id (``LIVE_TOOLS_BY_ID``)."""
 
     async def fetch(self, sql: str, *args: object) -> list[Mapping[str, Any]]:
         if self.down:
             raise ConnectionError("the store is down")
         self.reads.append(sql)
+        live = self.rows.get(store.LIVE_TOOLS, [])
         if sql == store.TOOLS_WRITTEN_SINCE and sql not in self.rows:  # as if every live tool had just been written
-            return [row | {"live": True} for row in self.rows.get(store.LIVE_TOOLS, [])]
+            return [row | {"live": True} for row in live]
+        if sql == store.LIVE_WRITES:
+            return [{"id": r["id"], "key": f"{r['plugin_id']}/{r['name']}", "written": r["written"]} for r in live]
+        if sql == store.LIVE_TOOLS_BY_ID:
+            (ids,) = args
+            self.ids_read.extend(ids)  # type: ignore[arg-type]
+            return [r for r in live if r["id"] in ids]  # type: ignore[operator]
         return self.rows.get(sql, [])
 
     async def fetchval(self, sql: str) -> int:
@@ -214,6 +224,40 @@ async def test_a_registry_broadcast_splices_in_the_tools_written_since_the_copy(
     reply = await select(broker, query="weather in Oslo", k=5, dry_run=True)
     assert [t.name for t in reply.tools] == ["get_weather"]
     assert fake_store.reads.count(store.LIVE_TOOLS) == 1  # the whole catalog read at start only
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [Settings(nats_url="nats://in-memory:4222", thompson_sampling=False, tool_list_cache_ttl_s=0.05)],
+)
+async def test_the_periodic_check_reads_only_the_tools_whose_write_the_copy_lacks(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    """A missed broadcast: the timer's check finds the new, rewritten and deleted tools by their last write alone
+    and reads those, never the whole catalog again."""
+    kept, edited = tool_row("send_email", "send an email", 0), tool_row("get_weather", "weather forecast", 1)
+    fake_store.rows[store.LIVE_TOOLS] = [kept, edited | {"id": 7}]
+    for _ in range(100):  # the new tool, read by the next check
+        if fake_store.ids_read:
+            break
+        await asyncio.sleep(0.01)
+    assert fake_store.ids_read == [7]
+    fake_store.rows[store.LIVE_TOOLS] = [
+        edited | {"id": 7, "written": 2, "spec": edited["spec"].replace("weather forecast", "flight booking")},
+        tool_row("book_flight", "book a flight", 2) | {"id": 8},
+    ]  # send_email deleted, get_weather rewritten, book_flight new
+    for _ in range(100):
+        if len(fake_store.ids_read) > 1:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(fake_store.ids_read[1:]) == [7, 8]
+    reply = await select(broker, query="an email, a weather forecast or a flight", k=5, dry_run=True)
+    assert sorted(t.name for t in reply.tools) == ["book_flight", "get_weather"]
+    assert reply.tools[0].breakdown is not None
+    assert fake_store.reads.count(store.LIVE_TOOLS) == 1  # the whole catalog read at start only
+    fake_store.ids_read.clear()
+    await asyncio.sleep(0.2)  # several checks with nothing changed read no tool
+    assert fake_store.ids_read == []
 
 
 async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsBroker, fake_store: FakeStore) -> None:

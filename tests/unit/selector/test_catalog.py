@@ -1,7 +1,9 @@
 """The catalog copy's lookups a selection reads for every request, and a copy spliced from a few changed tools."""
 
+import gc
 import json
 import random
+import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -14,9 +16,11 @@ from hypothesis import strategies as st
 from pgvector import Vector
 
 from tests.unit.selector.factory import DIM, T, catalog
-from toolsel.services.selector.catalog import build_catalog, with_changes
+from toolsel.runtime import freeze_start_up_heap
+from toolsel.services.selector.catalog import Catalog, build_catalog, rechecked, stale_rows, with_changes
 from toolsel.services.selector.retrieval import LexicalIndex
-from toolsel.services.selector.splice import Renumbering
+from toolsel.services.selector.spelling import repair
+from toolsel.services.selector.splice import UNUSED_CODES_KEPT, Groups, Renumbering
 from toolsel.settings import Settings
 
 
@@ -59,6 +63,7 @@ def tool_rows(rng: random.Random, names: list[str]) -> list[dict[str, Any]]:
                 "embedding": None if rng.random() < 0.1 else Vector(vector),
                 "is_always_pinned": rng.random() < 0.1,
                 "pin_weight": rng.randint(0, 2),
+                "written": rng.randint(1, 2**53),
                 "quarantined": rng.random() < 0.1,
                 "rating_sum": None,
                 "rating_count": None,
@@ -99,8 +104,11 @@ def test_a_copy_spliced_from_changes_equals_the_copy_read_whole(seed: int) -> No
     mappings = [{"plugin_id": "p", "page_pattern": "/mail*", "category": "mail", "priority": 1}]
 
     spliced = with_changes(build_catalog(before, [], [], settings), written, gone, categories, mappings, settings)
-    whole = build_catalog(after, categories, mappings, settings)
+    assert_same_copy(spliced, build_catalog(after, categories, mappings, settings))
 
+
+def assert_same_copy(spliced: Catalog, whole: Catalog) -> None:
+    """Field by field, lookup by lookup and BM25 score by score."""
     for name, value in vars(whole).items():
         if name in ("lexical", "_standings"):
             continue
@@ -112,6 +120,36 @@ def test_a_copy_spliced_from_changes_equals_the_copy_read_whole(seed: int) -> No
     for query in ("send an email", "weather in the city", "track my parcel and pay the invoice", "nothing known"):
         assert np.array_equal(spliced.lexical.scores(query), whole.lexical.scores(query))
         assert spliced.lexical.ceiling(query) == whole.lexical.ceiling(query)
+    assert same(dict(zip(*spliced.lexical.words, strict=True)), dict(zip(*whole.lexical.words, strict=True)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_copy_checked_against_the_store_s_writes_equals_the_copy_read_whole(seed: int) -> None:
+    """The periodic check: each live tool's key and last write name what to read again (the new and rewritten
+    tools, nothing else) and what left; spliced in, the copy is the one a whole read gives."""
+    rng = random.Random(seed)
+    settings = Settings(embedding_dim=DIM)
+    names = [f"{rng.choice('pq')}/tool{i}" for i in range(40)]
+    ids = {name: at for at, name in enumerate([*names, *(f"r/new{i}" for i in range(5))])}
+    before = [r | {"id": ids[f"{r['plugin_id']}/{r['name']}"]} for r in tool_rows(rng, names)]
+    rewritten = rng.sample(names, k=rng.randint(0, 10))
+    gone = set(rng.sample([n for n in names if n not in rewritten], k=rng.randint(0, 5)))
+    added = [f"r/new{i}" for i in range(rng.randint(0, 5))]
+    written = [r | {"id": ids[f"{r['plugin_id']}/{r['name']}"]} for r in tool_rows(rng, rewritten + added)]
+    by_key = {f"{r['plugin_id']}/{r['name']}": r for r in before + written}
+    after = sorted(
+        (r for key, r in by_key.items() if key not in gone),
+        key=lambda r: (-r["pin_weight"], r["plugin_id"], r["name"]),
+    )
+    writes = [{"id": r["id"], "key": f"{r['plugin_id']}/{r['name']}", "written": r["written"]} for r in after]
+
+    stale, left = stale_rows(build_catalog(before, [], [], settings), writes)
+
+    assert stale == {ids[name]: name for name in rewritten + added}
+    assert left == gone
+    read = [r for r in after if r["id"] in stale]
+    spliced = with_changes(build_catalog(before, [], [], settings), read, left, [], [], settings)
+    assert_same_copy(spliced, build_catalog(after, [], [], settings))
 
 
 Edit = tuple[str, int, list[str]]
@@ -156,3 +194,74 @@ def test_an_index_spliced_by_edits_scores_as_bm25s_indexing_the_same_documents(
             fresh.index(current, show_progress=False)
             expected = fresh.get_scores(known)
         assert np.array_equal(index.scores(" ".join(query)), expected.astype(np.float64))
+        afresh = LexicalIndex.of_texts([" ".join(doc) for doc in current], k1=k1, b=b)
+        assert same(dict(zip(*index.words, strict=True)), dict(zip(*afresh.words, strict=True)))
+        held = len(index.words[0])  # words no document holds any more are at most a share of the vocabulary
+        assert len(index._vocab) - held <= UNUSED_CODES_KEPT * len(index._vocab)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rounds=st.lists(st.lists(st.lists(st.sampled_from(WORDS), max_size=3), max_size=8), min_size=1, max_size=8))
+def test_a_lookup_spliced_round_after_round_keeps_only_a_share_of_labels_no_row_holds(
+    rounds: list[list[list[str]]],
+) -> None:
+    """Every row replaced each round (a catalog whose tools all changed): the lookup answers as one grouped afresh,
+    and the labels only earlier rows carried are dropped once they are more than ``UNUSED_CODES_KEPT`` of them."""
+    groups = Groups.of([])
+    for labels in rounds:
+        moved = Renumbering.of(np.full(len(labels), -1, dtype=np.int64), groups_size(groups))
+        groups = groups.spliced(moved, labels)
+        assert same(dict(groups), dict(Groups.of(labels)))
+        assert len(groups._codes) - len(groups) <= UNUSED_CODES_KEPT * len(groups._codes)
+
+
+def groups_size(groups: Groups) -> int:
+    """The rows a lookup spans (one past its highest row)."""
+    return int(groups._rows.max()) + 1 if groups._rows.size else 0
+
+
+def test_a_copy_replaced_after_start_up_froze_the_heap_is_freed_without_the_collector() -> None:
+    """The selector freezes what start-up made (``freeze_start_up_heap``): a copy it replaces later must be freed
+    by its references alone, so no copy, nor what a selection caches in it, may hold a reference cycle."""
+    rng = random.Random(0)
+    settings = Settings(embedding_dim=DIM)
+    first = build_catalog(tool_rows(rng, [f"p/tool{i}" for i in range(40)]), [], [], settings)
+    for row in range(len(first)):  # what selections cache in a copy
+        first.related(row)
+        first.words(row)
+    first.standing("acme")
+    first.lexical.words  # noqa: B018 - cached on first read
+    first.filter_rows  # noqa: B018
+    repair("sendd an emial", first.lexical, settings)
+    gone = weakref.ref(first)
+    gc.disable()
+    try:
+        freeze_start_up_heap()
+        current = with_changes(first, tool_rows(rng, ["p/tool3"]), (), [], [], settings)
+        del first
+        assert gone() is None
+        assert len(current) == 40
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_a_check_that_finds_no_tool_changed_keeps_the_indexes_and_caches_and_reads_the_rest_anew() -> None:
+    rng = random.Random(1)
+    settings = Settings(embedding_dim=DIM)
+    rows = tool_rows(rng, [f"p/tool{i}" for i in range(20)])
+    copy = build_catalog(rows, [], [], settings)
+    words, related, lookups = copy.words(3), copy.related(3), copy.filter_rows
+    base = [r | {"key": f"{r['plugin_id']}/{r['name']}", "calls": 7} for r in rows]
+    categories = [{"plugin_id": "p", "name": "mail", "parent": None, "workflow_hint": "first the address"}]
+
+    checked = rechecked(copy, [], set(), categories, [], base, [], settings)
+
+    assert checked.lexical is copy.lexical  # and with it the repairs kept for it
+    assert checked.filter_rows is lookups
+    assert checked.words(3) is words
+    assert checked.related(3) is related
+    assert checked.workflow_hints == {("p", "mail"): "first the address"}
+    assert checked.calls.tolist() == [7.0] * 20
+    assert copy.calls.tolist() != checked.calls.tolist()  # the copy in use is never changed
+    assert copy.workflow_hints == {}

@@ -42,6 +42,7 @@ def _catalog(rng: np.random.Generator, n: int) -> Catalog:
     vectors[~has_vector] = 0.0
     return Catalog(
         keys=[f"p/t{i}" for i in range(n)],
+        written=np.zeros(n, dtype=np.int64),
         plugin_ids=["p"] * n,
         names=[f"t{i}" for i in range(n)],
         tenants=rng.choice(np.array(["*", "default", "other"]), size=n, p=[0.6, 0.2, 0.2]),

@@ -60,6 +60,14 @@ def test_the_most_common_of_equally_near_words(settings: Settings) -> None:
     assert repair("stpck", index, settings) == "stock"  # one edit from "stock" (2 tools) and "stack" (1)
 
 
+@pytest.mark.parametrize("texts", [["stock quotes", "stack traces"], ["stack traces", "stock quotes"]])
+def test_of_equally_near_and_common_words_the_first_alphabetically_whatever_the_catalog_order(
+    texts: list[str], settings: Settings
+) -> None:
+    """A copy spliced from changes holds its words in another order than one read whole: both repair alike."""
+    assert repair("stpck", LexicalIndex.of_texts(texts, k1=1.2, b=0.75), settings) == "stack"
+
+
 def test_auto_fuzziness() -> None:
     assert [edits_allowed("x" * n, 5, 8) for n in (4, 5, 7, 8, 12)] == [0, 1, 1, 2, 2]
 
