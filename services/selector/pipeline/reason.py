@@ -56,7 +56,7 @@ def run(
     return [
         sentence(
             Evidence(
-                words=[w for w in query_words if w in cat.words(row)],
+                words=matched(query_words, cat.words(row)),
                 similarity=float(similarity[i]),
                 successes=max(float(alpha[i]) - s.prior_alpha, 0.0),
                 calls=float(calls[i]),
@@ -68,6 +68,11 @@ def run(
         )
         for i, row in enumerate(choice.final.tolist())
     ]
+
+
+def matched(words: list[str], held: frozenset[str]) -> list[str]:
+    """The query's words a tool holds, in the query's order."""
+    return [w for w in words if w in held]
 
 
 def sentence(e: Evidence) -> str:
