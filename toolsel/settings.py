@@ -375,8 +375,9 @@ class Settings(BaseSettings):
     """How often a selector reloads the visibility rules (seed 000 section 4.3)."""
     tool_list_cache_ttl_s: float = 60.0
     """How often a selector checks its tool list against the registry (each tool's last write; only what differs
-    is read again) and reloads its page mappings (both 60 s in seed 000) and the posteriors, besides their change
-    notifications."""
+    is read again) and reloads its page mappings (both 60 s in seed 000), and takes in the posteriors written in the
+    last two such periods (all of them again only when its count disagrees with the store's), besides their
+    change notifications."""
     catalog_change_lookback_s: float = Field(default=30.0, ge=0.0)
     """How far before its catalog's version a selector reads the tools again on a registry broadcast: a write whose
     transaction began before a later one committed carries the earlier time, and would otherwise fall below the

@@ -49,6 +49,7 @@ from toolsel.services.selector.catalog import (
     build_posteriors,
     build_review_index,
     build_rules,
+    merge_posteriors,
     rechecked,
     stale_rows,
     with_changes,
@@ -344,6 +345,18 @@ async def _load_posteriors(state: SelectorState) -> None:
     state.selector.posteriors = await asyncio.to_thread(build_posteriors, await store.posteriors(state.store))
 
 
+async def _recheck_posteriors(state: SelectorState) -> None:
+    """The safety net for a missed posteriors broadcast, on the cache TTL: the posteriors written in the last two
+    periods merged in. The whole table is read again only when the counts then disagree (a rebuild or a forgotten
+    plugin deleted some, or a write fell outside the window): read every minute, seventy thousand posteriors held
+    the event loop for a quarter of a second to decode and a worker thread for as long again to build."""
+    selector, pool, settings = state.selector, state.store, state.selector.settings
+    rows = await store.posteriors_since(pool, 2 * settings.tool_list_cache_ttl_s)
+    recent = await asyncio.to_thread(build_posteriors, rows)
+    if merge_posteriors(selector.posteriors, recent) != await store.posterior_count(pool):
+        await _load_posteriors(state)
+
+
 async def _load_usage(state: SelectorState) -> None:
     """Only the usage vectors changed since the watermark: never the whole table again."""
     usage = state.selector.usage
@@ -410,7 +423,7 @@ async def _start(state: SelectorState, settings: Settings) -> None:
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "registry", _recheck_registry)),
         # a registry reload reads the rules too: one at a time, or a read from before a new rule could land last
         loop.create_task(_every(state, settings.policy_cache_ttl_s, "rules", _load_rules, lock="registry")),
-        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _load_posteriors)),
+        loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "posteriors", _recheck_posteriors)),
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "usage", _recheck_usage)),
         loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),
     ]

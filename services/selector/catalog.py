@@ -397,6 +397,14 @@ def build_posteriors(rows: Sequence[Row]) -> Posteriors:
     return posteriors
 
 
+def merge_posteriors(posteriors: Posteriors, recent: Posteriors) -> int:
+    """Take ``recent`` (``build_posteriors`` of the posteriors written lately) into ``posteriors`` in place, as
+    broadcasts are taken in; how many posteriors it then holds."""
+    for context, tools in recent.items():
+        posteriors.setdefault(context, {}).update(tools)
+    return sum(len(tools) for tools in posteriors.values())
+
+
 def build_rules(rows: Sequence[Row]) -> list[Rule]:
     """Visibility rules, in the rows' order (highest priority first)."""
     return [

@@ -67,3 +67,22 @@ async def test_a_tools_last_write_is_the_catalog_versions_unit(empty_database: s
         assert isinstance(writes[0]["written"], int)
     finally:
         await pool.close()
+
+
+async def test_the_posteriors_check_reads_the_recent_ones_and_counts_them_all(empty_database: str) -> None:
+    pool = await create_pool(empty_database)
+    try:
+        tool = await pool.fetchval(INSERT, "send_email", spec("send_email", "mail"), None)
+        write = (
+            "INSERT INTO tool_bandit_stats (tool_id, tenant_id, context_key, alpha, beta, updated_at)"
+            " VALUES ($1, $2, 'free:*:general', $3, 1, now() - make_interval(secs => $4))"
+        )
+        await pool.execute(write, tool, "acme", 3.0, 0.0)
+        await pool.execute(write, tool, "globex", 5.0, 600.0)  # written ten minutes ago
+
+        recent = await store.posteriors_since(pool, 120.0)
+
+        assert [(r["key"], r["tenant_id"], r["alpha"]) for r in recent] == [("p/send_email", "acme", 3.0)]
+        assert await store.posterior_count(pool) == len(await store.posteriors(pool)) == 2
+    finally:
+        await pool.close()

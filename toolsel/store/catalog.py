@@ -55,6 +55,11 @@ POSTERIORS = """
 SELECT t.plugin_id || '/' || t.name AS key, s.tenant_id, s.context_key, s.alpha, s.beta, s.last_success_at
 FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id
 """
+POSTERIORS_SINCE = f"""{POSTERIORS}WHERE s.updated_at > now() - make_interval(secs => $1)
+"""
+"""The posteriors written in the last ``$1`` seconds (every write of one stamps its ``updated_at``)."""
+POSTERIOR_COUNT = "SELECT count(*) FROM tool_bandit_stats s JOIN tools t ON t.id = s.tool_id"
+"""How many posteriors ``POSTERIORS`` reads."""
 USAGE_VECTORS_SINCE = """
 SELECT t.plugin_id || '/' || t.name AS key, u.scope, u.centroid, u.negative_centroid, u.positives, u.words,
        u.residual, u.version
@@ -137,6 +142,18 @@ async def page_mappings(pool: asyncpg.Pool) -> list[asyncpg.Record]:
 async def posteriors(pool: asyncpg.Pool) -> list[asyncpg.Record]:
     """The Beta posterior and last success of every tool with learnt statistics, by tenant and context key."""
     return await _fetch(pool, POSTERIORS)
+
+
+async def posteriors_since(pool: asyncpg.Pool, seconds: float) -> list[asyncpg.Record]:
+    """The posteriors written in the last ``seconds``, as ``posteriors`` reads them."""
+    rows: list[asyncpg.Record] = await pool.fetch(POSTERIORS_SINCE, seconds)
+    return rows
+
+
+async def posterior_count(pool: asyncpg.Pool) -> int:
+    """How many posteriors ``posteriors`` would read."""
+    count: int = await pool.fetchval(POSTERIOR_COUNT)
+    return count
 
 
 async def usage_vectors_since(pool: asyncpg.Pool, version: int, lookback_s: float = 0.0) -> list[asyncpg.Record]:

@@ -113,10 +113,11 @@ class FakeStore:
         return self.rows.get(sql, [])
 
     async def fetchval(self, sql: str) -> int:
-        assert sql == store.CATALOG_VERSION
+        assert sql in (store.CATALOG_VERSION, store.POSTERIOR_COUNT)
         if self.down:
             raise ConnectionError("the store is down")
-        return len(self.rows.get(store.LIVE_TOOLS, []))
+        self.reads.append(sql)
+        return len(self.rows.get(store.LIVE_TOOLS if sql == store.CATALOG_VERSION else store.POSTERIORS, []))
 
     async def fetchrow(self, sql: str) -> tuple[int, int, int]:
         assert sql == store.REVIEW_INDEX_VERSION
@@ -306,6 +307,58 @@ async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
     assert mine.recency == pytest.approx(1.0, abs=1e-3)
     theirs = (await select(broker, query="send an email", k=1, dry_run=True, tenant_id="other")).tools[0].breakdown
     assert (theirs.alpha, theirs.beta, theirs.recency) == (1.0, 1.0, 0.0)
+
+
+def posterior_row(alpha: float, tenant: str = "acme") -> dict[str, Any]:
+    """A row of ``store.POSTERIORS`` for send_email in the tests' context."""
+    return {
+        "key": "p/send_email",
+        "tenant_id": tenant,
+        "context_key": "free:*:general",
+        "alpha": alpha,
+        "beta": 1.0,
+        "last_success_at": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(
+            nats_url="nats://in-memory:4222",
+            thompson_sampling=False,
+            tool_list_cache_ttl_s=0.05,
+            context_key_template="{tier}:{page}:general",
+        )
+    ],
+)
+async def test_the_periodic_check_merges_the_recent_posteriors_and_reads_them_all_only_when_counts_disagree(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    async def alpha(tenant: str) -> float:
+        reply = await select(broker, query="send an email", k=1, dry_run=True, tenant_id=tenant)
+        return reply.tools[0].breakdown.alpha
+
+    async def eventually_alpha(tenant: str, wanted: float) -> float:
+        for _ in range(100):
+            if (seen := await alpha(tenant)) == wanted:
+                break
+            await asyncio.sleep(0.01)
+        return seen
+
+    fake_store.rows[store.POSTERIORS] = [posterior_row(3.0)]  # a broadcast missed: the check finds it
+    fake_store.rows[store.POSTERIORS_SINCE] = [posterior_row(3.0)]
+    assert await eventually_alpha("acme", 3.0) == 3.0
+    fake_store.reads.clear()
+    await asyncio.sleep(0.2)  # the counts agree: the whole table is not read again
+    assert store.POSTERIOR_COUNT in fake_store.reads
+    assert store.POSTERIORS not in fake_store.reads
+
+    fake_store.rows[store.POSTERIORS] = [posterior_row(2.0, tenant="other")]  # acme's deleted (a rebuild)
+    fake_store.rows[store.POSTERIORS_SINCE] = [posterior_row(2.0, tenant="other")]
+    assert await eventually_alpha("acme", 1.0) == 1.0  # the prior again
+    assert store.POSTERIORS in fake_store.reads
+    assert await alpha("other") == 2.0
 
 
 def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[str, Any]:
