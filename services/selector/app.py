@@ -77,6 +77,10 @@ class SelectorState:
     refreshers: list[asyncio.Task[None]] = field(default_factory=list)
     catalog_version: int = 0
     """The registry's version read just before the catalog in use (``store.catalog_version``)."""
+    writes_found_by_check: int = 0
+    """Tools the periodic check found written or gone that the copy had not taken in: nearly always a missed
+    registry broadcast (a write whose broadcast is still on its way counts too), so an operator sees NATS losing
+    them."""
     reviews_version: tuple[int, int, int] | None = None
     """The review index's (entries, highest id, reviews) when last loaded: reloaded only when it changes."""
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -176,6 +180,7 @@ def _requests(
         return {
             "tools": len(state.selector.catalog),
             "catalog_version": state.catalog_version,
+            "tool_writes_found_by_check": state.writes_found_by_check,
             "selections": state.selections,
             "selection_events_buffered": len(outbox.queue),
             "selection_events_dropped": outbox.dropped,
@@ -312,6 +317,9 @@ async def _recheck_registry(state: SelectorState) -> None:
     version = await store.catalog_version(pool)  # before the tools, as for a whole read
     writes = await store.live_writes(pool)
     stale, gone = await asyncio.to_thread(stale_rows, selector.catalog, writes)
+    if stale or gone:
+        log.warning("the periodic check found %d tool writes no broadcast brought", len(stale) + len(gone))
+        state.writes_found_by_check += len(stale) + len(gone)
     rows = await store.live_tools_by_id(pool, list(stale)) if stale else []
     gone |= set(stale.values()).difference(f"{r['plugin_id']}/{r['name']}" for r in rows)  # left since the keys
     evidence, categories, mappings = (

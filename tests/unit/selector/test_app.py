@@ -205,6 +205,7 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
     assert health.details == {
         "tools": 1,
         "catalog_version": 1,
+        "tool_writes_found_by_check": 0,
         "selections": 2,
         "selection_events_buffered": 0,
         "selection_events_dropped": 0,
@@ -259,6 +260,8 @@ async def test_the_periodic_check_reads_only_the_tools_whose_write_the_copy_lack
     fake_store.ids_read.clear()
     await asyncio.sleep(0.2)  # several checks with nothing changed read no tool
     assert fake_store.ids_read == []
+    health = HealthReply.model_validate_json((await broker.request(None, subjects.health("selector"))).body)
+    assert health.details["tool_writes_found_by_check"] == 4  # book_flight and get_weather new, rewritten, one gone
 
 
 async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsBroker, fake_store: FakeStore) -> None:
