@@ -333,7 +333,8 @@ async def _recheck_registry(state: SelectorState) -> None:
     )
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(pool))
-    await asyncio.to_thread(release_freed_memory)
+    if rows or gone:  # a copy spliced: the replaced one's arrays given back, as after a broadcast
+        await asyncio.to_thread(release_freed_memory)
 
 
 async def _load_standing(state: SelectorState) -> None:
