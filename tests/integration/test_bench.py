@@ -40,6 +40,8 @@ def test_bench_measures_each_size_on_its_own_stack(tmp_path: Path) -> None:
         assert 0 < inside["p50"] <= inside["p95"] <= inside["p99"]
         assert size["overhead_p50_ms"] < u["p50"]  # each select less its own query's embedding and a round trip
         assert size["overhead_in_selector_p50_ms"] < inside["p50"]  # the reply's latency less the same embedding
+        assert size["overhead_p50_ms"] <= size["overhead_p99_ms"] < u["p99"]
+        assert size["overhead_in_selector_p50_ms"] <= size["overhead_in_selector_p99_ms"] < inside["p99"]
         stages = size["stages_ms"]
         for in_process in (size["in_process_ms"], size["in_process_cpu_ms"]):
             assert 0 < in_process["p50"] <= in_process["p95"] <= in_process["p99"]

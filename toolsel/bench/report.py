@@ -9,7 +9,7 @@ from rich.table import Table
 COLUMNS = (
     ("tools", "tools"),
     ("select p50/p95/p99 ms", "select"),
-    ("overhead p50 ms (in selector)", "overhead"),
+    ("overhead p50/p99 ms (in selector)", "overhead"),
     ("inside p50/p95/p99 ms", "inside"),
     ("in process p50/p95/p99 ms (CPU p50)", "in_process"),
     ("repeated p50 ms", "select_repeated_p50_ms"),
@@ -29,7 +29,10 @@ def cells(size: dict[str, Any]) -> list[str]:
     u, i, p = size["select_uncached_ms"], size["selector_inside_ms"], size["in_process_ms"]
     joined = {
         "select": f"{u['p50']} / {u['p95']} / {u['p99']}",
-        "overhead": f"{size['overhead_p50_ms']} ({size['overhead_in_selector_p50_ms']})",
+        "overhead": (
+            f"{size['overhead_p50_ms']} / {size['overhead_p99_ms']} "
+            f"({size['overhead_in_selector_p50_ms']} / {size['overhead_in_selector_p99_ms']})"
+        ),
         "inside": f"{i['p50']} / {i['p95']} / {i['p99']}",
         "in_process": f"{p['p50']} / {p['p95']} / {p['p99']} ({size['in_process_cpu_ms']['p50']})",
         "sync": f"{size['sync_tools_per_s']} ({size['sync_of_batch_rate']:.0%} / {size['sync_of_model_rate']:.0%})",

@@ -102,8 +102,8 @@ async def measure_size(
     client: ToolselClient, tools: list[Any], queries: Sequence[str], pids: dict[str, int], embed_s: dict[str, float]
 ) -> dict[str, Any]:
     """Grow the catalog to ``len(tools)`` tools (a sync embeds what is new), then time selects against it; the
-    overhead is each select's time less its own query's embedding (``embed_s``), p50, less a round trip; the part
-    of it in the selector, each reply's ``latency_ms`` less the same embedding."""
+    overhead is each select's time less its own query's embedding (``embed_s``), p50 and p99, less a round trip;
+    the part of it in the selector, each reply's ``latency_ms`` less the same embedding."""
     names = wire_names([t.name for t in tools])
     syncs = catalog_syncs(tools, names, PLUGIN_PREFIX, TENANT)
     model_s = await embedding_s(client)
@@ -133,8 +133,8 @@ async def measure_size(
     return {
         "tools": len(tools),
         "select_uncached_ms": percentiles_ms(uncached),
-        "select_less_embedding_p50_ms": percentiles_ms(less_embedding, (50,))["p50"],
-        "overhead_in_selector_p50_ms": percentiles_ms(inside_less, (50,))["p50"],
+        **{f"select_less_embedding_{p}_ms": ms for p, ms in percentiles_ms(less_embedding, (50, 99)).items()},
+        **{f"overhead_in_selector_{p}_ms": ms for p, ms in percentiles_ms(inside_less, (50, 99)).items()},
         "selector_inside_p50_ms": percentiles_ms(inside, (50,))["p50"],
         "selector_inside_ms": percentiles_ms(inside),
         "select_repeated_p50_ms": percentiles_ms(repeated[REPEATED:], (50,))["p50"],
@@ -237,7 +237,10 @@ async def run_bench(options: Options, in_process: InProcess | None = None) -> di
             stack.stop()
     batch = reference["batch_texts_per_s"]
     for size in measured:
-        size["overhead_p50_ms"] = round(size.pop("select_less_embedding_p50_ms") - reference["round_trip_p50_ms"], 2)
+        for p in ("p50", "p99"):  # the issue's p99 ≤ 2 × p50 asked of the overhead itself, apart from the query
+            size[f"overhead_{p}_ms"] = round(
+                size.pop(f"select_less_embedding_{p}_ms") - reference["round_trip_p50_ms"], 2
+            )
         size["sync_of_batch_rate"] = round(size["sync_tools_per_s"] / batch, 2) if batch else 0.0
     return {
         "sets": [s.name for s in sets],

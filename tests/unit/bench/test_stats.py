@@ -35,7 +35,9 @@ def test_a_row_joins_the_percentiles_the_overhead_the_sync_and_the_indexer_memor
         "tools": 200,
         "select_uncached_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0},
         "overhead_p50_ms": 0.4,
+        "overhead_p99_ms": 0.9,
         "overhead_in_selector_p50_ms": 0.3,
+        "overhead_in_selector_p99_ms": 0.6,
         "selector_inside_p50_ms": 0.5,
         "selector_inside_ms": {"p50": 0.5, "p95": 0.6, "p99": 0.8},
         "in_process_ms": {"p50": 0.2, "p95": 0.25, "p99": 0.3},
@@ -54,7 +56,7 @@ def test_a_row_joins_the_percentiles_the_overhead_the_sync_and_the_indexer_memor
     assert cells(size) == [
         "200",
         "1.0 / 2.0 / 3.0",
-        "0.4 (0.3)",
+        "0.4 / 0.9 (0.3 / 0.6)",
         "0.5 / 0.6 / 0.8",
         "0.2 / 0.25 / 0.3 (0.15)",
         "0.7",
