@@ -36,7 +36,8 @@ from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.dataset import BenchSet
-from toolsel.runtime import freeze_start_up_heap, load_model
+from toolsel.heap import freeze_start_up_heap
+from toolsel.runtime import load_model
 from toolsel.services.selector.catalog import Catalog, Row, build_catalog, rechecked, stale_rows, with_changes
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings

@@ -33,7 +33,8 @@ from threadpoolctl import threadpool_limits
 from toolsel.bench.catalog import bench_queries, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
 from toolsel.contracts import SelectRequest
-from toolsel.runtime import freeze_start_up_heap, load_model
+from toolsel.heap import freeze_start_up_heap
+from toolsel.runtime import load_model
 from toolsel.services.selector.catalog import ReviewIndex
 from toolsel.services.selector.selector import Selector
 from toolsel.services.selector.timings import time_selections

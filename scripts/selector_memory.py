@@ -63,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from threadpoolctl import threadpool_limits
 
     from toolsel.contracts import SelectRequest
-    from toolsel.runtime import load_model, release_freed_memory
+    from toolsel.heap import release_freed_memory
+    from toolsel.runtime import load_model
     from toolsel.services.selector.app import create_app  # noqa: F401  (the service's own imports)
     from toolsel.services.selector.catalog import build_catalog
     from toolsel.services.selector.selector import Selector

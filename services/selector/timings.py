@@ -10,7 +10,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from toolsel.contracts import SelectRequest
-from toolsel.runtime import freeze_start_up_heap, load_model
+from toolsel.heap import freeze_start_up_heap
+from toolsel.runtime import load_model
 from toolsel.services.selector.app import read_catalog
 from toolsel.services.selector.catalog import build_rules
 from toolsel.services.selector.pipeline.run import STAGES

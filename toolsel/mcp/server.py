@@ -17,6 +17,7 @@ from toolsel.client import ToolselError
 from toolsel.contracts import PinList
 from toolsel.contracts.common import Identifier
 from toolsel.contracts.pins import PinAction
+from toolsel.heap import freeze_start_up_heap
 from toolsel.mcp.stdio import run_stdio
 from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
 
@@ -166,7 +167,9 @@ def create_server(
 
 async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve until the client closes stdio (every line answered, see ``toolsel.mcp.stdio``), or until stopped
-    (HTTP, at ``http://host:port/mcp``)."""
+    (HTTP, at ``http://host:port/mcp``). What start-up made (the SDK, the client, pydantic's models: over a hundred
+    thousand containers) is frozen first, so that no full garbage collection walks it while an agent waits."""
+    freeze_start_up_heap()
     if transport == "stdio":
         await run_stdio(server)
     else:

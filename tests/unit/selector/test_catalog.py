@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pgvector import Vector
 
 from tests.unit.selector.factory import DIM, T, catalog
-from toolsel.runtime import freeze_start_up_heap
+from toolsel.heap import freeze_start_up_heap
 from toolsel.services.selector.catalog import Catalog, build_catalog, rechecked, stale_rows, with_changes
 from toolsel.services.selector.retrieval import LexicalIndex
 from toolsel.services.selector.spelling import repair

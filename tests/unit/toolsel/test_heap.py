@@ -1,4 +1,4 @@
-"""The shared runtime's memory release, on this process's own heap."""
+"""The memory release, on this process's own heap."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolsel.runtime import release_freed_memory
+from toolsel.heap import release_freed_memory
 
 
 def resident_mb() -> float:
