@@ -46,6 +46,7 @@ from toolsel.services.selector.catalog import (
     merge_posteriors,
     rechecked,
     stale_rows,
+    unseen,
     with_changes,
     with_standing,
 )
@@ -293,7 +294,8 @@ async def _load_registry_changes(state: SelectorState) -> None:
         await store.categories(pool),
         await store.page_mappings(pool),
     )
-    live, gone = [r for r in written if r["live"]], {f"{r['plugin_id']}/{r['name']}" for r in written if not r["live"]}
+    live = unseen(selector.catalog, [r for r in written if r["live"]])  # not those the copy holds already
+    gone = {f"{r['plugin_id']}/{r['name']}" for r in written if not r["live"]}
     selector.catalog = await asyncio.to_thread(
         with_changes, selector.catalog, live, gone, categories, mappings, settings, evidence
     )

@@ -206,7 +206,12 @@ def with_changes(
     the categories, page mappings and tenants' evidence as given: only the changed rows are parsed and tokenised,
     the others are moved over by slices and array copies, and the lookups are spliced, not regrouped. Rows stay
     ordered by pin weight (highest first), plugin and name, so a copy built up by changes equals the copy read
-    whole."""
+    whole. With no tool to change, the copy keeps its indexes and what selections cached in it (the BM25 index with
+    its spelling repairs, the lookups, words and related rows)."""
+    if not rows and not any(key in cat.rows for key in gone):
+        kept = replace(cat, **_described(categories, mappings), evidence={}, _standings={})
+        kept.evidence.update(evidence_by_tenant(evidence, cat.rows, settings))
+        return _indexes_kept(kept, cat)
     changed = {f"{r['plugin_id']}/{r['name']}": r for r in rows}
     fresh = sorted(changed.values(), key=_order)
     moved = _placed(cat, [*changed, *gone], fresh)
@@ -267,12 +272,15 @@ def rechecked(
 ) -> Catalog:
     """The copy after the periodic check: the tools it found stale (``stale_rows``) spliced in, the categories,
     page mappings and standing as read now. Where no tool changed (nearly every check) the copy keeps its
-    indexes, and what selections cached in it: its words, repairs and related rows."""
-    if rows or gone:
-        cat = with_changes(cat, rows, gone, categories, mappings, settings)
-    else:
-        cat = _indexes_kept(replace(cat, **_described(categories, mappings)), cat)
-    return with_standing(cat, base, evidence, settings)
+    indexes and caches (``with_changes``)."""
+    return with_standing(with_changes(cat, rows, gone, categories, mappings, settings), base, evidence, settings)
+
+
+def unseen(cat: Catalog, rows: Sequence[Row]) -> list[Row]:
+    """Of ``rows`` (tools as the store reads them, with their last write), those whose write this copy has not taken
+    in: a broadcast's lookback reads again the tools written just before the copy's version, and during a sync of
+    thousands of tools most of them are in it already."""
+    return [r for r in rows if _lacks(cat, f"{r['plugin_id']}/{r['name']}", r["written"])]
 
 
 def stale_rows(cat: Catalog, writes: Sequence[Row]) -> tuple[dict[int, str], set[str]]:
@@ -280,10 +288,15 @@ def stale_rows(cat: Catalog, writes: Sequence[Row]) -> tuple[dict[int, str], set
     this copy lacks or holds another write of (id -> key), and the keys of the rows it holds that are no longer
     live. Reading those few rows and splicing them in (``with_changes``) brings the copy to the store's state, as
     reading it whole would, for the cost of the keys."""
-    rows, written = cat.rows, cat.written.tolist()
-    stale = {r["id"]: r["key"] for r in writes if (row := rows.get(r["key"])) is None or written[row] != r["written"]}
+    stale = {r["id"]: r["key"] for r in writes if _lacks(cat, r["key"], r["written"])}
     gone = set(cat.keys).difference(r["key"] for r in writes)
     return stale, gone
+
+
+def _lacks(cat: Catalog, key: str, written: int) -> bool:
+    """Whether this copy lacks the tool ``key`` or holds another write of it than ``written``."""
+    row = cat.rows.get(key)
+    return row is None or int(cat.written[row]) != written
 
 
 def _order(row: Row) -> tuple[int, str, str]:

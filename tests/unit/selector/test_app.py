@@ -264,6 +264,27 @@ async def test_the_periodic_check_reads_only_the_tools_whose_write_the_copy_lack
     assert health.details["tool_writes_found_by_check"] == 4  # book_flight and get_weather new, rewritten, one gone
 
 
+async def test_a_broadcast_splices_only_the_tools_whose_write_the_copy_lacks() -> None:
+    """The lookback reads again what was written just before the copy's version (during a sync of thousands of
+    tools, most of it): those the copy holds at the same write are not spliced again, and with none left the copy
+    keeps its indexes."""
+    settings = Settings()
+    email, weather = tool_row("send_email", "send an email", 0), tool_row("get_weather", "weather forecast", 1)
+    state = selector_app.SelectorState(Selector(settings, build_catalog([email], [], [], settings), embedder=None))
+    state.pool, state.catalog_version = FakeStore({store.LIVE_TOOLS: [email]}), 1  # type: ignore[assignment]
+    before = state.selector.catalog
+
+    await selector_app._load_registry_changes(state)  # the lookback reads send_email again, at the same write
+
+    assert state.selector.catalog.lexical is before.lexical
+
+    state.pool = FakeStore({store.LIVE_TOOLS: [email, weather | {"written": 2}]})  # type: ignore[assignment]
+    await selector_app._load_registry_changes(state)
+
+    assert state.selector.catalog.keys == ["p/get_weather", "p/send_email"]
+    assert state.selector.catalog.lexical is not before.lexical
+
+
 async def test_a_failed_reload_keeps_the_copy_and_says_it_is_stale(broker: NatsBroker, fake_store: FakeStore) -> None:
     fake_store.down = True
     await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)

@@ -17,7 +17,7 @@ from pgvector import Vector
 
 from tests.unit.selector.factory import DIM, T, catalog
 from toolsel.heap import freeze_start_up_heap
-from toolsel.services.selector.catalog import Catalog, build_catalog, rechecked, stale_rows, with_changes
+from toolsel.services.selector.catalog import Catalog, build_catalog, rechecked, stale_rows, unseen, with_changes
 from toolsel.services.selector.retrieval import LexicalIndex
 from toolsel.services.selector.spelling import repair
 from toolsel.services.selector.splice import UNUSED_CODES_KEPT, Groups, Renumbering
@@ -244,6 +244,15 @@ def test_a_copy_replaced_after_start_up_froze_the_heap_is_freed_without_the_coll
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_unseen_rows_are_those_whose_write_the_copy_lacks() -> None:
+    rng = random.Random(2)
+    settings = Settings(embedding_dim=DIM)
+    rows = tool_rows(rng, ["p/a", "p/b"])
+    copy = build_catalog(rows, [], [], settings)
+    again, rewritten, new = rows[0], rows[1] | {"written": rows[1]["written"] + 1}, tool_rows(rng, ["p/c"])[0]
+    assert unseen(copy, [again, rewritten, new]) == [rewritten, new]
 
 
 def test_a_check_that_finds_no_tool_changed_keeps_the_indexes_and_caches_and_reads_the_rest_anew() -> None:
