@@ -13,6 +13,7 @@ from faststream.nats.annotations import NatsMessage as RequestMessage
 from pydantic import ValidationError
 
 from toolsel.contracts import PluginSync, RegistryChanged, SyncPart, SyncPartReceived, SyncReport, SyncUpload, subjects
+from toolsel.heap import freeze_start_up_heap
 from toolsel.messaging import (
     RequestError,
     add_health,
@@ -120,6 +121,7 @@ def create_app(settings: Settings) -> FastStream:
         try:
             embedder = await load_model(settings, cache=False)
             context.set_global(STATE, IndexerState(settings, pool, embedder, registry_changed))
+            freeze_start_up_heap()
             yield
         finally:
             await pool.close()

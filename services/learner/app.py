@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from faststream import FastStream
 
 from toolsel.contracts import PosteriorsUpdated, ToolStateChanged, subjects
+from toolsel.heap import freeze_start_up_heap
 from toolsel.messaging import add_health, rpc_router
 from toolsel.runtime import open_store, service_app, service_broker
 from toolsel.services.learner import consumers
@@ -69,6 +70,7 @@ def create_app(settings: Settings) -> FastStream:
         state.store = await open_store(settings)
         if settings.quarantine_release_after_s > 0:
             state.release_timer = asyncio.get_running_loop().create_task(release_when_due(state))
+        freeze_start_up_heap()
         try:
             yield
         finally:
