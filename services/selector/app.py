@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -281,27 +281,17 @@ async def _load_registry(state: SelectorState) -> None:
 
 
 async def _load_registry_changes(state: SelectorState) -> None:
-    """Only the tools written since the copy's version (and the lookback): a broadcast about a few tools reads and
-    parses those few, and the copy in use is spliced into a new one (``with_changes``), swapped in as a whole."""
+    """Only the tools written since the copy's version (and the lookback), less those the copy already holds at
+    the same write: a broadcast about a few tools reads and parses those few (``_splice``)."""
     if not state.catalog_version:  # nothing read yet: there is nothing to splice into
         await _load_registry(state)
         return
     selector, pool, settings = state.selector, state.store, state.selector.settings
     version = await store.catalog_version(pool)  # before the tools, as for a whole read
     written = await store.tools_written_since(pool, state.catalog_version, settings.catalog_change_lookback_s)
-    evidence, categories, mappings = (
-        await store.tenant_evidence(pool),
-        await store.categories(pool),
-        await store.page_mappings(pool),
-    )
-    live = unseen(selector.catalog, [r for r in written if r["live"]])  # not those the copy holds already
+    live = unseen(selector.catalog, [r for r in written if r["live"]])
     gone = {f"{r['plugin_id']}/{r['name']}" for r in written if not r["live"]}
-    selector.catalog = await asyncio.to_thread(
-        with_changes, selector.catalog, live, gone, categories, mappings, settings, evidence
-    )
-    state.catalog_version = version
-    selector.rules = build_rules(await store.active_rules(pool))
-    await asyncio.to_thread(release_freed_memory)  # the replaced copy's arrays, as after a whole read
+    await _splice(state, version, live, gone)
 
 
 async def _recheck_registry(state: SelectorState) -> None:
@@ -309,27 +299,43 @@ async def _recheck_registry(state: SelectorState) -> None:
     copy's (``stale_rows``), only the tools that differ read and spliced in, the standing read again. The copy ends
     as a whole read would leave it, for the cost of the keys and what changed: rebuilding ten thousand tools held
     the interpreter for over a second a minute, and the selections waiting on the event loop with it."""
-    selector, pool, settings = state.selector, state.store, state.selector.settings
+    selector, pool = state.selector, state.store
     version = await store.catalog_version(pool)  # before the tools, as for a whole read
-    writes = await store.live_writes(pool)
-    stale, gone = await asyncio.to_thread(stale_rows, selector.catalog, writes)
+    stale, gone = await asyncio.to_thread(stale_rows, selector.catalog, await store.live_writes(pool))
     if stale or gone:
         log.warning("the periodic check found %d tool writes no broadcast brought", len(stale) + len(gone))
         state.writes_found_by_check += len(stale) + len(gone)
     rows = await store.live_tools_by_id(pool, list(stale)) if stale else []
     gone |= set(stale.values()).difference(f"{r['plugin_id']}/{r['name']}" for r in rows)  # left since the keys
+    await _splice(state, version, rows, gone, standing=await store.base_standing(pool))
+
+
+async def _splice(
+    state: SelectorState,
+    version: int,
+    rows: Sequence[asyncpg.Record],
+    gone: set[str],
+    standing: Sequence[asyncpg.Record] | None = None,
+) -> None:
+    """The copy in use spliced into a new one, swapped in whole: ``rows`` in, ``gone`` out, the categories, page
+    mappings and tenants' evidence read now, and with ``standing`` (every tool's base standing) the standing too
+    (``rechecked``); then the rules. The replaced copy's arrays are given back to the system only when a tool
+    changed: with none, the new copy shares them."""
+    selector, pool, settings = state.selector, state.store, state.selector.settings
     evidence, categories, mappings = (
         await store.tenant_evidence(pool),
         await store.categories(pool),
         await store.page_mappings(pool),
     )
-    base = await store.base_standing(pool)
-    selector.catalog = await asyncio.to_thread(
-        rechecked, selector.catalog, rows, gone, categories, mappings, base, evidence, settings
-    )
+    cat = selector.catalog
+    if standing is None:
+        cat = await asyncio.to_thread(with_changes, cat, rows, gone, categories, mappings, settings, evidence)
+    else:
+        cat = await asyncio.to_thread(rechecked, cat, rows, gone, categories, mappings, standing, evidence, settings)
+    selector.catalog = cat
     state.catalog_version = version
     selector.rules = build_rules(await store.active_rules(pool))
-    if rows or gone:  # a copy spliced: the replaced one's arrays given back, as after a broadcast
+    if rows or gone:
         await asyncio.to_thread(release_freed_memory)
 
 
