@@ -6,9 +6,10 @@ SETS_DIR holds evaluation sets in ``toolsel eval``'s format, as ``toolsel bench 
 selector starts: the service's imports (with the model's runtime), the selector (the spelling stage's word list),
 the model, then a catalog of ``--tools`` bench tools (random unit vectors; the store's rows as a whole read hands
 them over, built in a worker thread, the rows dropped and the freed heap given back as the service does),
-``--queries`` selects of mixed bench queries (the hot-query cache fills), a second whole read (the periodic reload)
-and the same selects again. Prints the resident size (``VmRSS``) after each and what each added; ``toolsel bench``
-reports the running service's.
+``--queries`` selects of mixed bench queries (the hot-query cache fills), a second copy read whole and swapped in,
+and the same selects again. Prints the resident size (``VmRSS``) after each and what each added (``toolsel bench``
+reports the running service's), then the containers the garbage collector tracks and what a full pass over them
+costs, before and after the heap is frozen as the service freezes it.
 """
 
 import argparse
@@ -16,6 +17,7 @@ import asyncio
 import gc
 import json
 import multiprocessing
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -63,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from threadpoolctl import threadpool_limits
 
     from toolsel.contracts import SelectRequest
-    from toolsel.heap import release_freed_memory
+    from toolsel.heap import freeze_start_up_heap, release_freed_memory
     from toolsel.runtime import load_model
     from toolsel.services.selector.app import create_app  # noqa: F401  (the service's own imports)
     from toolsel.services.selector.catalog import build_catalog
@@ -95,12 +97,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     selector.catalog = worker.submit(build_catalog, rows, [], [], settings).result()
     del rows
     release_freed_memory()
-    resident("read again whole (the periodic reload), trimmed")
+    resident("a second copy read whole and swapped in, trimmed")
     for request in requests:
         selector.select(request)
     resident(f"the {len(requests)} selects again")
+    tracked, walked = len(gc.get_objects()), full_collection_ms()
+    freeze_start_up_heap()  # as the service does once it has started
+    frozen = full_collection_ms()
+    print(f"the garbage collector: {tracked:,} containers, a full pass {walked:.1f} ms; frozen, {frozen:.1f} ms")
     maker.shutdown()
     print(json.dumps({"tools": args.tools, "rss_mb": resident.last}))
+
+
+def full_collection_ms() -> float:
+    """One full pass of the cyclic garbage collector, in milliseconds (p50 of 3)."""
+    passes = []
+    for _ in range(3):
+        started = time.perf_counter()
+        gc.collect()
+        passes.append((time.perf_counter() - started) * 1000)
+    return sorted(passes)[1]
 
 
 if __name__ == "__main__":
