@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from toolsel.blending import Blending, blend
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.online import holdout_split, stream
@@ -28,7 +29,6 @@ from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.services.learner.compaction import kmeans
 from toolsel.services.learner.usage import centroid
-from toolsel.services.selector.usage import Blending, blend
 from toolsel.settings import get_settings
 
 Matrix = npt.NDArray[np.float32]

@@ -2,7 +2,7 @@
 ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,6 +47,7 @@ from toolsel.store import create_pool
 
 if TYPE_CHECKING:
     from toolsel.services.learner.relearn import Relearnt
+    from toolsel.services.learner.residual_fit import Refitted
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
@@ -266,11 +267,14 @@ def switch_embedding_model(current: Settings | None = None) -> None:
     if current.database_url:
         if current.nats_url and (answering := run(answering_services)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
-        switched, embedded = run(lambda: _switch(str(current.database_url), current))
+        url = str(current.database_url)
+        switched, embedded = run(lambda: _switch(url, current))
+        fits = run(lambda: fit_residuals(url, current))
     else:
         try:
             with stopped_stack_database(current.home) as url:
                 switched, embedded = run(lambda: _switch(url, current))
+                fits = run(lambda: fit_residuals(url, current))
         except StackRunning as running:
             fail(f"{running} (the switch needs it stopped)", USAGE)
     before = "no model was recorded" if switched.previous is None else "were {}'s ({}-d)".format(*switched.previous)
@@ -286,6 +290,31 @@ def switch_embedding_model(current: Settings | None = None) -> None:
             else ""
         )
     )
+    print_fits(fits)
+
+
+async def fit_residuals(url: str, current: Settings) -> list["Refitted"]:
+    """Each scope's residuals fitted to its usage examples with the store's current vectors, written where the
+    fit wins (``toolsel.services.learner.residual_fit``): a tune and a model switch both end with it."""
+    from toolsel.blending import Blending
+    from toolsel.services.learner.residual_fit import Fit, refit_residuals
+
+    pool = await create_pool(url)
+    try:
+        done, _ = await refit_residuals(pool, Fit.from_settings(current), Blending.from_settings(current))
+        return done
+    finally:
+        await pool.close()
+
+
+def print_fits(done: Sequence["Refitted"]) -> None:
+    """One line per scope: how its fit was judged and whether it was written."""
+    for r in done:
+        verdict = f"{r.written} residuals written" if r.written else "the stored residuals kept"
+        console.print(
+            f"residuals of scope {r.scope!r} fitted to {r.judged.examples} queries; NDCG@10 on the newest"
+            f" {r.judged.held_back}: stored {r.judged.current:.3f}, fitted {r.judged.candidate:.3f}: {verdict}"
+        )
 
 
 async def answering_services() -> list[str]:
