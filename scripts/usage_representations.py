@@ -1,6 +1,7 @@
-"""How a tool's learnt examples should become its retrieval vector: one centroid, several, nearest examples, or
-vectors trained to tell the tools apart. Vector signal only, every streamed query an example of each of its
-relevant tools (the bound an agent that finds every tool would reach), held-out queries never streamed.
+"""How a tool's learnt examples should become its retrieval vector: one centroid, several, nearest examples,
+vectors trained to tell the tools apart, or the residuals a tune fits on top of the centroid. Vector signal only,
+every streamed query an example of each of its relevant tools (the bound an agent that finds every tool would
+reach), held-out queries never streamed.
 
     python scripts/usage_representations.py SET_DIR --events 10000 [--cap 64]
 
@@ -15,6 +16,7 @@ docs/results.md (Quality, learning from use).
 
 import argparse
 import asyncio
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from toolsel.evaluation.online import holdout_split, stream
 from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.services.learner.compaction import kmeans
+from toolsel.services.learner.residual_fit import Fit, fitted, judge, problem
 from toolsel.services.learner.usage import centroid
 from toolsel.settings import get_settings
 
@@ -54,7 +57,7 @@ def softmax_trained(declared: Matrix, x: Matrix, tools: npt.NDArray[np.int64], e
 
 
 def representations(
-    declared: Matrix, examples: dict[int, list[Matrix]], blending: Blending, half_life: float
+    declared: Matrix, examples: dict[int, list[Matrix]], blending: Blending, half_life: float, fit: Fit
 ) -> dict[str, Scorer]:
     """Each representation of the learnt tools; tools without examples keep their declared vector."""
 
@@ -91,12 +94,29 @@ def representations(
         result: Matrix = held @ softmax_trained(declared, x, tools).T
         return result
 
+    def residuals_fitted(held: Matrix) -> Matrix:
+        """The one centroid blended, plus the residuals a tune fits (``residual_fit``), read as the tune reads a
+        scope's store rows; the fit's verdict on the newest queries printed."""
+        means = {tool: centroid(found, len(found), half_life) for tool, found in examples.items()}
+        learnt = [(tool, mean, len(examples[tool]), None) for tool, mean in means.items() if mean is not None]
+        # the learner's rows are oldest first; ``examples`` holds each tool's newest first
+        positives = sorted(
+            ((tool, uuid.uuid4(), v, age) for tool, found in examples.items() for age, v in enumerate(found)),
+            key=lambda row: -row[3],
+        )
+        found = problem(list(enumerate(declared)), learnt, [row[:3] for row in positives], blending)
+        assert found is not None
+        print(judge(found, fit))
+        result: Matrix = held @ (found.base + fitted(found.examples, found.base, found.movable, fit)).T
+        return result
+
     return {
         "declared only": lambda held: held @ declared.T,
         "one centroid (product)": centroids(1),
         **{f"{k} centroids, best": centroids(k) for k in (2, 4, 8)},
         **{f"nearest {m} examples": nearest(m) for m in (1, 5)},
         "softmax-trained vectors": trained,
+        "one centroid + fitted residuals (tune)": residuals_fitted,
     }
 
 
@@ -128,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     blending = Blending(settings.usage_declared_weight, settings.usage_declared_prior)
     tool_names = np.array([t.name for t in bench.tools])
     print(f"{bench.name}: {len(held)} held-out queries, {args.events} streamed, at most {cap} examples per tool")
-    for label, score in representations(declared, examples, blending, settings.usage_half_life).items():
+    fit = Fit.from_settings(settings)
+    for label, score in representations(declared, examples, blending, settings.usage_half_life, fit).items():
         ranked = np.argsort(-score(held_vectors), axis=1)[:, :10]
         m = mean_metrics(query_metrics(list(tool_names[r]), q.relevant) for r, q in zip(ranked, held, strict=True))
         print(f"{label:<26} R@5 {m['R@5']:.3f}  NDCG@10 {m['NDCG@10']:.3f}")

@@ -6,12 +6,11 @@ example's query scored against each tool's blended vector plus its residual, min
 steps; only the tools the scope learnt move, each residual held within the online bound. In the offline
 simulation of metatool's stream this took held-out NDCG@10 from 0.876 (the online steps) to 0.908.
 
-A fit is kept only where it wins. It is first fitted on the scope's older examples, and both the residuals stored
-and the fitted ones are measured on the newest share (NDCG@10 of each query's served tools); only a fit better by
-the margin is fitted again on every example and written. Where each tool was learnt from a query or two (large
-catalogs, short streams) a fit learns those queries rather than the tools, loses on the newest, and the online
-residuals stay. The blended vectors both are measured with include the newest examples' centroids: the same for
-both, so the comparison is fair between them, if kinder to both than to a query never seen.
+A fit is kept only where it wins. It is first fitted on the scope's older queries, and both the residuals stored
+and the fitted ones are measured on the newest share (NDCG@10 of each query's served tools), over the blended
+vectors rebuilt from the older queries alone (``Problem.base_before``); only a fit better by the margin is fitted
+again on every query and written. Where each tool was learnt from a query or two (large catalogs, short streams)
+a fit learns those queries rather than the tools, loses on the newest, and the online residuals stay.
 
 Tenancy: a scope is fitted only on its own examples over the tools it sees (a tenant's scope: the shared tools
 and its own; the shared scope of ``usage_sharing = "global"``: the shared tools), and only its own residuals are
@@ -30,6 +29,7 @@ import numpy.typing as npt
 
 from toolsel.blending import Blending, blend
 from toolsel.contracts import SHARED_TENANT, UsageUpdated
+from toolsel.services.learner.usage import centroid
 from toolsel.settings import Settings
 from toolsel.store import usage
 
@@ -44,7 +44,9 @@ RANKED = 10
 @dataclass(frozen=True)
 class Fit:
     """How residuals are fitted (``sharpness``, ``steps``, ``rate``, ``max_norm``) and judged (the newest
-    ``holdout_share`` of the examples, a ``margin`` of NDCG@10 to win by)."""
+    ``holdout_share`` of the examples, a ``margin`` of NDCG@10 to win by), and how the learner blends a tool's
+    vector from its examples (``blending``, its newest ``examples_per_tool`` weighed by ``half_life``), which
+    the judgement rebuilds without the newest queries."""
 
     sharpness: float
     steps: int
@@ -52,6 +54,9 @@ class Fit:
     max_norm: float
     holdout_share: float
     margin: float
+    blending: Blending
+    examples_per_tool: int
+    half_life: float
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Fit":
@@ -62,6 +67,9 @@ class Fit:
             settings.usage_residual_max_norm,
             settings.tune_holdout_share,
             settings.tune_margin,
+            Blending.from_settings(settings),
+            settings.usage_examples_per_tool,
+            settings.usage_half_life,
         )
 
 
@@ -143,27 +151,50 @@ class Judged:
     wins: bool
 
 
-def judge(examples: Examples, base: Matrix, stored: Matrix, movable: Mask, fit: Fit) -> Judged:
-    """Fit on all but the newest ``holdout_share`` of the examples and measure it, and ``stored``, on those."""
+@dataclass(frozen=True)
+class Problem:
+    """One scope read for a fit: its distinct queries over the tools it sees (``tool_ids``, the columns), each
+    tool's declared and blended vectors, the stored residuals, which tools it learnt, and which query taught
+    which tool (``taught``: (column, query row) per positive example, oldest first)."""
+
+    tool_ids: list[int]
+    examples: Examples
+    declared: Matrix
+    base: Matrix
+    stored: Matrix
+    movable: Mask
+    taught: list[tuple[int, int]]
+
+    def base_before(self, cut: int, fit: Fit) -> Matrix:
+        """Each tool's blended vector made, as the learner makes it, from only its examples of the queries before
+        row ``cut``: the newest queries are judged against this, so their own examples do not lift the vectors
+        they are measured with (a tool with no earlier example keeps its declared vector)."""
+        base = self.declared.copy()
+        newest_first: dict[int, list[Matrix]] = {}
+        for column, row in reversed(self.taught):
+            if row < cut:
+                newest_first.setdefault(column, []).append(self.examples.queries[row])
+        for column, vectors in newest_first.items():
+            mean = centroid(vectors, fit.examples_per_tool, fit.half_life)
+            if mean is not None:
+                weight = fit.blending.declared_weights(np.array([min(len(vectors), fit.examples_per_tool)]))
+                base[column] = blend(self.declared[column : column + 1], mean[None, :], weight)[0]
+        return base
+
+
+def judge(found: Problem, fit: Fit) -> Judged:
+    """Fit on all but the newest ``holdout_share`` of the queries, and measure that fit and the stored residuals
+    on the newest, both over the vectors blended from the older queries alone. (The stored residuals learnt from
+    the newest queries' reviews too: the comparison leans towards keeping them.)"""
+    examples = found.examples
     cut = len(examples) - math.ceil(fit.holdout_share * len(examples))
     older, newest = examples.part(slice(0, cut)), examples.part(slice(cut, None))
     if not len(older) or not len(newest):
         return Judged(len(examples), len(newest), 0.0, 0.0, False)
-    current = ndcg_at_10(newest, base + stored)
-    candidate = ndcg_at_10(newest, base + fitted(older, base, movable, fit))
+    base = found.base_before(cut, fit)
+    current = ndcg_at_10(newest, base + found.stored)
+    candidate = ndcg_at_10(newest, base + fitted(older, base, found.movable, fit))
     return Judged(len(examples), len(newest), current, candidate, candidate > current + fit.margin)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One scope read for a fit: its examples over the tools it sees (``tool_ids``, the columns), each tool's
-    blended vector, the stored residuals, and which tools it learnt."""
-
-    tool_ids: list[int]
-    examples: Examples
-    base: Matrix
-    stored: Matrix
-    movable: Mask
 
 
 def problem(
@@ -183,7 +214,7 @@ def problem(
     declared = np.vstack([vector for _, vector in visible]).astype(np.float32)
     base, stored = declared.copy(), np.zeros(declared.shape, dtype=np.float32)
     movable = np.zeros(len(tool_ids), dtype=bool)
-    rows = [(column[t], centroid, n, residual) for t, centroid, n, residual in learnt if t in column]
+    rows = [(column[t], mean, n, residual) for t, mean, n, residual in learnt if t in column]
     if rows:
         at = np.array([row for row, _, _, _ in rows])
         weights = blending.declared_weights(np.array([n for _, _, n, _ in rows], dtype=np.int64))
@@ -193,19 +224,23 @@ def problem(
             if residual is not None:
                 stored[row] = residual
     served: dict[bytes, tuple[Matrix, set[int]]] = {}
+    examples: list[tuple[int, bytes]] = []
     for tool_id, _, vector in positives:
         if tool_id in column:
             key = vector.tobytes()
             _, columns = entry = served.pop(key, (vector, set()))
             columns.add(column[tool_id])
             served[key] = entry  # last: a query asked again is as new as its newest example
+            examples.append((column[tool_id], key))
     if not served:
         return None
     queries = np.vstack([vector for vector, _ in served.values()]).astype(np.float32)
     targets = np.zeros((len(served), len(tool_ids)), dtype=np.float32)
     for i, (_, columns) in enumerate(served.values()):
         targets[i, sorted(columns)] = 1.0 / len(columns)
-    return Problem(tool_ids, Examples(queries, targets), base, stored, movable)
+    row_of = {key: i for i, key in enumerate(served)}
+    taught = [(c, row_of[key]) for c, key in examples]
+    return Problem(tool_ids, Examples(queries, targets), declared, base, stored, movable, taught)
 
 
 @dataclass(frozen=True)
@@ -217,20 +252,18 @@ class Refitted:
     written: int
 
 
-async def refit_scope(
-    conn: asyncpg.Connection, scope: str, fit: Fit, blending: Blending
-) -> tuple[Refitted | None, int | None]:
+async def refit_scope(conn: asyncpg.Connection, scope: str, fit: Fit) -> tuple[Refitted | None, int | None]:
     """Fit one scope's residuals and write them where the fit wins; (what it did, the version written or None)."""
     tenants = [SHARED_TENANT] if scope == SHARED_TENANT else [SHARED_TENANT, scope]
     found = problem(
         await usage.visible_vectors(conn, tenants),
         await usage.scope_vectors(conn, scope),
         await usage.scope_positives(conn, scope),
-        blending,
+        fit.blending,
     )
     if found is None:
         return None, None
-    judged = await asyncio.to_thread(judge, found.examples, found.base, found.stored, found.movable, fit)
+    judged = await asyncio.to_thread(judge, found, fit)
     if not judged.wins:
         return Refitted(scope, judged, 0), None
     residuals = await asyncio.to_thread(fitted, found.examples, found.base, found.movable, fit)
@@ -241,15 +274,13 @@ async def refit_scope(
     return Refitted(scope, judged, len(moved)), version
 
 
-async def refit_residuals(
-    pool: asyncpg.Pool, fit: Fit, blending: Blending
-) -> tuple[list[Refitted], UsageUpdated | None]:
+async def refit_residuals(pool: asyncpg.Pool, fit: Fit) -> tuple[list[Refitted], UsageUpdated | None]:
     """Every scope's fit, judged and written where it wins; what to broadcast (None: nothing written)."""
     done: list[Refitted] = []
     versions: list[int] = []
     async with pool.acquire() as conn:
         for scope in await usage.scopes_learnt(conn):
-            refitted, version = await refit_scope(conn, scope, fit, blending)
+            refitted, version = await refit_scope(conn, scope, fit)
             if refitted is not None:
                 done.append(refitted)
             if version is not None:

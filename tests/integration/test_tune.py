@@ -22,7 +22,6 @@ pytest.importorskip("torch", reason="tuning needs the tune extra")
 from tests.conftest import scratch_database
 from tests.integration.catalog import TOOLS, eventually, plugin_sync, tool, unique
 from toolsel import embedding_space
-from toolsel.blending import Blending
 from toolsel.client import ToolselClient
 from toolsel.contracts import (
     SHARED_TENANT,
@@ -331,7 +330,7 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
         async with pool.acquire() as conn, conn.transaction():
             await relearn.write(conn, planned, rules, served.review_merge_similarity)
         as_tuned = served.model_copy(update={"tune_margin": -1.0})  # the margin the winner's tune ran with
-        await refit_residuals(pool, Fit.from_settings(as_tuned), Blending.from_settings(as_tuned))
+        await refit_residuals(pool, Fit.from_settings(as_tuned))
         again, rewritten = await learnt_state(pool)
         assert again == kept
         for a, b in zip(rewritten, switched, strict=True):

@@ -296,12 +296,11 @@ def switch_embedding_model(current: Settings | None = None) -> None:
 async def fit_residuals(url: str, current: Settings) -> list["Refitted"]:
     """Each scope's residuals fitted to its usage examples with the store's current vectors, written where the
     fit wins (``toolsel.services.learner.residual_fit``): a tune and a model switch both end with it."""
-    from toolsel.blending import Blending
     from toolsel.services.learner.residual_fit import Fit, refit_residuals
 
     pool = await create_pool(url)
     try:
-        done, _ = await refit_residuals(pool, Fit.from_settings(current), Blending.from_settings(current))
+        done, _ = await refit_residuals(pool, Fit.from_settings(current))
         return done
     finally:
         await pool.close()

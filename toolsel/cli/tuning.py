@@ -131,7 +131,8 @@ def tune(
     """Tune the embedding model from this deployment's use: its selections' successful calls and reviews become
     query → tool pairs (shared tools only, each tenant's share bounded), a candidate is trained from the current
     model, measured against it on the most recent selections held back, and switched to (the store re-embedded)
-    only when it wins by TOOLSEL_TUNE_MARGIN. Runs at low priority beside a serving stack."""
+    only when it wins by TOOLSEL_TUNE_MARGIN; then each scope's usage residuals are fitted to its examples and
+    written where the fit wins on its newest queries. Runs at low priority beside a serving stack."""
     try:
         from toolsel.evaluation import shadow as shadows
         from toolsel.tuning import tune as stages

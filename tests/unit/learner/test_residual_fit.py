@@ -8,10 +8,20 @@ import numpy as np
 import pytest
 
 from toolsel.blending import Blending, blend
-from toolsel.services.learner.residual_fit import Examples, Fit, fitted, judge, ndcg_at_10, problem
+from toolsel.services.learner.residual_fit import Examples, Fit, Problem, fitted, judge, ndcg_at_10, problem
 
 DIM = 16
-FIT = Fit(sharpness=20.0, steps=200, rate=1.0, max_norm=1.0, holdout_share=0.2, margin=0.005)
+FIT = Fit(
+    sharpness=20.0,
+    steps=200,
+    rate=1.0,
+    max_norm=1.0,
+    holdout_share=0.2,
+    margin=0.005,
+    blending=Blending(0.3, 8.0),
+    examples_per_tool=64,
+    half_life=64.0,
+)
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -28,6 +38,13 @@ def crossed(rng: np.random.Generator, per_tool: int) -> tuple[np.ndarray, Exampl
     targets = np.zeros((labels.size, 4), dtype=np.float32)
     targets[np.arange(labels.size), labels] = 1.0
     return tools, Examples(queries, targets)
+
+
+def learnt_from(tools: np.ndarray, examples: Examples) -> Problem:
+    """Every tool learnt from its queries (each query taught its one tool), the stored residuals zero."""
+    taught = [(int(np.argmax(target)), row) for row, target in enumerate(examples.targets)]
+    movable = np.ones(len(tools), dtype=bool)
+    return Problem(list(range(len(tools))), examples, tools, tools, np.zeros_like(tools), movable, taught)
 
 
 def test_the_fit_puts_each_querys_tool_first_moving_only_the_learnt_tools_within_the_bound() -> None:
@@ -59,24 +76,40 @@ def test_ndcg_at_10_matches_its_definition_with_shared_targets() -> None:
 def test_judge_keeps_a_fit_that_wins_on_the_newest_queries_and_refuses_one_that_does_not() -> None:
     rng = np.random.default_rng(1)
     tools, examples = crossed(rng, 40)
-    movable = np.ones(4, dtype=bool)
-    won = judge(examples, tools, np.zeros_like(tools), movable, FIT)
+    # blended all declared (a floor of 1): the centroids cannot undo the crossing, only residuals can
+    declared_only = Fit(**{**FIT.__dict__, "blending": Blending(1.0, 0.0)})
+    won = judge(learnt_from(tools, examples), declared_only)
     assert won.wins
     assert won.candidate > won.current + FIT.margin
     assert won.held_back == math.ceil(0.2 * len(examples))
-    # the newest queries are all of a tool no older query taught: fitting the older ones cannot help them
+    # the newest queries are all of a tool no older query taught, near its declared vector: the declared vectors
+    # already rank them right, and fitting the older ones cannot do better
+    others = examples.targets[:, 3] == 0
     newest_tool = np.zeros((10, 4), dtype=np.float32)
     newest_tool[:, 3] = 1.0
-    older = Examples(
-        examples.queries[examples.targets[:, 3] == 0][:40], examples.targets[examples.targets[:, 3] == 0][:40]
-    )
     shifted = Examples(
-        np.vstack([older.queries, unit(tools[3] + 0.1 * rng.normal(size=(10, DIM)))]),
-        np.vstack([older.targets, newest_tool]),
+        np.vstack([examples.queries[others][:40], unit(tools[3] + 0.1 * rng.normal(size=(10, DIM)))]),
+        np.vstack([examples.targets[others][:40], newest_tool]),
     )
-    lost = judge(shifted, tools, np.zeros_like(tools), movable, FIT)
+    lost = judge(learnt_from(tools, shifted), FIT)
     assert not lost.wins
-    assert not judge(examples, tools, np.zeros_like(tools), movable, Fit(**{**FIT.__dict__, "margin": 1.0})).wins
+    assert lost.current > 0.99
+    assert not judge(learnt_from(tools, examples), Fit(**{**declared_only.__dict__, "margin": 1.0})).wins
+
+
+def test_the_newest_queries_are_judged_over_vectors_blended_without_them() -> None:
+    rng = np.random.default_rng(3)
+    tools, examples = crossed(rng, 10)
+    found = learnt_from(tools, examples)
+    cut = 30
+    before = found.base_before(cut, FIT)
+    for tool in range(4):
+        older = [examples.queries[row] for column, row in reversed(found.taught) if column == tool and row < cut]
+        mean = unit(np.sum([0.5 ** (k / FIT.half_life) * v for k, v in enumerate(older)], axis=0))
+        expected = blend(tools[tool : tool + 1], mean[None, :], FIT.blending.declared_weights(np.array([len(older)])))
+        np.testing.assert_allclose(before[tool], expected[0], atol=1e-5)
+    untaught = Problem(found.tool_ids, found.examples, tools, tools, found.stored, found.movable, [])
+    np.testing.assert_array_equal(untaught.base_before(cut, FIT), tools)
 
 
 def test_problem_blends_the_learnt_tools_and_counts_a_query_asked_again_once() -> None:
