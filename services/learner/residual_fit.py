@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolsel.blending import Blending, blend
-from toolsel.contracts import SHARED_TENANT, UsageUpdated
+from toolsel.contracts import SHARED_TENANT
 from toolsel.services.learner.usage import centroid
 from toolsel.settings import Settings
 from toolsel.store import usage
@@ -245,15 +245,17 @@ def problem(
 
 @dataclass(frozen=True)
 class Refitted:
-    """What a fit did in one scope: how it was judged, and how many residuals it wrote (0: it lost)."""
+    """What a fit did in one scope: how it was judged, how many residuals it wrote under which usage version
+    (0 and None: it lost)."""
 
     scope: str
     judged: Judged
-    written: int
+    written: int = 0
+    version: int | None = None
 
 
-async def refit_scope(conn: asyncpg.Connection, scope: str, fit: Fit) -> tuple[Refitted | None, int | None]:
-    """Fit one scope's residuals and write them where the fit wins; (what it did, the version written or None)."""
+async def refit_scope(conn: asyncpg.Connection, scope: str, fit: Fit) -> Refitted | None:
+    """Fit one scope's residuals and write them where the fit wins; None when it has no example to fit on."""
     tenants = [SHARED_TENANT] if scope == SHARED_TENANT else [SHARED_TENANT, scope]
     found = problem(
         await usage.visible_vectors(conn, tenants),
@@ -262,28 +264,21 @@ async def refit_scope(conn: asyncpg.Connection, scope: str, fit: Fit) -> tuple[R
         fit.blending,
     )
     if found is None:
-        return None, None
+        return None
     judged = await asyncio.to_thread(judge, found, fit)
     if not judged.wins:
-        return Refitted(scope, judged, 0), None
+        return Refitted(scope, judged)
     residuals = await asyncio.to_thread(fitted, found.examples, found.base, found.movable, fit)
     moved = {found.tool_ids[i]: residuals[i] for i in np.flatnonzero(found.movable)}
     async with conn.transaction():
         await usage.lock_tools(conn, moved)
         version = await usage.set_residuals(conn, scope, moved)
-    return Refitted(scope, judged, len(moved)), version
+    return Refitted(scope, judged, len(moved), version)
 
 
-async def refit_residuals(pool: asyncpg.Pool, fit: Fit) -> tuple[list[Refitted], UsageUpdated | None]:
-    """Every scope's fit, judged and written where it wins; what to broadcast (None: nothing written)."""
-    done: list[Refitted] = []
-    versions: list[int] = []
+async def refit_residuals(pool: asyncpg.Pool, fit: Fit) -> list[Refitted]:
+    """Every scope's fit, judged and written where it wins. Selectors take written residuals in at their next
+    usage check (their periodic read of the vectors written since)."""
     async with pool.acquire() as conn:
-        for scope in await usage.scopes_learnt(conn):
-            refitted, version = await refit_scope(conn, scope, fit)
-            if refitted is not None:
-                done.append(refitted)
-            if version is not None:
-                versions.append(version)
-    written = sum(r.written for r in done)
-    return done, UsageUpdated(version=max(versions), tools=written) if versions else None
+        done = [await refit_scope(conn, scope, fit) for scope in await usage.scopes_learnt(conn)]
+    return [r for r in done if r is not None]

@@ -74,8 +74,9 @@ async def test_a_fit_is_written_in_its_own_scope_and_read_by_the_selectors(
     before_b = await residuals(pool, b)
     watermark = max(v for v, _ in [*(await residuals(pool, a)).values(), *before_b.values()])
     async with pool.acquire() as conn:
-        done, version = await refit_scope(conn, a, Fit.from_settings(settings))
+        done = await refit_scope(conn, a, Fit.from_settings(settings))
     assert done is not None
+    version = done.version
     assert version is not None
     assert done.scope == a
     assert done.written == len(ids_a)
@@ -100,10 +101,10 @@ async def test_a_fit_that_does_not_win_writes_nothing(client: ToolselClient, poo
     await learnt(pool, tenant, ids, declared, 12)
     before = await residuals(pool, tenant)
     async with pool.acquire() as conn:
-        done, version = await refit_scope(conn, tenant, Fit.from_settings(settings))
+        done = await refit_scope(conn, tenant, Fit.from_settings(settings))
         assert tenant in await usage.scopes_learnt(conn)
     assert done is not None
     assert not done.judged.wins
     assert done.written == 0
-    assert version is None
+    assert done.version is None
     assert unchanged(before, await residuals(pool, tenant))

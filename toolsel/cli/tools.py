@@ -300,8 +300,7 @@ async def fit_residuals(url: str, current: Settings) -> list["Refitted"]:
 
     pool = await create_pool(url)
     try:
-        done, _ = await refit_residuals(pool, Fit.from_settings(current))
-        return done
+        return await refit_residuals(pool, Fit.from_settings(current))
     finally:
         await pool.close()
 
