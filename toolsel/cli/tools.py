@@ -2,7 +2,7 @@
 ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,7 +47,6 @@ from toolsel.store import create_pool
 
 if TYPE_CHECKING:
     from toolsel.services.learner.relearn import Relearnt
-    from toolsel.services.learner.residual_fit import Refitted
 
 app = typer.Typer(help="Inspect and govern the tool registry (the indexer's admin requests).", no_args_is_help=True)
 
@@ -261,6 +260,7 @@ def switch_embedding_model(current: Settings | None = None) -> None:
     """``toolsel indexer --switch-model``: the configured model (or ``current``'s) becomes the store's, with no
     service running (the embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The
     model is loaded first, so a model that does not load, or whose size the settings get wrong, drops nothing."""
+    from toolsel.cli.learning import fit_residuals, print_fits
     from toolsel.stack import StackRunning, stopped_stack_database
 
     current = current or settings()
@@ -291,28 +291,6 @@ def switch_embedding_model(current: Settings | None = None) -> None:
         )
     )
     print_fits(fits)
-
-
-async def fit_residuals(url: str, current: Settings) -> list["Refitted"]:
-    """Each scope's residuals fitted to its usage examples with the store's current vectors, written where the
-    fit wins (``toolsel.services.learner.residual_fit``): a tune and a model switch both end with it."""
-    from toolsel.services.learner.residual_fit import Fit, refit_residuals
-
-    pool = await create_pool(url)
-    try:
-        return await refit_residuals(pool, Fit.from_settings(current))
-    finally:
-        await pool.close()
-
-
-def print_fits(done: Sequence["Refitted"]) -> None:
-    """One line per scope: how its fit was judged and whether it was written."""
-    for r in done:
-        verdict = f"{r.written} residuals written" if r.written else "the stored residuals kept"
-        console.print(
-            f"residuals of scope {r.scope!r} fitted to {r.judged.examples} queries; NDCG@10 on the newest"
-            f" {r.judged.held_back}: stored {r.judged.current:.3f}, fitted {r.judged.candidate:.3f}: {verdict}"
-        )
 
 
 async def answering_services() -> list[str]:

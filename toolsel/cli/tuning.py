@@ -14,8 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
+from toolsel.cli.learning import fit_residuals, print_fits
 from toolsel.cli.running import FAILED, USAGE, fail, run, settings
-from toolsel.cli.tools import answering_services, fit_residuals, print_fits, switch_embedding_model
+from toolsel.cli.tools import answering_services, switch_embedding_model
 from toolsel.contracts import ToolSpec
 from toolsel.render import console
 from toolsel.settings import Settings
