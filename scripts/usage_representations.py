@@ -98,7 +98,7 @@ def representations(
         """The one centroid blended, plus the residuals a tune fits (``residual_fit``), read as the tune reads a
         scope's store rows; the fit's verdict on the newest queries printed."""
         means = {tool: centroid(found, len(found), half_life) for tool, found in examples.items()}
-        learnt = [(tool, mean, len(examples[tool]), None) for tool, mean in means.items() if mean is not None]
+        learnt = [(tool, mean, len(examples[tool])) for tool, mean in means.items() if mean is not None]
         # the learner's rows are oldest first; ``examples`` holds each tool's newest first
         positives = sorted(
             ((tool, uuid.uuid4(), v, age) for tool, found in examples.items() for age, v in enumerate(found)),

@@ -196,8 +196,9 @@ async def fitted_residuals(pool: asyncpg.Pool, current: Settings) -> list["Refit
 def print_fits(done: Sequence["Refitted"]) -> None:
     """One line per scope: how its fit was judged and whether it was written."""
     for r in done:
-        verdict = f"{r.written} residuals written" if r.written else "the stored residuals kept"
+        verdict = f"{r.written} residuals written" if r.written else "the online residuals kept"
         console.print(
             f"residuals of scope {r.scope!r} fitted to {r.judged.examples} queries; NDCG@10 on the newest"
-            f" {r.judged.held_back}: stored {r.judged.current:.3f}, fitted {r.judged.candidate:.3f}: {verdict}"
+            f" {r.judged.held_back}: blended vectors alone {r.judged.blended:.3f}, with the fit"
+            f" {r.judged.fitted:.3f}: {verdict}"
         )

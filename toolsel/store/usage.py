@@ -122,7 +122,7 @@ SCOPE_POSITIVES = """
 SELECT tool_id, selection_id, query_vector FROM tool_usage_examples
 WHERE scope = $1 AND polarity = 1 AND selection_id IS NOT NULL ORDER BY id
 """
-SCOPE_VECTORS = "SELECT tool_id, centroid, positives, residual FROM tool_usage_vectors WHERE scope = $1"
+SCOPE_VECTORS = "SELECT tool_id, centroid, positives FROM tool_usage_vectors WHERE scope = $1"
 VISIBLE_VECTORS = """
 SELECT id, embedding FROM tools
 WHERE deleted_at IS NULL AND status = 'active' AND embedding IS NOT NULL AND tenant_id = ANY($1::text[])
@@ -274,18 +274,10 @@ async def scope_positives(conn: asyncpg.Connection, scope: str) -> list[tuple[in
     return [(r["tool_id"], r["selection_id"], np.asarray(r["query_vector"].to_numpy(), np.float32)) for r in rows]
 
 
-async def scope_vectors(conn: asyncpg.Connection, scope: str) -> list[tuple[int, Vector, int, Vector | None]]:
-    """(tool id, centroid, positives, residual or None) of every tool the scope learnt."""
+async def scope_vectors(conn: asyncpg.Connection, scope: str) -> list[tuple[int, Vector, int]]:
+    """(tool id, centroid, positives) of every tool the scope learnt."""
     rows = await conn.fetch(SCOPE_VECTORS, scope)
-    return [
-        (
-            r["tool_id"],
-            np.asarray(r["centroid"].to_numpy(), np.float32),
-            r["positives"],
-            None if r["residual"] is None else np.asarray(r["residual"].to_numpy(), np.float32),
-        )
-        for r in rows
-    ]
+    return [(r["tool_id"], np.asarray(r["centroid"].to_numpy(), np.float32), r["positives"]) for r in rows]
 
 
 async def visible_vectors(conn: asyncpg.Connection, tenants: Sequence[str]) -> list[tuple[int, Vector]]:

@@ -41,10 +41,10 @@ def crossed(rng: np.random.Generator, per_tool: int) -> tuple[np.ndarray, Exampl
 
 
 def learnt_from(tools: np.ndarray, examples: Examples) -> Problem:
-    """Every tool learnt from its queries (each query taught its one tool), the stored residuals zero."""
+    """Every tool learnt from its queries (each query taught its one tool)."""
     taught = [(int(np.argmax(target)), row) for row, target in enumerate(examples.targets)]
     movable = np.ones(len(tools), dtype=bool)
-    return Problem(list(range(len(tools))), examples, tools, tools, np.zeros_like(tools), movable, taught)
+    return Problem(list(range(len(tools))), examples, tools, tools, movable, taught)
 
 
 def test_the_fit_puts_each_querys_tool_first_moving_only_the_learnt_tools_within_the_bound() -> None:
@@ -80,7 +80,7 @@ def test_judge_keeps_a_fit_that_wins_on_the_newest_queries_and_refuses_one_that_
     declared_only = Fit(**{**FIT.__dict__, "blending": Blending(1.0, 0.0)})
     won = judge(learnt_from(tools, examples), declared_only)
     assert won.wins
-    assert won.candidate > won.current + FIT.margin
+    assert won.fitted > won.blended + FIT.margin
     assert won.held_back == math.ceil(0.2 * len(examples))
     # the newest queries are all of a tool no older query taught, near its declared vector: the declared vectors
     # already rank them right, and fitting the older ones cannot do better
@@ -93,7 +93,7 @@ def test_judge_keeps_a_fit_that_wins_on_the_newest_queries_and_refuses_one_that_
     )
     lost = judge(learnt_from(tools, shifted), FIT)
     assert not lost.wins
-    assert lost.current > 0.99
+    assert lost.blended > 0.99
     assert not judge(learnt_from(tools, examples), Fit(**{**declared_only.__dict__, "margin": 1.0})).wins
 
 
@@ -108,7 +108,7 @@ def test_the_newest_queries_are_judged_over_vectors_blended_without_them() -> No
         mean = unit(np.sum([0.5 ** (k / FIT.half_life) * v for k, v in enumerate(older)], axis=0))
         expected = blend(tools[tool : tool + 1], mean[None, :], FIT.blending.declared_weights(np.array([len(older)])))
         np.testing.assert_allclose(before[tool], expected[0], atol=1e-5)
-    untaught = Problem(found.tool_ids, found.examples, tools, tools, found.stored, found.movable, [])
+    untaught = Problem(found.tool_ids, found.examples, tools, tools, found.movable, [])
     np.testing.assert_array_equal(untaught.base_before(cut, FIT), tools)
 
 
@@ -116,9 +116,8 @@ def test_problem_blends_the_learnt_tools_and_counts_a_query_asked_again_once() -
     rng = np.random.default_rng(2)
     declared = unit(rng.normal(size=(3, DIM)))
     centroid = unit(rng.normal(size=DIM))
-    residual = np.full(DIM, 0.01, dtype=np.float32)
     visible = [(10, declared[0]), (11, declared[1]), (12, declared[2])]
-    learnt = [(11, centroid, 4, residual), (99, centroid, 1, None)]  # 99: learnt, but no longer visible
+    learnt = [(11, centroid, 4), (99, centroid, 1)]  # 99: learnt, but no longer visible
     asked, other = unit(rng.normal(size=DIM)), unit(rng.normal(size=DIM))
     positives = [
         (11, uuid.uuid4(), asked),
@@ -134,8 +133,6 @@ def test_problem_blends_the_learnt_tools_and_counts_a_query_asked_again_once() -
     expected = blend(declared[1:2], centroid[None, :], blending.declared_weights(np.array([4])))[0]
     np.testing.assert_allclose(found.base[1], expected, atol=1e-6)
     np.testing.assert_array_equal(found.base[[0, 2]], declared[[0, 2]])
-    np.testing.assert_array_equal(found.stored[1], residual)
-    assert not found.stored[[0, 2]].any()
     np.testing.assert_array_equal(found.examples.queries, np.vstack([other, asked]))
     np.testing.assert_array_equal(found.examples.targets, [[0.0, 0.0, 1.0], [0.5, 0.5, 0.0]])
     assert problem(visible, learnt, [(99, uuid.uuid4(), asked)], blending) is None
