@@ -1,7 +1,7 @@
 """How a tool's learnt examples should become its retrieval vector: one centroid, several, nearest examples,
-vectors trained to tell the tools apart, or the residuals a tune fits on top of the centroid. Vector signal only,
-every streamed query an example of each of its relevant tools (the bound an agent that finds every tool would
-reach), held-out queries never streamed.
+vectors trained to tell the tools apart, or residuals fitted on top of the centroid. Vector signal only, every
+streamed query an example of each of its relevant tools (the bound an agent that finds every tool would reach),
+held-out queries never streamed.
 
     python scripts/usage_representations.py SET_DIR --events 10000 [--cap 64]
 
@@ -16,22 +16,20 @@ docs/results.md (Quality, learning from use).
 
 import argparse
 import asyncio
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from toolsel.blending import Blending, blend
-from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
+from toolsel.evaluation.dataset import Query, load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.online import holdout_split, stream
 from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.services.learner.compaction import kmeans
-from toolsel.services.learner.residual_fit import Fit, fitted, judge, problem
 from toolsel.services.learner.usage import centroid
+from toolsel.services.selector.usage import Blending, blend
 from toolsel.settings import get_settings
 
 Matrix = npt.NDArray[np.float32]
@@ -56,8 +54,53 @@ def softmax_trained(declared: Matrix, x: Matrix, tools: npt.NDArray[np.int64], e
     return result
 
 
+def fitted_residuals(base: Matrix, x: Matrix, targets: Matrix, steps: int = 200, sharpness: float = 20.0) -> Matrix:
+    """Residuals on top of ``base`` fitted so that each example's softmax over the whole catalog (score x
+    ``sharpness``) picks its tools (``targets``, each row summing to 1): full-batch steps of rate 1 from zero, only
+    the tools with examples moving, each held within the online residuals' bound of 1. What a tune could write in
+    place of the online residuals: measured, and left out (docs/results.md)."""
+    residuals = np.zeros_like(base)
+    movable = (targets.sum(0) > 0)[:, None]
+    for _ in range(steps):
+        z = sharpness * (x @ (base + residuals).T)
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        residuals -= np.where(movable, sharpness * ((p - targets).T @ x) / len(x), 0.0).astype(np.float32)
+        norms = np.linalg.norm(residuals, axis=1, keepdims=True)
+        residuals *= np.minimum(1.0, 1.0 / np.maximum(norms, 1e-12)).astype(np.float32)
+    return residuals
+
+
+Kept = list[tuple[int, int, str]]
+"""(stream position, tool, query text) of each example kept, newest first."""
+
+
+def blended_and_fitted(
+    declared: Matrix, kept: Kept, vectors: dict[str, Matrix], blending: Blending, half_life: float, cap: int
+) -> tuple[Matrix, Matrix]:
+    """The product's blend of these examples (one centroid per tool), and residuals fitted on top of it to their
+    distinct queries."""
+    base = declared.copy()
+    by_tool: dict[int, list[Matrix]] = {}
+    for _, tool, text in kept:
+        by_tool.setdefault(tool, []).append(vectors[text])
+    for tool, found in by_tool.items():
+        mean = centroid(found, cap, half_life)
+        if mean is not None:
+            weight = blending.declared_weights(np.array([min(len(found), cap)], dtype=np.int64))
+            base[tool] = blend(declared[tool : tool + 1], mean[None, :], weight)[0]
+    served: dict[str, set[int]] = {}
+    for _, tool, text in kept:
+        served.setdefault(text, set()).add(tool)
+    targets = np.zeros((len(served), len(declared)), dtype=np.float32)
+    for i, tools in enumerate(served.values()):
+        targets[i, sorted(tools)] = 1.0 / len(tools)
+    x = np.vstack([vectors[text] for text in served]).astype(np.float32)
+    return base, fitted_residuals(base, x, targets)
+
+
 def representations(
-    declared: Matrix, examples: dict[int, list[Matrix]], blending: Blending, half_life: float, fit: Fit
+    declared: Matrix, examples: dict[int, list[Matrix]], blending: Blending, half_life: float
 ) -> dict[str, Scorer]:
     """Each representation of the learnt tools; tools without examples keep their declared vector."""
 
@@ -94,29 +137,12 @@ def representations(
         result: Matrix = held @ softmax_trained(declared, x, tools).T
         return result
 
-    def residuals_fitted(held: Matrix) -> Matrix:
-        """The one centroid blended, plus the residuals a tune fits (``residual_fit``), read as the tune reads a
-        scope's store rows; the fit's verdict on the newest queries printed."""
-        means = {tool: centroid(found, len(found), half_life) for tool, found in examples.items()}
-        learnt = [(tool, mean, len(examples[tool])) for tool, mean in means.items() if mean is not None]
-        # the learner's rows are oldest first; ``examples`` holds each tool's newest first
-        positives = sorted(
-            ((tool, uuid.uuid4(), v, age) for tool, found in examples.items() for age, v in enumerate(found)),
-            key=lambda row: -row[3],
-        )
-        found = problem(list(enumerate(declared)), learnt, [row[:3] for row in positives], blending)
-        assert found is not None
-        print(judge(found, fit))
-        result: Matrix = held @ (found.base + fitted(found.examples, found.base, found.movable, fit)).T
-        return result
-
     return {
         "declared only": lambda held: held @ declared.T,
         "one centroid (product)": centroids(1),
         **{f"{k} centroids, best": centroids(k) for k in (2, 4, 8)},
         **{f"nearest {m} examples": nearest(m) for m in (1, 5)},
         "softmax-trained vectors": trained,
-        "one centroid + fitted residuals (tune)": residuals_fitted,
     }
 
 
@@ -139,20 +165,39 @@ def main(argv: Sequence[str] | None = None) -> None:
     streamed = stream(pool, args.events)
     vectors = dict(zip([q.text for q in streamed], embedder.embed([q.text for q in streamed]), strict=True))
     examples: dict[int, list[Matrix]] = {}
-    for query in reversed(streamed):  # newest first, as the learner keeps them
-        for name in query.relevant:
+    kept: Kept = []
+    for position in reversed(range(len(streamed))):  # newest first, as the learner keeps them
+        for name in streamed[position].relevant:
             found = examples.setdefault(column[name], [])
             if len(found) < cap:
-                found.append(vectors[query.text])
+                found.append(vectors[streamed[position].text])
+                kept.append((position, column[name], streamed[position].text))
     held_vectors = embedder.embed([q.text for q in held])
     blending = Blending(settings.usage_declared_weight, settings.usage_declared_prior)
     tool_names = np.array([t.name for t in bench.tools])
     print(f"{bench.name}: {len(held)} held-out queries, {args.events} streamed, at most {cap} examples per tool")
-    fit = Fit.from_settings(settings)
-    for label, score in representations(declared, examples, blending, settings.usage_half_life, fit).items():
-        ranked = np.argsort(-score(held_vectors), axis=1)[:, :10]
-        m = mean_metrics(query_metrics(list(tool_names[r]), q.relevant) for r, q in zip(ranked, held, strict=True))
+    half_life = settings.usage_half_life
+
+    def measured(label: str, scores: Matrix, queries: Sequence[Query]) -> None:
+        ranked = np.argsort(-scores, axis=1)[:, :10]
+        m = mean_metrics(query_metrics(list(tool_names[r]), q.relevant) for r, q in zip(ranked, queries, strict=True))
         print(f"{label:<26} R@5 {m['R@5']:.3f}  NDCG@10 {m['NDCG@10']:.3f}")
+
+    for label, score in representations(declared, examples, blending, half_life).items():
+        measured(label, score(held_vectors), held)
+    base, residuals = blended_and_fitted(declared, kept, vectors, blending, half_life, cap)
+    measured("one centroid + residuals fitted", held_vectors @ (base + residuals).T, held)
+    # judged as a tune would judge the fit: on the stream's newest fifth of the distinct queries, fitted and
+    # blended from the older examples only
+    newest_first = list(dict.fromkeys(text for _, _, text in sorted(kept, reverse=True)))
+    newest = set(newest_first[: len(newest_first) // 5])
+    older = [k for k in kept if k[2] not in newest]
+    base, residuals = blended_and_fitted(declared, older, vectors, blending, half_life, cap)
+    judged = [next(q for q in streamed if q.text == text) for text in newest_first[: len(newest_first) // 5]]
+    judged_vectors = np.vstack([vectors[q.text] for q in judged])
+    print(f"the stream's newest {len(judged)} distinct queries, from the older examples alone:")
+    measured("  one centroid", judged_vectors @ base.T, judged)
+    measured("  + residuals fitted", judged_vectors @ (base + residuals).T, judged)
 
 
 if __name__ == "__main__":

@@ -463,17 +463,6 @@ class Settings(BaseSettings):
     model and the candidate are measured on them."""
     tune_margin: float = Field(default=0.005, ge=-1.0, le=1.0)
     """How much higher the candidate's held-back NDCG@10 must be than the current model's for a tune to switch."""
-    tune_fit_sharpness: float = Field(default=20.0, gt=0.0)
-    """A tune also fits each scope's residuals to its usage examples (``toolsel.services.learner.residual_fit``):
-    a softmax over every tool the scope sees, reading each query's scores times this. Measured with
-    ``scripts/usage_representations.py`` on metatool's stream (10,000 events, the 200 held-out queries, vectors
-    alone, the model that never saw metatool): the centroid blend R@5 / NDCG@10 0.922 / 0.863, with residuals fitted
-    at 20 0.943 / 0.884, at 10 0.938 / 0.882 (docs/results.md)."""
-    tune_fit_steps: int = Field(default=200, ge=1)
-    """Gradient steps of the residual fit, each over all of a scope's queries (in the same measurement 100 gave
-    0.943 / 0.881, 400 0.943 / 0.887)."""
-    tune_fit_rate: float = Field(default=1.0, gt=0.0)
-    """The residual fit's step size on the mean gradient (residuals are held within ``usage_residual_max_norm``)."""
     tune_threads: int = Field(default=1, ge=1)
     """Torch threads a tune trains with: one leaves the other cores to a serving stack beside it."""
     tune_niceness: int = Field(default=10, ge=0, le=19)

@@ -7,7 +7,6 @@ from datetime import datetime
 
 import numpy as np
 
-from toolsel.blending import Blending
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.embedder import Embedder
 from toolsel.services.selector import spelling, stages
@@ -21,7 +20,7 @@ from toolsel.services.selector.signals.base import ReviewLookup
 from toolsel.services.selector.signals.bm25 import BM25
 from toolsel.services.selector.signals.history import HISTORY
 from toolsel.services.selector.signals.registry import RETRIEVAL, check_weights
-from toolsel.services.selector.usage import UsageMemory, scope_of
+from toolsel.services.selector.usage import Blending, UsageMemory, scope_of
 from toolsel.settings import Settings
 
 
@@ -113,7 +112,7 @@ class Selector:
             history=self.history,
             scope=scope,
             reviews=self._review_lookup(scope),
-            usage=self.usage.view(cat, scope, Blending.from_settings(s)),
+            usage=self.usage.view(cat, scope, Blending(s.usage_declared_weight, s.usage_declared_prior)),
             counted=self._counted,
             rng=self._rng(request),
         )

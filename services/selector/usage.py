@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from toolsel.blending import Blending, blend
 from toolsel.contracts import SHARED_TENANT
 from toolsel.services.selector.catalog import Catalog
 from toolsel.services.selector.retrieval import LexicalIndex, tokenize
@@ -36,6 +35,30 @@ class Learnt:
     residual: Vector | None = None
     """What reviews taught it against the tools offered beside it (``toolsel.services.learner.usage.Listwise``): its
     product with a query is added to the tool's cosine."""
+
+
+@dataclass(frozen=True)
+class Blending:
+    """How a learnt tool's retrieval vector weighs its declared vector: as ``prior`` examples' worth against its
+    ``n`` learnt ones, ``w = max(floor, prior / (n + prior))``. A centroid of a query or two is that query's
+    phrasing, close to every query phrased alike, so it must not yet outweigh the description; the floor keeps
+    the description's share however much was learnt."""
+
+    floor: float
+    prior: float
+
+    def declared_weights(self, positives: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        shrunk = self.prior / (positives + self.prior) if self.prior > 0 else np.zeros(positives.shape)
+        result: npt.NDArray[np.float32] = np.maximum(self.floor, shrunk).astype(np.float32)
+        return result
+
+    def learnt_weights(self, examples: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """How much ``n`` learnt examples count against the declared text, ``n / (n + prior)``: the words of a
+        query or two are that query's phrasing, and count little until more queries agree."""
+        result: npt.NDArray[np.float64] = (
+            examples / (examples + self.prior) if self.prior > 0 else np.ones(examples.shape)
+        )
+        return result
 
 
 @dataclass(frozen=True)
@@ -89,6 +112,16 @@ class UsageView:
 def scope_of(tenant_id: str, sharing: str) -> str:
     """The scope a tenant's requests read: its own, or the shared one when learning is shared globally."""
     return SHARED_TENANT if sharing == "global" else tenant_id
+
+
+def blend(declared: Matrix, centroids: Matrix, declared_weight: float | npt.NDArray[np.float32]) -> Matrix:
+    """Each row's ``normalize(w x declared + (1 - w) x centroid)`` (w one for all rows or one per row); a tool
+    without a declared vector (zero row) is its centroid."""
+    weight = np.asarray(declared_weight, dtype=np.float32).reshape(-1, 1)
+    mixed = weight * declared + (1.0 - weight) * centroids
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    result: Matrix = (mixed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return result
 
 
 def build_view(

@@ -28,7 +28,6 @@ from toolsel.client import ToolselClient, ToolselError
 from toolsel.contracts import ErrorCode, FeedbackEvent
 from toolsel.render import console
 from toolsel.settings import Settings
-from toolsel.store import create_pool
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
     from toolsel.embedder import Embedder
     from toolsel.services.learner import relearn
-    from toolsel.services.learner.residual_fit import Refitted
     from toolsel.services.learner.usage import UsageRules
 
 app = typer.Typer()
@@ -135,16 +133,15 @@ def rebuild_from_history() -> None:
 
     current = settings()
 
-    async def job(pool: asyncpg.Pool) -> tuple[Rebuilt, relearn.Relearnt, list["Refitted"]]:
+    async def job(pool: asyncpg.Pool) -> tuple[Rebuilt, relearn.Relearnt]:
         await check(pool, current)  # the learnt vectors are written in the store's model's space
         done = await rebuild(pool, OutcomeRules.from_settings(current))
         planned, rules = await plan_relearning(pool, current, await load_model(current, cache=False))
         async with pool.acquire() as conn, conn.transaction():
-            learnt = await relearn.write(conn, planned, rules, current.review_merge_similarity)
-        return done, learnt, await fitted_residuals(pool, current)
+            return done, await relearn.write(conn, planned, rules, current.review_merge_similarity)
 
     try:
-        done, learnt, fits = with_database(job)
+        done, learnt = with_database(job)
     except ModelMismatch as other:
         fail(str(other), USAGE)
     console.print(
@@ -154,7 +151,6 @@ def rebuild_from_history() -> None:
         f" {learnt.entries} review-index entries"
         + (f"; {learnt.lost} whose selection is no longer stored were dropped" if learnt.lost else "")
     )
-    print_fits(fits)
 
 
 async def plan_relearning(
@@ -174,31 +170,3 @@ async def plan_relearning(
         console.print(f"learnt queries embedded with {current.embedding_model}: {done}/{total}")
 
     return await relearn.plan(pool, rules, embed, relearn.CHUNK, progress), rules
-
-
-async def fit_residuals(url: str, current: Settings) -> list["Refitted"]:
-    """Each scope's residuals fitted to its usage examples with the store's current vectors, written where the
-    fit wins (``toolsel.services.learner.residual_fit``): a tune, a model switch and a rebuild end with it."""
-    pool = await create_pool(url)
-    try:
-        return await fitted_residuals(pool, current)
-    finally:
-        await pool.close()
-
-
-async def fitted_residuals(pool: asyncpg.Pool, current: Settings) -> list["Refitted"]:
-    """``fit_residuals`` on an open pool."""
-    from toolsel.services.learner.residual_fit import Fit, refit_residuals
-
-    return await refit_residuals(pool, Fit.from_settings(current))
-
-
-def print_fits(done: Sequence["Refitted"]) -> None:
-    """One line per scope: how its fit was judged and whether it was written."""
-    for r in done:
-        verdict = f"{r.written} residuals written" if r.written else "the online residuals kept"
-        console.print(
-            f"residuals of scope {r.scope!r} fitted to {r.judged.examples} queries; NDCG@10 on the newest"
-            f" {r.judged.held_back}: blended vectors alone {r.judged.blended:.3f}, with the fit"
-            f" {r.judged.fitted:.3f}: {verdict}"
-        )

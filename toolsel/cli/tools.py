@@ -260,21 +260,17 @@ def switch_embedding_model(current: Settings | None = None) -> None:
     """``toolsel indexer --switch-model``: the configured model (or ``current``'s) becomes the store's, with no
     service running (the embedded stack must be stopped; with TOOLSEL_NATS_URL set, no service may answer). The
     model is loaded first, so a model that does not load, or whose size the settings get wrong, drops nothing."""
-    from toolsel.cli.learning import fit_residuals, print_fits
     from toolsel.stack import StackRunning, stopped_stack_database
 
     current = current or settings()
     if current.database_url:
         if current.nats_url and (answering := run(answering_services)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
-        url = str(current.database_url)
-        switched, embedded = run(lambda: _switch(url, current))
-        fits = run(lambda: fit_residuals(url, current))
+        switched, embedded = run(lambda: _switch(str(current.database_url), current))
     else:
         try:
             with stopped_stack_database(current.home) as url:
                 switched, embedded = run(lambda: _switch(url, current))
-                fits = run(lambda: fit_residuals(url, current))
         except StackRunning as running:
             fail(f"{running} (the switch needs it stopped)", USAGE)
     before = "no model was recorded" if switched.previous is None else "were {}'s ({}-d)".format(*switched.previous)
@@ -290,7 +286,6 @@ def switch_embedding_model(current: Settings | None = None) -> None:
             else ""
         )
     )
-    print_fits(fits)
 
 
 async def answering_services() -> list[str]:

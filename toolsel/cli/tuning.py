@@ -14,7 +14,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from toolsel.cli.learning import fit_residuals, print_fits
 from toolsel.cli.running import FAILED, USAGE, fail, run, settings
 from toolsel.cli.tools import answering_services, switch_embedding_model
 from toolsel.contracts import ToolSpec
@@ -132,8 +131,7 @@ def tune(
     """Tune the embedding model from this deployment's use: its selections' successful calls and reviews become
     query → tool pairs (shared tools only, each tenant's share bounded), a candidate is trained from the current
     model, measured against it on the most recent selections held back, and switched to (the store re-embedded)
-    only when it wins by TOOLSEL_TUNE_MARGIN; then each scope's usage residuals are fitted to its examples and
-    written where the fit wins on its newest queries. Runs at low priority beside a serving stack."""
+    only when it wins by TOOLSEL_TUNE_MARGIN. Runs at low priority beside a serving stack."""
     try:
         from toolsel.evaluation import shadow as shadows
         from toolsel.tuning import tune as stages
@@ -171,25 +169,23 @@ def tune(
         stages.discard(out)
         why = "--dry-run" if dry_run else f"the candidate does not beat the current model by {shadow.margin}"
         console.print(f"kept {current.embedding_model} ({why}); the candidate was discarded")
-        if not dry_run:
-            _fit_residuals(current)
         return
     env = f"TOOLSEL_EMBEDDING_MODEL={name} TOOLSEL_MODEL_DIR={out}"
     if serving:
         console.print(
             f"{name} written to {out}. Services are running: stop them, run `{env} toolsel indexer"
-            " --switch-model` (it fits the residuals again with the new model), then start them with these two"
-            " settings. Until then the current model's residuals are fitted:"
+            " --switch-model`, then start them with these two settings"
         )
-        _fit_residuals(current)
         return
-    switch_embedding_model(candidate)  # fits the residuals with the new model
+    switch_embedding_model(candidate)
     console.print(f"start the services with {env} (they refuse the previous model now)")
 
 
 def _read_use(current: Settings) -> tuple["Use", bool]:
-    """What the store holds for a tune, and whether services may be running beside it."""
+    """What the store holds for a tune, and whether services may be running beside it: from TOOLSEL_DATABASE_URL,
+    a running stack's database, or a stopped stack's (started for the read)."""
     from toolsel.services.indexer.hashing import embedding_text
+    from toolsel.stack import StackRunning, running_stack, stopped_stack_database
     from toolsel.tuning.tune import read_use
 
     def text_of(spec: object) -> str:
@@ -202,39 +198,15 @@ def _read_use(current: Settings) -> tuple["Use", bool]:
         finally:
             await pool.close()
 
-    with _store(current) as (url, serving):
-        return run(lambda: read(url)), serving
-
-
-def _fit_residuals(current: Settings) -> None:
-    """Each scope's residuals fitted to its usage examples, written where the fit beats the stored ones."""
-    with _store(current) as (url, serving):
-        done = run(lambda: fit_residuals(url, current))
-    print_fits(done)
-    if serving and any(r.written for r in done):
-        console.print(
-            f"the selectors take the fitted residuals in at their next usage check (within"
-            f" {current.tool_list_cache_ttl_s:.0f} s)"
-        )
-
-
-@contextmanager
-def _store(current: Settings) -> Iterator[tuple[str, bool]]:
-    """The store's URL for a tune, and whether services may be running beside it: TOOLSEL_DATABASE_URL, a
-    running stack's database, or a stopped stack's (started while the block runs)."""
-    from toolsel.stack import StackRunning, running_stack, stopped_stack_database
-
     if current.database_url:
-        yield str(current.database_url), bool(current.nats_url and run(answering_services))
-        return
+        return run(lambda: read(str(current.database_url))), bool(current.nats_url and run(answering_services))
     if (stack := running_stack(current.home)) is not None:
-        yield stack.database_url, True
-        return
+        return run(lambda: read(stack.database_url)), True
     try:
         with stopped_stack_database(current.home) as url:
-            yield url, False
+            return run(lambda: read(url)), False
     except StackRunning:  # started meanwhile
-        fail("a stack started while the tune used its store: run the tune again", FAILED)
+        fail("a stack started while the tune read its store: run the tune again", FAILED)
 
 
 @contextmanager

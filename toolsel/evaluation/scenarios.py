@@ -329,9 +329,7 @@ async def tune(stage: Stage) -> Outcome:
         candidates = sorted((stage.stack.settings.home / "tuned").glob("*"))
         card = read_card(candidates[-1]) if candidates else None
         if card is not None:
-            await _switch(stage.stack, card, candidates[-1])  # the switch fits the residuals with the new model
-        else:  # the tune fitted them with the current model: the selectors take them in at their next check
-            await asyncio.sleep(stage.stack.settings.tool_list_cache_ttl_s + stage.settle_s)
+            await _switch(stage.stack, card, candidates[-1])
         after = score_point(n, await held_out_rankings(stage.client, shared, stage.holdout, stage.seed), stage.holdout)
     finally:
         await _remove(stage.client, shared)

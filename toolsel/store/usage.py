@@ -117,22 +117,6 @@ FROM tool_usage_vectors v JOIN unnest($1::bigint[], $2::text[]) AS u(tool_id, sc
      ON v.tool_id = u.tool_id AND v.scope = u.scope
 WHERE v.residual IS NOT NULL
 """
-SCOPES_LEARNT = "SELECT DISTINCT scope FROM tool_usage_examples WHERE polarity = 1 ORDER BY scope"
-SCOPE_POSITIVES = """
-SELECT tool_id, selection_id, query_vector FROM tool_usage_examples
-WHERE scope = $1 AND polarity = 1 AND selection_id IS NOT NULL ORDER BY id
-"""
-SCOPE_VECTORS = "SELECT tool_id, centroid, positives FROM tool_usage_vectors WHERE scope = $1"
-VISIBLE_VECTORS = """
-SELECT id, embedding FROM tools
-WHERE deleted_at IS NULL AND status = 'active' AND embedding IS NOT NULL AND tenant_id = ANY($1::text[])
-ORDER BY id
-"""
-SET_RESIDUALS = """
-UPDATE tool_usage_vectors v SET residual = u.residual, version = $4, updated_at = now()
-FROM unnest($1::bigint[], $2::vector[]) AS u(tool_id, residual)
-WHERE v.tool_id = u.tool_id AND v.scope = $3
-"""
 QUERY_TOTALS_OF = "SELECT scope, total, queries FROM usage_query_totals WHERE scope = ANY($1::text[])"
 ADD_QUERY_TOTALS = """
 INSERT INTO usage_query_totals AS t (scope, total, queries)
@@ -261,35 +245,3 @@ async def learnt(conn: asyncpg.Connection) -> list[tuple[int, str]]:
 async def forget_vectors(conn: asyncpg.Connection) -> None:
     """Every usage vector and scope's query total (before they are written again from the examples)."""
     await conn.execute(FORGET_VECTORS)
-
-
-async def scopes_learnt(conn: asyncpg.Connection) -> list[str]:
-    """Every scope with a positive example."""
-    return [r["scope"] for r in await conn.fetch(SCOPES_LEARNT)]
-
-
-async def scope_positives(conn: asyncpg.Connection, scope: str) -> list[tuple[int, UUID, Vector]]:
-    """(tool id, selection id, query vector) of the scope's positive examples, oldest first."""
-    rows = await conn.fetch(SCOPE_POSITIVES, scope)
-    return [(r["tool_id"], r["selection_id"], np.asarray(r["query_vector"].to_numpy(), np.float32)) for r in rows]
-
-
-async def scope_vectors(conn: asyncpg.Connection, scope: str) -> list[tuple[int, Vector, int]]:
-    """(tool id, centroid, positives) of every tool the scope learnt."""
-    rows = await conn.fetch(SCOPE_VECTORS, scope)
-    return [(r["tool_id"], np.asarray(r["centroid"].to_numpy(), np.float32), r["positives"]) for r in rows]
-
-
-async def visible_vectors(conn: asyncpg.Connection, tenants: Sequence[str]) -> list[tuple[int, Vector]]:
-    """(tool id, declared vector) of the live, active, embedded tools these tenants own, by id."""
-    rows = await conn.fetch(VISIBLE_VECTORS, list(tenants))
-    return [(r["id"], np.asarray(r["embedding"].to_numpy(), np.float32)) for r in rows]
-
-
-async def set_residuals(conn: asyncpg.Connection, scope: str, residuals: Mapping[int, Vector]) -> int:
-    """The scope's tools' residuals become these, under one new version (returned; the version lock is held
-    until commit, as ``write_vectors`` holds it)."""
-    version: int = (await conn.fetchrow(NEXT_VERSION, VERSION_LOCK))["version"]
-    ids = sorted(residuals)
-    await conn.execute(SET_RESIDUALS, ids, vector_array(residuals[i] for i in ids), scope, version)
-    return version

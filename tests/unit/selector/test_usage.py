@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from tests.unit.selector.factory import DIM, T, axis, catalog, usage_record
-from toolsel.blending import Blending, blend
-from toolsel.services.selector.usage import UsageMemory, build_view, scope_of, usage_cosine
+from toolsel.services.selector.usage import Blending, UsageMemory, blend, build_view, scope_of, usage_cosine
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1), T("c", "c", 2)])
 
