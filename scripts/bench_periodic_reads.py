@@ -21,10 +21,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from in_process import PLUGIN, bench_tools, catalog_row
 
 from toolsel.bench.catalog import pooled_sets
+from toolsel.bench.stats import percentiles_ms
 from toolsel.embedded import EmbeddedPostgres
 from toolsel.services.selector.catalog import (
     Catalog,
@@ -118,7 +118,7 @@ async def timed(read: Callable[[Any], Awaitable[object]], pool: Any, repeats: in
         await read(pool)
         walls.append(time.perf_counter() - started)
         cpus.append(time.thread_time() - cpu)
-    return f"{np.median(walls) * 1e3:.1f} / {np.median(cpus) * 1e3:.1f} ms"
+    return f"{percentiles_ms(walls, (50,))['p50']:.1f} / {percentiles_ms(cpus, (50,))['p50']:.1f} ms"
 
 
 def filtered_first(catalog: Catalog, rows: Sequence[Row], settings: Settings) -> Catalog:
@@ -133,7 +133,7 @@ def spent(fn: Callable[[], object], repeats: int) -> float:
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
-    return float(np.median(times) * 1e3)
+    return percentiles_ms(times, (50,))["p50"]
 
 
 if __name__ == "__main__":

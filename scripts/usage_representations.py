@@ -37,19 +37,26 @@ Scorer = Callable[[Matrix], Matrix]
 """Held-out query vectors -> one score per (query, tool)."""
 
 
+def softmax_gradient(x: Matrix, scored: Matrix, targets: Matrix, sharpness: float = 20.0) -> Matrix:
+    """The gradient, per tool's scored vector, of the mean cross-entropy between ``targets`` (one row per example,
+    summing to 1) and each example's softmax over the whole catalog (its scores x ``sharpness``)."""
+    z = sharpness * (x @ scored.T)
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    result: Matrix = (sharpness * ((p - targets).T @ x) / len(x)).astype(np.float32)
+    return result
+
+
 def softmax_trained(declared: Matrix, x: Matrix, tools: npt.NDArray[np.int64], epochs: int = 300) -> Matrix:
     """Tool vectors trained, from the declared ones, so that each example's softmax over the whole catalog
     (cosine x 20) picks its tool; only tools with examples move, pulled back towards their declared vector."""
     w = declared.copy()
-    learnt = np.zeros(len(w), dtype=bool)
-    learnt[tools] = True
+    targets = np.zeros((len(x), len(w)), dtype=np.float32)
+    targets[np.arange(len(x)), tools] = 1.0
+    learnt = (targets.sum(0) > 0)[:, None]
     for _ in range(epochs):
-        z = 20.0 * (x @ w.T)
-        p = np.exp(z - z.max(1, keepdims=True))
-        p /= p.sum(1, keepdims=True)
-        p[np.arange(len(x)), tools] -= 1.0
-        grad = 20.0 * (p.T @ x) / len(x) + 3e-3 * (w - declared)
-        w -= 0.5 * np.where(learnt[:, None], grad, 0.0).astype(np.float32)
+        grad = softmax_gradient(x, w, targets) + 3e-3 * (w - declared)
+        w -= 0.5 * np.where(learnt, grad, 0.0).astype(np.float32)
     result: Matrix = w / np.linalg.norm(w, axis=1, keepdims=True)
     return result
 
@@ -62,10 +69,9 @@ def fitted_residuals(base: Matrix, x: Matrix, targets: Matrix, steps: int = 200,
     residuals = np.zeros_like(base)
     movable = (targets.sum(0) > 0)[:, None]
     for _ in range(steps):
-        z = sharpness * (x @ (base + residuals).T)
-        p = np.exp(z - z.max(1, keepdims=True))
-        p /= p.sum(1, keepdims=True)
-        residuals -= np.where(movable, sharpness * ((p - targets).T @ x) / len(x), 0.0).astype(np.float32)
+        residuals -= np.where(movable, softmax_gradient(x, base + residuals, targets, sharpness), 0.0).astype(
+            np.float32
+        )
         norms = np.linalg.norm(residuals, axis=1, keepdims=True)
         residuals *= np.minimum(1.0, 1.0 / np.maximum(norms, 1e-12)).astype(np.float32)
     return residuals
@@ -193,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     newest = set(newest_first[: len(newest_first) // 5])
     older = [k for k in kept if k[2] not in newest]
     base, residuals = blended_and_fitted(declared, older, vectors, blending, half_life, cap)
-    judged = [next(q for q in streamed if q.text == text) for text in newest_first[: len(newest_first) // 5]]
+    by_text = {q.text: q for q in streamed}
+    judged = [by_text[text] for text in newest_first[: len(newest_first) // 5]]
     judged_vectors = np.vstack([vectors[q.text] for q in judged])
     print(f"the stream's newest {len(judged)} distinct queries, from the older examples alone:")
     measured("  one centroid", judged_vectors @ base.T, judged)
