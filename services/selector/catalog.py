@@ -39,6 +39,8 @@ class Catalog:
     declaration only feeds the lexical index, built once."""
     tags: list[frozenset[str]]
     vectors: npt.NDArray[np.float32]
+    """One row per tool, stored a dimension at a time (Fortran order) where the copy is built from the store: the
+    query's cosine with every row then streams the matrix at memory speed (``stages.cosines``)."""
     has_vector: npt.NDArray[np.bool_]
     pinned: npt.NDArray[np.bool_]
     pin_weight: npt.NDArray[np.int64]
@@ -180,7 +182,7 @@ def empty_catalog(settings: Settings) -> Catalog:
         categories=[],
         specs=[],
         tags=[],
-        vectors=np.zeros((0, settings.embedding_dim), dtype=np.float32),
+        vectors=np.zeros((0, settings.embedding_dim), dtype=np.float32, order="F"),
         has_vector=np.zeros(0, dtype=bool),
         pinned=np.zeros(0, dtype=bool),
         pin_weight=np.zeros(0, dtype=np.int64),
@@ -230,7 +232,7 @@ def with_changes(
         categories=moved.listed(cat.categories, [r["category"] for r in fresh]),
         specs=moved.listed(cat.specs, [p.spec for p in parsed]),
         tags=moved.listed(cat.tags, [p.tags for p in parsed]),
-        vectors=moved.column(cat.vectors, vectors),
+        vectors=moved.column(cat.vectors, vectors, order="F"),
         has_vector=moved.column(cat.has_vector, [p.vector is not None for p in parsed]),
         pinned=moved.column(cat.pinned, [bool(r["is_always_pinned"]) for r in fresh]),
         pin_weight=moved.column(cat.pin_weight, np.array([r["pin_weight"] for r in fresh], dtype=np.int64)),

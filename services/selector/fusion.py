@@ -24,11 +24,17 @@ def zscore_fusion(signals: Sequence[Scores], weights: Sequence[float], mask: Mas
     total = np.zeros(mask.shape, dtype=np.float64)
     floor = 0.0
     for signal, weight in zip(signals, weights, strict=True):
+        if weight <= 0:
+            continue
         pooled = signal[mask]
         spread = float(pooled.std()) if pooled.size else 0.0
-        if weight > 0 and spread > 0:
-            total += weight * (signal - pooled.mean()) / spread
-            floor -= weight * float(pooled.mean()) / spread
+        if spread > 0:
+            mean = pooled.mean()
+            scaled = signal - mean  # weight * (signal - mean) / spread, one array
+            scaled *= weight
+            scaled /= spread
+            total += scaled
+            floor -= weight * float(mean) / spread
     best = float(total[mask].max()) if mask.any() else floor
     if best <= floor:
         return score_fusion(signals, weights, mask)

@@ -161,18 +161,22 @@ def ranks(scores: Scores, mask: Mask) -> Scores:
 
 def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
     """``ranks(scores, mask)[rows]`` without ranking every row: a row's rank is one plus the ranked rows above it,
-    so only the scores at least as high as the lowest asked for are sorted (ties: a tied row above it has a
-    smaller index)."""
+    counted for the few scores asked for by placing each ranked score among them (a binary search each, not a sort
+    of the pool: at 10,000 rows a sort took most of a compound request's candidates stage; ties: a tied row above
+    it has a smaller index)."""
     ranked = mask & (scores > 0)
     out = np.full(rows.size, np.inf)
     mine = rows[ranked[rows]]
     if mine.size == 0:
         return out
     values = scores[mine]
+    asked = np.unique(values)  # ascending
     pooled = scores[ranked]
-    higher = np.sort(pooled[pooled >= values.min()])
-    above = higher.size - np.searchsorted(higher, values, side="right")
-    tied = np.searchsorted(higher, values, side="right") - np.searchsorted(higher, values, side="left") > 1
+    under = np.searchsorted(asked, pooled, side="left")  # how many asked-for scores each ranked score exceeds
+    equal = np.searchsorted(asked, pooled, side="right") > under  # it is one of them
+    at = np.searchsorted(asked, values)
+    above = np.cumsum(np.bincount(under, minlength=asked.size + 1)[::-1])[::-1][at + 1]
+    tied = np.bincount(under[equal], minlength=asked.size)[at] > 1
     before = np.zeros(values.size)
     if tied.any():  # rare: only the distinct tied scores among the rows asked for
         for value in np.unique(values[tied]):

@@ -5,7 +5,7 @@ memcpy-speed work."""
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import Literal, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -61,11 +61,12 @@ class Renumbering:
                 out.extend(old[first : first + count])
         return out
 
-    def column(self, old: npt.NDArray[G], new: npt.ArrayLike) -> npt.NDArray[G]:
-        """A per-row array of the new copy: the kept rows' values moved, the new rows' from ``new``."""
+    def column(self, old: npt.NDArray[G], new: npt.ArrayLike, order: Literal["C", "F"] = "C") -> npt.NDArray[G]:
+        """A per-row array of the new copy: the kept rows' values moved, the new rows' from ``new``; ``order``: the
+        memory order of a matrix (``"F"``: a column at a time)."""
         new_values = np.asarray(new)
         dtype = np.result_type(old.dtype, new_values.dtype) if new_values.size else old.dtype
-        out: npt.NDArray[G] = np.empty((self.size, *old.shape[1:]), dtype=dtype)
+        out: npt.NDArray[G] = np.empty((self.size, *old.shape[1:]), dtype=dtype, order=order)
         at = 0
         for first, count in self.runs:  # slices: memcpy
             if first >= 0:

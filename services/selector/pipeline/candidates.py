@@ -71,13 +71,14 @@ def explores_deep(held: Held) -> bool:
 
 def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> Candidates:
     s, pool, per_query = held.settings, visible.pool, fused.per_query
-    rankings = [stages.top_n(q.relevance, pool, s.retrieval_candidates) for q in per_query]
+    deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
+    reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else None
+    rankings = _rankings(per_query, pool, s.retrieval_candidates, reach)
     merged = retrieval.round_robin(rankings, s.retrieval_candidates)
+    reach = merged[:0] if reach is None else reach
     near = nearest(held, fused, visible.seen, merged)
     label = intent(held, near)
     key = context_key(s.context_key_template, request.tier, request.page, label)
-    deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
-    reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else merged[:0]
     rows = _rows_read(held, request, rankings, visible.pinned, reach)
     vector = best(q.signals[VECTOR.name] for q in per_query)
     return Candidates(
@@ -88,7 +89,9 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
         in_pool=pool[rows],
         rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
         lead=confidence.lead(vector, pool, rows),
-        relevance_top=max(float(q.relevance[pool].max()) for q in per_query) if pool.any() else 0.0,
+        relevance_top=max(
+            (float(q.relevance[r[0]]) for q, r in zip(per_query, rankings, strict=True) if r.size), default=0.0
+        ),
         nearest_category=None if near is None else held.catalog.categories[near],
         intent=label,
         context_key=key,
@@ -100,6 +103,14 @@ def best(per_query: Iterable[stages.Scores]) -> stages.Scores:
     """Each row's best score over the query's parts (a tool serves the need it fits best)."""
     result: stages.Scores = reduce(np.maximum, per_query)
     return result
+
+
+def _rankings(per_query: list[Retrieved], pool: stages.Mask, n: int, reach: stages.Rows | None) -> list[stages.Rows]:
+    """Each part's top-n; a plain query's is the first n of its exploration depth where that was ranked (the same
+    relevance ranked deeper: one partition of the pool, not two)."""
+    if reach is not None and len(per_query) == 1:
+        return [reach[:n]]
+    return [stages.top_n(q.relevance, pool, n) for q in per_query]
 
 
 def _deepest(rankings: list[stages.Rows], reach: stages.Rows) -> list[stages.Rows]:

@@ -5,6 +5,7 @@ import random
 import pytest
 from spellchecker import SpellChecker
 
+from toolsel.services.selector import spelling
 from toolsel.services.selector.retrieval import LexicalIndex
 from toolsel.services.selector.spelling import WordList, edits_allowed, english, repair
 from toolsel.settings import Settings
@@ -113,3 +114,28 @@ def test_word_list_lengths_and_case() -> None:
         True,
     ]
     assert ["pari" in words, "parisx" in words, "" in words, "tasting" in words] == [False] * 4
+
+
+def test_a_word_is_decided_once_per_catalog_copy(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new query whose words earlier queries held costs lookups, and reads as if each word were decided anew."""
+    decided: list[str] = []
+    decide = spelling.fixed
+
+    def counted(word: str, *args: object) -> str:
+        decided.append(word)
+        return decide(word, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spelling, "fixed", counted)
+    index = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    assert repair("wheather forcast for hourly", index, settings) == "weather forecast for hourly"
+    assert decided == ["wheather", "forcast", "for", "hourly"]
+    assert repair("hourly forcast, wheather", index, settings) == "hourly forecast, weather"
+    assert decided == ["wheather", "forcast", "for", "hourly"]  # nothing decided again
+
+
+def test_words_kept_are_bounded(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spelling, "WORDS_KEPT", 3)
+    fresh = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    assert repair("alpha bravo charlie delta forcast", fresh, settings) == "alpha bravo charlie delta forecast"
+    kept = spelling._kept[fresh][(settings.spelling_one_edit_length, settings.spelling_two_edits_length)]
+    assert list(kept.words) == ["charlie", "delta", "forcast"]  # the oldest dropped first

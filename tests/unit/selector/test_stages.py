@@ -164,10 +164,12 @@ def test_cosines_of_several_queries_in_one_product_are_each_querys_cosine() -> N
     assert cosines(vectors, []) == []
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("rows", [COSINE_BLOCK_ROWS - 1, COSINE_BLOCK_ROWS, 2 * COSINE_BLOCK_ROWS + 7])
-def test_cosines_by_blocks_of_rows_cover_every_row(rows: int) -> None:
+def test_cosines_by_blocks_of_rows_cover_every_row(rows: int, order: str) -> None:
+    """Whichever the vectors' memory order (a catalog's: a dimension at a time)."""
     rng = np.random.default_rng(rows)
-    vectors = rng.standard_normal((rows, 16)).astype(np.float32)
+    vectors = np.asarray(rng.standard_normal((rows, 16)).astype(np.float32), order=order)
     queries = list(rng.standard_normal((3, 16)).astype(np.float32))
     for query, found in zip(queries, cosines(vectors, queries), strict=True):
         assert found.shape == (rows,)
