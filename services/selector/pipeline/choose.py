@@ -33,7 +33,7 @@ class Choice:
         final = self.final[keep]
         return Choice(
             final,
-            self.explored[np.isin(self.explored, final)],
+            self.explored[stages.member(self.explored, final)],
             {row: top for row, top in self.related.items() if row in final},
             [need for need, kept in zip(self.needs, keep.tolist(), strict=True) if kept],
             self.over_budget,
@@ -106,7 +106,7 @@ def _explore(
     beyond = stages.beyond_candidates(scored.relevance, found.in_pool, candidates, s.exploration_depth)
     if request.filters.min_score is not None:
         beyond = beyond[scored.confidence[beyond] >= request.filters.min_score]
-    if held.usage is not None and (untaught := beyond[~np.isin(found.rows[beyond], held.usage.rows)]).size:
+    if held.usage is not None and (untaught := beyond[~stages.member(found.rows[beyond], held.usage.rows)]).size:
         beyond = untaught
     if beyond.size == 0 or rng.random() >= stages.deep_exploration_chance(observed):
         return stages.choose(candidates, exploit, scored.explore, k, slots)

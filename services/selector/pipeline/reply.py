@@ -5,9 +5,8 @@ import time
 from typing import Any
 from uuid import uuid4
 
-import numpy as np
-
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
+from toolsel.services.selector import stages
 from toolsel.services.selector.catalog import Catalog
 from toolsel.services.selector.pipeline.advice import advice
 from toolsel.services.selector.pipeline.candidates import Candidates
@@ -70,7 +69,7 @@ def run(
             "no_match": no_match,
             "sub_queries": parts if len(parts) > 1 else [],
             "over_budget": [cat.keys[r] for r in choice.over_budget.tolist()],
-            "advice": advice(no_match, int(np.isin(found.rows[found.merged], final, invert=True).sum())),
+            "advice": advice(no_match, int((~stages.member(found.rows[found.merged], final)).sum())),
         }
     )
     offered_for = [None if i is None else parts[i] for i in choice.needs]

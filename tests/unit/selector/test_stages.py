@@ -4,6 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from toolsel.services.selector.splice import Groups
 from toolsel.services.selector.stages import (
@@ -19,6 +22,7 @@ from toolsel.services.selector.stages import (
     evidence,
     inject_pins,
     locate,
+    member,
     narrow,
     page_categories,
     page_matches,
@@ -394,3 +398,12 @@ def test_cosines_of_a_float64_query_are_float64_products() -> None:
     query = rng.standard_normal(8)  # float64: the product is not cut to float32
     (found,) = cosines(vectors, [query])
     np.testing.assert_allclose(found, vectors.astype(np.float64) @ query, rtol=1e-12)
+
+
+@given(
+    hnp.arrays(np.int64, st.integers(0, 40), elements=st.integers(0, 30)),
+    hnp.arrays(np.int64, st.integers(0, 40), elements=st.integers(0, 30)),
+)
+def test_member_is_numpys_isin(values: np.ndarray, of: np.ndarray) -> None:
+    """Repeated values and unsorted, repeated or empty ``of`` included."""
+    assert member(values, of).tolist() == np.isin(values, of).tolist()
