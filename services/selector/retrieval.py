@@ -3,7 +3,7 @@
 import importlib.util
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +82,17 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     ]
 
 
+QUERIES_TOKENISED = 4096
+"""Query texts whose tokens are kept (``query_tokens``)."""
+
+
+@lru_cache(maxsize=QUERIES_TOKENISED)
+def query_tokens(query: str) -> tuple[str, ...]:
+    """``tokenize`` of one query, kept: a selection reads a query's words for its BM25 scores, its ceiling (twice),
+    its learnt words and its reasons, and agents repeat queries."""
+    return tuple(tokenize([query])[0])
+
+
 class LexicalIndex:
     """BM25 over documents of tokens (every catalog row, or what a scope learnt); scores every document for a
     query. The score matrix is kept as sorted postings (``Postings``), so a catalog copy with a few rows changed is
@@ -128,7 +139,7 @@ class LexicalIndex:
 
     def scores(self, query: str) -> Scores:
         vocab = self._vocab
-        known = [vocab[t] for t in tokenize([query])[0] if t in vocab]
+        known = [vocab[t] for t in query_tokens(query) if t in vocab]
         return self._postings.scores(known).astype(np.float64)
 
     def idf(self, tokens: Sequence[str]) -> Scores:
@@ -147,7 +158,7 @@ class LexicalIndex:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a
         row's score over it says how much of the query's words it matched, comparable across catalogs."""
         vocab, idf = self._vocab, self._postings.idf
-        return float(sum(idf[vocab[t]] for t in tokenize([query])[0] if t in vocab))
+        return float(sum(idf[vocab[t]] for t in query_tokens(query) if t in vocab))
 
 
 def ranks(scores: Scores, mask: Mask) -> Scores:

@@ -15,7 +15,7 @@ from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.rerank import Scored
 from toolsel.services.selector.pipeline.visibility import Visible
-from toolsel.services.selector.retrieval import tokenize
+from toolsel.services.selector.retrieval import query_tokens
 from toolsel.services.selector.signals.vector import VECTOR
 
 MAX_WORDS = 4
@@ -51,7 +51,7 @@ def run(
     calls = stages.evidence(alpha, beta, s.prior_alpha, s.prior_beta)
     fitness = scored.breakdown["fitness"][at] if "fitness" in scored.breakdown else np.ones(at.size)
     similarity = scored.breakdown[VECTOR.field][at]
-    query_words = list(dict.fromkeys(tokenize([request.query])[0]))
+    query_words = list(dict.fromkeys(query_tokens(request.query)))
     explored, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
     return [
         sentence(
