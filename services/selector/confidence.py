@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from toolsel.services.selector.retrieval import ranks_within
+from toolsel.services.selector.retrieval import placed, ranks_of
 from toolsel.services.selector.stages import Mask, Rows, Scores
 
 TERMS = (
@@ -55,11 +55,17 @@ def bm25_match(scores: Scores, ceiling: float) -> Scores:
 
 def best_rank(relevances: Sequence[Scores], rankings: Sequence[Rows], pool: Mask, rows: Rows) -> Scores:
     """Each of ``rows``' best retrieval rank within the pool over the whole query and its parts (``rankings``:
-    each one's top-n, as ``stages.top_n`` gives it): a compound request has one first tool per need, so this tells
-    how many tools fit it, which the rank of the best-over-parts relevance hides."""
-    ranked = [ranks_within(r, relevance, pool, rows) for relevance, r in zip(relevances, rankings, strict=True)]
-    result: Scores = np.minimum.reduce(ranked)
-    return result
+    each one's top-n, as ``stages.top_n`` gives it, all of one depth n): a compound request has one first tool per
+    need, so this tells how many tools fit it, which the rank of the best-over-parts relevance hides. A row a
+    ranking holds is ranked best there (one that does not hold it ranks it past n), so only the rows none holds (a
+    pin, a related tool past the candidates) are ranked against the pool."""
+    found: Scores = np.minimum.reduce(
+        [placed(r, relevance, rows) for relevance, r in zip(relevances, rankings, strict=True)]
+    )
+    rest = np.isinf(found)
+    if rest.any():
+        found[rest] = np.minimum.reduce([ranks_of(relevance, pool, rows[rest]) for relevance in relevances])
+    return found
 
 
 def lead(scores: Scores, pool: Mask, rows: Rows) -> Scores:

@@ -172,22 +172,18 @@ def ranks(scores: Scores, mask: Mask) -> Scores:
 
 def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
     """``ranks(scores, mask)[rows]`` without ranking every row: a row's rank is one plus the ranked rows above it,
-    counted for the few scores asked for by placing each ranked score among them (a binary search each, not a sort
-    of the pool: at 10,000 rows a sort took most of a compound request's candidates stage; ties: a tied row above
-    it has a smaller index)."""
+    so only the scores at least as high as the lowest asked for are sorted (ties: a tied row above it has a
+    smaller index)."""
     ranked = mask & (scores > 0)
     out = np.full(rows.size, np.inf)
     mine = rows[ranked[rows]]
     if mine.size == 0:
         return out
     values = scores[mine]
-    asked = np.unique(values)  # ascending
     pooled = scores[ranked]
-    under = np.searchsorted(asked, pooled, side="left")  # how many asked-for scores each ranked score exceeds
-    equal = np.searchsorted(asked, pooled, side="right") > under  # it is one of them
-    at = np.searchsorted(asked, values)
-    above = np.cumsum(np.bincount(under, minlength=asked.size + 1)[::-1])[::-1][at + 1]
-    tied = np.bincount(under[equal], minlength=asked.size)[at] > 1
+    higher = np.sort(pooled[pooled >= values.min()])
+    above = higher.size - np.searchsorted(higher, values, side="right")
+    tied = np.searchsorted(higher, values, side="right") - np.searchsorted(higher, values, side="left") > 1
     before = np.zeros(values.size)
     if tied.any():  # rare: only the distinct tied scores among the rows asked for
         for value in np.unique(values[tied]):
@@ -197,18 +193,15 @@ def ranks_of(scores: Scores, mask: Mask, rows: Rows) -> Scores:
     return out
 
 
-def ranks_within(ranking: Rows, scores: Scores, mask: Mask, rows: Rows) -> Scores:
-    """``ranks_of(scores, mask, rows)`` read off ``ranking``, the masked rows' top-n (``stages.top_n``: best first,
-    ties by row, as ``ranks`` orders them) where it holds a row: its place there. Only the rows past the top-n (a
-    pin, a related tool, the exploration depth) are ranked against the pool."""
+def placed(ranking: Rows, scores: Scores, rows: Rows) -> Scores:
+    """Each of ``rows``' place in ``ranking``, the masked rows' top-n (``stages.top_n``: best first, ties by row, as
+    ``ranks`` orders them): its rank, read off without ranking the pool; infinity where the ranking does not hold
+    the row or the row scores 0 (unranked)."""
     order = np.argsort(ranking, kind="stable")
     at = locate(ranking[order], rows)
     held = at >= 0
     out = np.full(rows.size, np.inf)
-    place = order[at[held]] + 1.0
-    out[held] = np.where(scores[rows[held]] > 0, place, np.inf)
-    if not held.all():
-        out[~held] = ranks_of(scores, mask, rows[~held])
+    out[held] = np.where(scores[rows[held]] > 0, order[at[held]] + 1.0, np.inf)
     return out
 
 

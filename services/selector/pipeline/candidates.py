@@ -73,7 +73,8 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     s, pool, per_query = held.settings, visible.pool, fused.per_query
     deep = request.rerank and s.rerank_sampling != "all" and explores_deep(held)
     reach = stages.top_n(best(q.relevance for q in per_query), pool, s.exploration_depth) if deep else None
-    rankings = _rankings(per_query, pool, s.retrieval_candidates, reach)
+    ranked = _ranked(per_query, pool, s.exploration_depth if deep else s.retrieval_candidates, reach)
+    rankings = [r[: s.retrieval_candidates] for r in ranked]
     merged = retrieval.round_robin(rankings, s.retrieval_candidates)
     reach = merged[:0] if reach is None else reach
     near = nearest(held, fused, visible.seen, merged)
@@ -87,7 +88,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
         merged=stages.locate(rows, merged),
         per_query=[Retrieved(q.relevance[rows], _at(q.signals, rows), q.bm25_match[rows]) for q in per_query],
         in_pool=pool[rows],
-        rank=confidence.best_rank([q.relevance for q in per_query], _deepest(rankings, reach), pool, rows),
+        rank=confidence.best_rank([q.relevance for q in per_query], ranked, pool, rows),
         lead=confidence.lead(vector, pool, rows),
         relevance_top=max(
             (float(q.relevance[r[0]]) for q, r in zip(per_query, rankings, strict=True) if r.size), default=0.0
@@ -105,18 +106,13 @@ def best(per_query: Iterable[stages.Scores]) -> stages.Scores:
     return result
 
 
-def _rankings(per_query: list[Retrieved], pool: stages.Mask, n: int, reach: stages.Rows | None) -> list[stages.Rows]:
-    """Each part's top-n; a plain query's is the first n of its exploration depth where that was ranked (the same
-    relevance ranked deeper: one partition of the pool, not two)."""
+def _ranked(per_query: list[Retrieved], pool: stages.Mask, depth: int, reach: stages.Rows | None) -> list[stages.Rows]:
+    """Each part's top ``depth`` (the exploration depth when a slot may reach it: every row the selection reads
+    from the ranking then has its rank read off one, for the cost of the candidates' partition); a plain query's is
+    ``reach``, its relevance ranked to that depth already."""
     if reach is not None and len(per_query) == 1:
-        return [reach[:n]]
-    return [stages.top_n(q.relevance, pool, n) for q in per_query]
-
-
-def _deepest(rankings: list[stages.Rows], reach: stages.Rows) -> list[stages.Rows]:
-    """Each part's ranking to read ranks off: a plain query's exploration depth when it was ranked (the same
-    relevance ranked deeper, so only the pins and related tools past it are ranked against the pool)."""
-    return [reach] if len(rankings) == 1 and reach.size > rankings[0].size else rankings
+        return [reach]
+    return [stages.top_n(q.relevance, pool, depth) for q in per_query]
 
 
 def _at(signals: dict[str, stages.Scores], rows: stages.Rows) -> dict[str, stages.Scores]:

@@ -15,8 +15,9 @@ from tests.unit.selector.factory import DIM
 from toolsel.contracts import SelectRequest
 from toolsel.services.selector import stages
 from toolsel.services.selector.catalog import Catalog, declared
+from toolsel.services.selector.confidence import best_rank
 from toolsel.services.selector.pipeline import candidates
-from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of, ranks_within
+from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, ranks, ranks_of
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 
@@ -123,12 +124,18 @@ def test_ranks_of_some_rows_are_their_ranks_among_all(scores: stages.Scores, dat
 
 
 @given(
-    hnp.arrays(np.float64, st.integers(1, 60), elements=st.sampled_from([0.0, 0.1, 0.2, 0.5, 0.7, 1.0, -0.3])),
+    hnp.arrays(np.float64, (3, 40), elements=st.sampled_from([0.0, 0.1, 0.2, 0.5, 0.7, 1.0, -0.3])),
+    st.integers(1, 3),
     st.integers(1, 10),
     st.data(),
 )
-def test_ranks_read_off_the_top_n_are_the_ranks_among_all(scores: stages.Scores, n: int, data: st.DataObject) -> None:
-    mask = data.draw(hnp.arrays(np.bool_, scores.size))
-    rows = np.array(sorted(data.draw(st.sets(st.integers(0, scores.size - 1)))), dtype=np.int64)
-    ranking = stages.top_n(scores, mask, n)
-    assert ranks_within(ranking, scores, mask, rows).tolist() == ranks(scores, mask)[rows].tolist()
+def test_best_ranks_read_off_the_top_n_are_the_best_ranks_among_all(
+    scores: np.ndarray, parts: int, n: int, data: st.DataObject
+) -> None:
+    """A compound request's parts (ties and zeros aplenty), each ranked to one depth; rows inside and past it."""
+    mask = data.draw(hnp.arrays(np.bool_, scores.shape[1]))
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, scores.shape[1] - 1)))), dtype=np.int64)
+    relevances = list(scores[:parts])
+    rankings = [stages.top_n(relevance, mask, n) for relevance in relevances]
+    expected = np.minimum.reduce([ranks(relevance, mask)[rows] for relevance in relevances])
+    assert best_rank(relevances, rankings, mask, rows).tolist() == expected.tolist()
