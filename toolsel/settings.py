@@ -114,10 +114,10 @@ class Settings(BaseSettings):
     retrieval_candidates: int = Field(default=30, ge=1)
     """Candidates passed from retrieval to the rerank."""
     retrieval_cache_size: int = Field(default=32, ge=0)
-    """Repeated queries whose retrieval a selector keeps (the hot-query cache, seed 001; LRU, 0: none). An entry
-    is used only while the catalog, the learnt vectors and (when retrieval weighs it) the review index it came
-    from are unchanged; the rerank runs on every request. About 8 bytes per catalog row per signal and query
-    part, 400 KB at 10,000 tools."""
+    """Repeated queries whose retrieval and candidates a selector keeps (the hot-query cache, seed 001; LRU, 0:
+    none). An entry is used only while the catalog, the learnt vectors and (when retrieval weighs it) the review
+    index it came from are unchanged; the rerank runs on every request. About 8 bytes per catalog row per signal
+    and query part, 400 KB at 10,000 tools."""
     exploration_slots: int = Field(default=1, ge=0)
     """Of the k tools, this many are the best of the rest by the sampled score: new or uncertain tools get tried."""
     rerank_weights: dict[str, float] = Field(default_factory=lambda: dict(RERANK_WEIGHTS))

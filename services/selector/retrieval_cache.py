@@ -1,12 +1,12 @@
 """The hot-query cache (seed 001): a repeated query's retrieval, kept while everything it was computed from is.
 
 Seed 001 caches a common query's tools for an hour on the client, so what the service learns in that hour
-never reaches it. Here only retrieval is kept, never the answer: the rerank (posteriors, Thompson draws,
-recency, the user's history) runs on every request. An entry is used only while the catalog copy, the review
-index and the scope's usage view it was computed from are the very objects the selector holds, so a registry
-change, a quarantine, a review or anything learnt makes it miss; the request's visible rows (tenant, rules,
-page and filters) are part of its key. It holds those sources by weak reference, so a kept entry never keeps
-a replaced catalog in memory, and makes its arrays read-only, so no later stage can change a kept copy.
+never reaches it. Here only retrieval (and the candidates drawn from it) is kept, never the answer: the rerank
+(posteriors, Thompson draws, recency, the user's history) runs on every request. An entry is used only while the
+catalog copy, the review index and the scope's usage view it was computed from are the very objects the selector
+holds, so a registry change, a quarantine, a review or anything learnt makes it miss; the request's visible rows
+(tenant, rules, page and filters) are part of its key. It holds those sources by weak reference, so a kept entry
+never keeps a replaced catalog in memory, and makes its arrays read-only, so no later stage can change a kept copy.
 """
 
 import hashlib

@@ -3,7 +3,7 @@
 1. ``visibility``: policy, quarantine, the request's filters and the page filter -> the rows it may see;
 2. ``spelling``: misspelt query words repaired against the catalog's words (``selector.spelling``);
 3. ``retrieve``: each query part's retrieval signals over the pool (BM25 first; its fast path may skip the model);
-4. ``fuse``: each part's signals in one relevance (the hot-query cache keeps 3 and 4 for a repeated query);
+4. ``fuse``: each part's signals in one relevance (the hot-query cache keeps 3 to 5 for a repeated query);
 5. ``candidates``: each part's top-n, their merge, and the few rows every later stage reads (pins, related tools,
    the exploration depth), with the request's bandit context;
 6. ``rerank``: posteriors, rerank signals, Thompson draws and confidence over those rows alone;

@@ -2,7 +2,7 @@
 what those stages need of retrieval's view of the whole pool (ranks, the vector's lead, the best relevance, the
 bandit context) taken here, once: from here on nothing reads an array over the whole catalog."""
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -13,6 +13,7 @@ from toolsel.services.selector import confidence, retrieval, stages
 from toolsel.services.selector.pipeline.fuse import Fused, Retrieved
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.visibility import Visible
+from toolsel.services.selector.retrieval_cache import pool_digest
 from toolsel.services.selector.signals.vector import VECTOR
 
 
@@ -51,9 +52,27 @@ class Candidates:
         """Each row's best relevance over the parts (a tool serves the need it fits best)."""
         return best(q.relevance for q in self.per_query)
 
+    def arrays(self) -> list[np.ndarray]:
+        """Every array it holds (the hot-query cache makes them read-only)."""
+        parts = [a for q in self.per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
+        return [self.rows, *self.rankings, self.merged, *parts, self.in_pool, self.rank, self.lead]
+
     def at(self, catalog_rows: stages.Rows) -> stages.Rows:
         """The positions of these catalog rows (all among ``rows``)."""
         return stages.locate(self.rows, catalog_rows)
+
+
+def variant(held: Held, request: SelectRequest, visible: Visible) -> Hashable:
+    """What the stage reads beyond the retrieval it is given (which the hot-query cache keys by the query, its
+    scope and its pool): requests of one query alike in these have the very same candidates."""
+    return (
+        request.rerank,
+        request.tier,
+        request.page,
+        held.rng is not None,
+        pool_digest(visible.seen),
+        visible.pinned.tobytes(),
+    )
 
 
 def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:

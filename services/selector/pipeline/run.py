@@ -1,5 +1,5 @@
 """The pipeline assembled: one selection through its stages in order (the package's docstring lists them), each
-stage timed, the hot-query cache around retrieval and fusion."""
+stage timed, the hot-query cache around retrieval, fusion and the candidates."""
 
 import time
 from collections.abc import Callable, Hashable
@@ -45,7 +45,7 @@ STAGES = (
 @dataclass(frozen=True)
 class Selection:
     """One selection's reply and event, with what each stage handed on (for the scripts that study a stage) and
-    the milliseconds each took (``retrieve`` and ``fuse`` absent when the hot-query cache answered)."""
+    the milliseconds each took (``retrieve``, ``fuse`` and ``candidates`` absent when the hot-query cache answered)."""
 
     reply: SelectReply
     event: SelectionEvent
@@ -70,8 +70,19 @@ class _Timed:
         return out
 
 
-HotQueries = RetrievalCache[fuse.Fused]
-"""The hot-query cache: a repeated query's retrieval and fusion while their sources are unchanged."""
+@dataclass(frozen=True)
+class Hot:
+    """What the hot-query cache keeps of a repeated query: its retrieval and fusion, and its candidates as each
+    variant of the request that reads them alike found them (``candidates.variant``)."""
+
+    fused: fuse.Fused
+    variants: dict[Hashable, candidates.Candidates] = field(default_factory=dict)
+
+
+HotQueries = RetrievalCache[Hot]
+"""The hot-query cache: a repeated query's retrieval, fusion and candidates while their sources are unchanged."""
+VARIANTS_KEPT = 4
+"""Candidates kept per cached query: requests of one query that differ in their tier, page, pins or rerank."""
 
 
 def select(
@@ -89,14 +100,20 @@ def select(
     text = timed("spelling", spelling.repair, request.query, held.catalog.lexical, held.settings)
     parts, queries = retrieve.queries_of(held.settings, text)
     key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.pool))
-    fused = hot.get(key, sources)
-    if fused is None:
+    kept = hot.get(key, sources)
+    if kept is None:
         found = timed("retrieve", retrieve.run, held, queries, visible.pool, request.retrieval)
-        fused = timed("fuse", fuse.run, held, found)
-        if not fused.degraded:  # a degraded retrieval is not kept
-            freeze(*fused.arrays())
-            hot.put(key, sources, fused)
-    found_rows = timed("candidates", candidates.run, held, request, visible, fused)
+        kept = Hot(timed("fuse", fuse.run, held, found))
+        if not kept.fused.degraded:  # a degraded retrieval is not kept
+            freeze(*kept.fused.arrays())
+            hot.put(key, sources, kept)
+    fused, variant = kept.fused, candidates.variant(held, request, visible)
+    found_rows = kept.variants.get(variant)
+    if found_rows is None:
+        found_rows = timed("candidates", candidates.run, held, request, visible, fused)
+        if len(kept.variants) < VARIANTS_KEPT:
+            freeze(*found_rows.arrays())
+            kept.variants[variant] = found_rows
     scored = timed("rerank", rerank.run, held, request, found_rows, fused.query_vector)
     k = timed("count", count.run, held, request, found_rows, scored)
     chosen = timed("choose", choose.run, held, request, visible, found_rows, scored, k)

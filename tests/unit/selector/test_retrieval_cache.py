@@ -169,3 +169,24 @@ def test_one_tenant_s_cached_retrieval_never_answers_another_tenant() -> None:
     sel = Selector(selector().settings, catalog(tools), CountingEmbedder(EMBED.keywords))
     assert top(sel, "weather", tenant="acme") == ["acme_weather"]
     assert top(sel, "weather", tenant="globex") == ["globex_weather"]
+
+
+def test_a_repeated_query_reuses_its_candidates_for_requests_that_read_them_alike() -> None:
+    sel = selector()
+    weather = SelectRequest(query="weather forecast", k=3)
+    first = sel.run(weather)
+    assert "candidates" in first.stages_ms
+    again = sel.run(weather.model_copy(update={"k": 2, "seed": 7}))  # count and draws read the candidates alike
+    assert "candidates" not in again.stages_ms
+    assert again.candidates is first.candidates
+    for other in ({"page": "/mail"}, {"tier": "pro"}, {"rerank": False}):
+        moved = sel.run(weather.model_copy(update=other))  # the bandit context or the rows read differ
+        assert "candidates" in moved.stages_ms, other
+        assert moved.candidates.context_key != first.candidates.context_key or other == {"rerank": False}
+
+
+def test_cached_candidates_are_read_only() -> None:
+    sel = selector()
+    found = sel.run(SelectRequest(query="weather forecast", k=3)).candidates
+    with pytest.raises(ValueError, match="read-only"):
+        found.rank[0] = 1.0
