@@ -153,16 +153,16 @@ def _rows_read(
 def nearest(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) -> int | None:
     """The row of the tool nearest the query's meaning by declared vectors alone, among every tool the request may
     see: neither the session's exclusions, the request's filters nor what use taught changes it (None: nothing to
-    go by). Reuses the vector signal's cosine; only the rows it replaced with a learnt blend are computed again;
-    without vectors, retrieval's first."""
+    go by). Reuses the vector signal's cosine; the rows it replaced with a learnt blend read the whole query's
+    cosine with their declared vectors, which retrieval computed; without vectors, retrieval's first."""
     cat, usage = held.catalog, held.usage
     cosine = fused.per_query[0].signals.get("vector")
     declared = seen & cat.has_vector
-    if fused.query_vector is None or cosine is None or not declared.any():
+    if fused.query_cosine is None or cosine is None or not declared.any():
         return int(merged[0]) if merged.size else None
     near = cosine.copy()
     if usage is not None:
-        near[usage.rows] = stages.cosine(cat.vectors[usage.rows], fused.query_vector)
+        near[usage.rows] = fused.query_cosine[usage.rows]
     return first_best(np.where(declared, near, -np.inf))
 
 

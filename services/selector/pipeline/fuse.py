@@ -32,11 +32,14 @@ class Fused:
     method: str
     query_vector: stages.Vector | None
     degraded: list[str]
+    query_cosine: stages.Scores | None
+    """The whole query's vector's cosine with every row's declared vector, as retrieval computed it (None with no
+    vector): what the query's intent is read from for the tools usage memory gives a learnt vector."""
 
     def arrays(self) -> list[np.ndarray]:
         """Every array it holds (the hot-query cache makes them read-only)."""
         found = [a for q in self.per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
-        return [*found, *([self.query_vector] if self.query_vector is not None else [])]
+        return [*found, *(a for a in (self.query_vector, self.query_cosine) if a is not None)]
 
 
 def run(held: Held, parts: Parts) -> Fused:
@@ -50,7 +53,8 @@ def run(held: Held, parts: Parts) -> Fused:
         else:
             match = confidence.bm25_match(bm25, held.catalog.lexical.ceiling(part.context.query))
         out.append(Retrieved(relevance, part.signals, match))
-    return Fused(out, method, parts.parts[0].context.vector, parts.degraded)
+    whole = parts.parts[0].context
+    return Fused(out, method, whole.vector, parts.degraded, whole.cosine)
 
 
 def _relevance(held: Held, part: Part, mode: str, method: str) -> tuple[stages.Scores, str]:

@@ -538,3 +538,17 @@ def test_the_nearest_tool_among_ties_is_the_first_whatever_rounding_did() -> Non
     assert first_best(np.array([0.2, 0.7712312, 0.7712309, -np.inf])) == 1
     assert first_best(np.array([0.2, 0.7712309, 0.7712312, -np.inf])) == 1
     assert first_best(np.array([0.2, 0.77, 0.78])) == 2
+
+
+def test_the_intent_is_read_from_declared_vectors_whatever_use_taught() -> None:
+    """A tool usage memory taught for words no tool declares comes nearest the query by the vector signal, and the
+    label stays: what is learnt is filed under the key the same query reads again."""
+    sel = selector(context_key_template="{tier}:{page}:{intent}", fusion_weights={"bm25": 0.0})
+    sel.embedder = AxisEmbedder({**EMBED.keywords, "rain": 6})  # type: ignore[assignment]
+    request = SelectRequest(query="rain", tenant_id="acme", rerank=False)
+    before = sel.select(request)[0]
+    sel.usage.merge([usage_row("book_hotel", "acme", 6, version=1)])  # book_hotel learnt for rain queries
+    after = sel.select(request)[0]
+    assert after.tools[0].name == "book_hotel"
+    assert after.tools[0].breakdown.similarity > 0.5  # its learnt vector, near the query
+    assert after.intent == before.intent != "p/book_hotel"
