@@ -35,8 +35,8 @@ class ModelCard(BaseModel):
     export: dict[str, float]
     """The ONNX export against the torch model: least cosine, least cosine of a text alone against in a batch."""
     weights: str = "int8"
-    """How the ONNX file stores its large weights: int8, or float16 for a model trained from int8 weights
-    (``export.stored_as``)."""
+    """How the ONNX file stores its large weights: int8, its feed-forward products then computed in int8 too
+    (``export.integer_products``), or float16 for a model trained from int8 weights (``export.stored_as``)."""
     evaluation: dict[str, Any] = Field(default_factory=dict)
     """What it was shipped with: NDCG@10 by set, of the sets it never saw."""
 
@@ -61,6 +61,12 @@ def write_card(model_dir: Path, card: ModelCard) -> None:
     (model_dir / CARD_TEXT).write_text(render(card))
 
 
+INTEGER_PRODUCTS = (
+    " The feed-forward layers' matrix products are computed in int8, each token's input cut to 8 bits by its own"
+    " range (`toolsel.tuning.export.integer_products`); the attention's in float32."
+)
+
+
 def render(card: ModelCard) -> str:
     rows = "\n".join(f"| {group} | {count:,} |" for group, count in sorted(card.pairs.items()))
     sources = "\n".join(f"- {json.dumps(source)}" for source in card.sources)
@@ -68,7 +74,7 @@ def render(card: ModelCard) -> str:
     return f"""# {card.name}
 
 Fine-tuned from {card.base_model} ({card.base_weights}) on query → tool pairs with in-batch negatives; {card.dim}-d,
-mean-pooled, int8 weights (ONNX). Trained on the pairs of: {", ".join(card.trained_on)}; left out:
+mean-pooled, {card.weights} weights (ONNX). Trained on the pairs of: {", ".join(card.trained_on)}; left out:
 {", ".join(card.left_out) or "none"}.
 
 ## Training data
@@ -91,7 +97,7 @@ mean-pooled, int8 weights (ONNX). Trained on the pairs of: {", ".join(card.train
 
 ## Export check
 
-Large weights stored as {card.weights}.
+Large weights stored as {card.weights}.{INTEGER_PRODUCTS if card.weights == "int8" else ""}
 
 {json.dumps(card.export, indent=2)}
 

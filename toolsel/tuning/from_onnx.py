@@ -71,6 +71,9 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
     base's), and the names of the weights taken from ``base``."""
     graph = onnx.load(str(onnx_path)).graph
     values, ints = _constants(graph)
+    computed_in_integers = _integer_weights(graph)
+    for name, (_, stored, scale) in computed_in_integers.items():
+        values[name], ints[name] = stored.astype(np.float32) * scale, (stored, scale)
     config_dir = onnx_path.parent if (onnx_path.parent / "config.json").is_file() else base
     config = AutoConfig.from_pretrained(config_dir)
     base_state = {k: v.numpy() for k, v in AutoModel.from_pretrained(base).state_dict().items()}
@@ -86,7 +89,7 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
         key = name.removeprefix(EXPORTED_PREFIX)
         if key in shapes:
             place(key, _original(value, ints.get(name), base_state.get(key)), name)
-    for weight, bias in _products(graph, values, state):
+    for weight, bias in _products(graph, values, state, computed_in_integers):
         if not bias.endswith(".bias"):
             raise NotRebuildable(f"the matrix product of {weight} adds no Linear layer's bias ({bias})")
         key = bias.removesuffix(".bias") + ".weight"
@@ -131,9 +134,37 @@ def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.nd
     return {k: v for k, v in values.items() if v.dtype == np.float32}, ints
 
 
-def _products(graph: Any, values: dict[str, np.ndarray], named: dict[str, np.ndarray]) -> list[tuple[str, str]]:
+def _integer_weights(graph: Any) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """Each matrix product computed in integers (``export.integer_products``): its int8 weight's name -> (the
+    output its scales end in, the integers, their column scales)."""
+    stored = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
+    readers: dict[str, list[Any]] = defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            readers[name].append(node)
+    found = {}
+    for node in graph.node:
+        if node.op_type != "MatMulInteger" or stored.get(node.input[1], np.zeros(0)).dtype != np.int8:
+            continue
+        out, scale = node.output[0], None
+        while len(readers[out]) == 1 and readers[out][0].op_type in ("Cast", "Mul"):  # float, the row's, the column's
+            step = readers[out][0]
+            scale = next((i for i in step.input if i in stored and stored[i].ndim == 2), scale)
+            out = step.output[0]
+        if scale is None:
+            raise NotRebuildable(f"the product in integers of {node.input[1]} is not scaled back by its columns")
+        found[node.input[1]] = (out, stored[node.input[1]], stored[scale])
+    return found
+
+
+def _products(
+    graph: Any,
+    values: dict[str, np.ndarray],
+    named: dict[str, np.ndarray],
+    in_integers: dict[str, tuple[str, np.ndarray, np.ndarray]],
+) -> list[tuple[str, str]]:
     """Each matrix product by a constant weight that has no parameter's name, with the name of the bias the sum
-    after it adds (the Linear layer's)."""
+    after it adds (the Linear layer's); a product in integers is read from its weight to where its scales end."""
     readers: dict[str, list[Any]] = defaultdict(list)
     for node in graph.node:
         for name in node.input:
@@ -141,9 +172,13 @@ def _products(graph: Any, values: dict[str, np.ndarray], named: dict[str, np.nda
     kept = {EXPORTED_PREFIX + k for k in named} | set(named)
     found = []
     for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in values or node.input[1] in kept:
+        if node.op_type == "MatMulInteger" and node.input[1] in in_integers:
+            output = in_integers[node.input[1]][0]
+        elif node.op_type == "MatMul" and node.input[1] in values and node.input[1] not in kept:
+            output = node.output[0]
+        else:
             continue
-        sums = [n for n in readers[node.output[0]] if n.op_type == "Add"]
+        sums = [n for n in readers[output] if n.op_type == "Add"]
         biases = [i for n in sums for i in n.input if i in values]
         if len(biases) != 1:
             raise NotRebuildable(f"the matrix product of {node.input[1]} is not followed by one bias")
