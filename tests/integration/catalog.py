@@ -110,9 +110,14 @@ async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:
     report = await client.sync(sync)
     expected = {t.name for t in sync.tools}
 
-    async def visible() -> bool:
+    async def visible() -> bool:  # retrieval's ranking alone: every tool, whatever a pin's scope or the rerank says
         reply = await client.select(
-            query="anything", tenant_id=sync.tenant_id, k=50, dry_run=True, filters={"plugins": [sync.plugin_id]}
+            query="anything",
+            tenant_id=sync.tenant_id,
+            k=50,
+            dry_run=True,
+            rerank=False,
+            filters={"plugins": [sync.plugin_id]},
         )
         return {t.name for t in reply.tools if t.plugin_id == sync.plugin_id} == expected
 
