@@ -1,11 +1,12 @@
 """The trained model as the product runs it: ONNX (token vectors out; the embedder mean-pools them), its weights
 stored as int8 as the packaged model's are, beside its tokenizer files, and checked against the torch model.
 
-Why weights only: onnxruntime's dynamic quantisation also quantises each matrix product's input, with one range
-for the whole tensor, that is for every text of a padded batch and its padding together. A text's vector then
-depends on the batch it is padded in (cosine 0.976 to itself alone, 0.915 to the torch model, where the float32
-export agrees to 1.0000). The packaged model stores int8 weights with a scale per output column and computes in
-float32; so does this export (cosine to torch about 0.998, none to the batch)."""
+Why not onnxruntime's dynamic quantisation: it quantises each matrix product's input with one range for the whole
+tensor, that is for every text of a padded batch and its padding together. A text's vector then depends on the
+batch it is padded in (cosine 0.976 to itself alone, 0.915 to the torch model, where the float32 export agrees to
+1.0000). The packaged model stores int8 weights with a scale per output column and computes its feed-forward
+products in int8 with a range per token (``integer_products``), the rest in float32; so does this export (cosine
+to torch about 0.998, none to the batch)."""
 
 import shutil
 from collections import Counter
