@@ -45,8 +45,9 @@ class TokenVectors(torch.nn.Module):
 
 
 def export(trained: Path, target: Path, weights: str = "int8") -> Path:
-    """``target/model.onnx`` (its large weights stored as ``weights``, int8 or float16) and the tokenizer files,
-    from the model saved in ``trained``, where the float32 export stays (``model-fp32.onnx``)."""
+    """``target/model.onnx`` (its large weights stored as ``weights``, int8 or float16; an int8 model's feed-forward
+    products computed in integers) and the tokenizer files, from the model saved in ``trained``, where the float32
+    export stays (``model-fp32.onnx``)."""
     target.mkdir(parents=True, exist_ok=True)
     model = AutoModel.from_pretrained(trained, attn_implementation="eager").eval()
     tokenizer = AutoTokenizer.from_pretrained(trained)
@@ -64,6 +65,8 @@ def export(trained: Path, target: Path, weights: str = "int8") -> Path:
         dynamo=False,
     )
     store_weights(fp32, target / "model.onnx", weights)
+    if weights == "int8":
+        with_integer_products(target / "model.onnx")
     shutil.copyfile(trained / "config.json", target / "config.json")
     packaged = resources.files("toolsel.model")
     for name in TOKENIZER_FILES:  # fine-tuning leaves the tokenizer as it was: the packaged files, 256 tokens
@@ -135,10 +138,18 @@ def store_weights(source: Path, target: Path, weights: str = "int8") -> None:
     del graph.node[:]
     graph.node.extend(nodes)
     gather_tables_first(graph)
-    if weights == "int8":
-        integer_products(graph)
     onnx.checker.check_model(model)
     onnx.save(model, str(target))
+
+
+def with_integer_products(path: Path) -> None:
+    """The int8 model at ``path`` rewritten to compute its feed-forward products in integers (``integer_products``):
+    what the export does to every int8 model, and how the packaged model's graph was made from its weights-only
+    one (the same weights)."""
+    model = onnx.load(str(path))
+    integer_products(model.graph)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
 
 
 INTEGER_CONSTANTS = "integer_products"
@@ -163,7 +174,7 @@ def integer_products(graph: Any) -> None:
     eps, most, middle, zero = (f"{INTEGER_CONSTANTS}_{n}" for n in ("eps", "127", "128", "zero_point"))
     nodes, dropped, rewritten = [], set(), 0
     for node in listed:
-        weight = _int8_weight(made.get(node.input[1]), made, stored) if node.op_type == "MatMul" else None
+        weight = _feed_forward_int8(made.get(node.input[1]), made, stored) if node.op_type == "MatMul" else None
         if weight is None:
             nodes.append(node)
             continue
@@ -184,11 +195,7 @@ def integer_products(graph: Any) -> None:
             onnx.helper.make_node("Mul", [f"{name}_rows", scale], node.output),
         ]
         rewritten += 1
-        if readers[name] == 1:  # the float32 weight is read nowhere else: not made at all
-            turned = made[name]
-            dropped.add(id(turned))
-            if readers[turned.input[0]] == 1:
-                dropped.add(id(made[turned.input[0]]))  # its Cast
+        dropped |= _unmade(name, made, readers)
     if not rewritten:
         return
     graph.initializer.extend(
@@ -203,18 +210,28 @@ def integer_products(graph: Any) -> None:
     graph.node.extend(node for node in nodes if id(node) not in dropped)
 
 
-def _int8_weight(maker: Any, made: dict[str, Any], stored: dict[str, Any]) -> tuple[str, str] | None:
+def _feed_forward_int8(maker: Any, made: dict[str, Any], stored: dict[str, Any]) -> tuple[str, str] | None:
     """(the stored integers, their column scales) where ``maker`` turns a feed-forward layer's int8 weight (not
     square) back to float32 as ``store_weights`` writes it (a Cast of int8 times a scale per column), else None."""
-    if maker is None or maker.op_type != "Mul" or len(maker.input) != 2:
+    turned = _stored_back(maker, made, stored)
+    if turned is None or turned[1] is None:
         return None
-    cast, scale = made.get(maker.input[0]), maker.input[1]
-    if cast is None or cast.op_type != "Cast" or cast.input[0] not in stored or scale not in stored:
-        return None
-    ints, scales = stored[cast.input[0]], stored[scale]
+    ints, scales = stored[turned[0]], stored[turned[1]]
     feed_forward = len(ints.dims) == 2 and ints.dims[0] != ints.dims[1]
     int8 = ints.data_type == onnx.TensorProto.INT8 and feed_forward
-    return (cast.input[0], scale) if int8 and tuple(scales.dims) == (1, ints.dims[1]) else None
+    return (turned[0], turned[1]) if int8 and tuple(scales.dims) == (1, ints.dims[1]) else None
+
+
+def _unmade(name: str, made: dict[str, Any], readers: Counter[str]) -> set[int]:
+    """The nodes (by identity) that turn the stored ``name`` back to float32 (its Mul, its Cast), where nothing else
+    reads what they make: a rewrite that reads the stored values directly drops them."""
+    if readers[name] != 1:
+        return set()
+    maker = made[name]
+    dropped = {id(maker)}
+    if maker.op_type == "Mul" and readers[maker.input[0]] == 1:
+        dropped.add(id(made[maker.input[0]]))  # its Cast
+    return dropped
 
 
 def gather_tables_first(graph: Any) -> None:
@@ -226,7 +243,7 @@ def gather_tables_first(graph: Any) -> None:
     back by that name); tables gathered first already are left as they are."""
     listed = list(graph.node)  # these very objects throughout: they are told apart by identity
     made = {out: node for node in listed for out in node.output}
-    stored = {init.name: tuple(init.dims) for init in graph.initializer}
+    stored = {init.name: init for init in graph.initializer}
     readers = Counter(name for node in listed for name in node.input)
     nodes, dropped = [], set()
     for node in listed:
@@ -246,18 +263,24 @@ def gather_tables_first(graph: Any) -> None:
                 onnx.helper.make_node("Cast", [rows], [f"{rows}_f"], to=onnx.TensorProto.FLOAT),
                 onnx.helper.make_node("Mul", [f"{rows}_f", f"{rows}_scale"], node.output),
             ]
-        if readers[node.input[0]] == 1:  # the float32 table is read nowhere else: not made at all
-            maker = made[node.input[0]]
-            dropped.add(id(maker))
-            if maker.op_type == "Mul" and readers[maker.input[0]] == 1:
-                dropped.add(id(made[maker.input[0]]))  # its Cast
+        dropped |= _unmade(node.input[0], made, readers)
     del graph.node[:]
     graph.node.extend(node for node in nodes if id(node) not in dropped)
 
 
-def _turned_back(maker: Any, made: dict[str, Any], stored: dict[str, tuple[int, ...]]) -> tuple[str, str | None] | None:
+def _turned_back(maker: Any, made: dict[str, Any], stored: dict[str, Any]) -> tuple[str, str | None] | None:
     """(the stored table, its scale or None) where ``maker`` turns a stored table back to float32 as
     ``store_weights`` writes it (a Cast of float16; a Cast of int8 times a scale per row), else None."""
+    turned = _stored_back(maker, made, stored)
+    if turned is None or turned[1] is None:
+        return turned
+    table, scale = tuple(stored[turned[0]].dims), tuple(stored[turned[1]].dims)
+    return turned if len(table) == 2 and scale == (table[0], 1) else None
+
+
+def _stored_back(maker: Any, made: dict[str, Any], stored: dict[str, Any]) -> tuple[str, str | None] | None:
+    """(the stored values, their scale or None) where ``maker`` turns a stored initializer back to float32 as
+    ``store_weights`` writes it: a Cast (of float16), or a Cast (of int8) times a scale; else None."""
     if maker is None:
         return None
     if maker.op_type == "Cast" and maker.input[0] in stored:
@@ -267,8 +290,7 @@ def _turned_back(maker: Any, made: dict[str, Any], stored: dict[str, tuple[int, 
     cast, scale = made.get(maker.input[0]), maker.input[1]
     if cast is None or cast.op_type != "Cast" or cast.input[0] not in stored or scale not in stored:
         return None
-    table = stored[cast.input[0]]
-    return (cast.input[0], scale) if len(table) == 2 and stored[scale] == (table[0], 1) else None
+    return cast.input[0], scale
 
 
 def quantised(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

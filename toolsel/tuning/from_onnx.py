@@ -70,10 +70,8 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
     """The torch model's state from the ONNX model's weights, its config (the model directory's, else the
     base's), and the names of the weights taken from ``base``."""
     graph = onnx.load(str(onnx_path)).graph
-    values, ints = _constants(graph)
-    computed_in_integers = _integer_weights(graph)
-    for name, (_, stored, scale) in computed_in_integers.items():
-        values[name], ints[name] = stored.astype(np.float32) * scale, (stored, scale)
+    readers = _readers(graph)
+    values, ints, scaled_in = _constants(graph, readers)
     config_dir = onnx_path.parent if (onnx_path.parent / "config.json").is_file() else base
     config = AutoConfig.from_pretrained(config_dir)
     base_state = {k: v.numpy() for k, v in AutoModel.from_pretrained(base).state_dict().items()}
@@ -89,7 +87,7 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
         key = name.removeprefix(EXPORTED_PREFIX)
         if key in shapes:
             place(key, _original(value, ints.get(name), base_state.get(key)), name)
-    for weight, bias in _products(graph, values, state, computed_in_integers):
+    for weight, bias in _products(graph, values, state, scaled_in, readers):
         if not bias.endswith(".bias"):
             raise NotRebuildable(f"the matrix product of {weight} adds no Linear layer's bias ({bias})")
         key = bias.removesuffix(".bias") + ".weight"
@@ -102,10 +100,22 @@ def rebuilt_state(onnx_path: Path, base: Path) -> tuple[dict[str, np.ndarray], A
     return state, config, from_base
 
 
-def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+def _readers(graph: Any) -> dict[str, list[Any]]:
+    """Each name's reading nodes."""
+    readers: dict[str, list[Any]] = defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            readers[name].append(node)
+    return readers
+
+
+def _constants(
+    graph: Any, readers: dict[str, list[Any]]
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]], dict[str, str]]:
     """The graph's weights as float32 by the names its nodes read them under (an int8 weight as its Cast and Mul
     nodes compute it, a float16 one as its Cast does, a table gathered first under the name of its rows less
-    ``_rows``), and each int8 weight's integers and scale."""
+    ``_rows``, a product's weight in integers under the name of its integers), each int8 weight's integers and
+    scale, and for each product in integers the output its scales end in (``export.integer_products``)."""
     values = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
     cast_from: dict[str, str] = {}
     ints: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -131,49 +141,38 @@ def _constants(graph: Any) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.nd
         else:
             values[name] = stored.astype(np.float32) * values[scale]
             ints[name] = (stored, values[scale])
-    return {k: v for k, v in values.items() if v.dtype == np.float32}, ints
-
-
-def _integer_weights(graph: Any) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
-    """Each matrix product computed in integers (``export.integer_products``): its int8 weight's name -> (the
-    output its scales end in, the integers, their column scales)."""
-    stored = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
-    readers: dict[str, list[Any]] = defaultdict(list)
-    for node in graph.node:
-        for name in node.input:
-            readers[name].append(node)
-    found = {}
-    for node in graph.node:
-        if node.op_type != "MatMulInteger" or stored.get(node.input[1], np.zeros(0)).dtype != np.int8:
+    scaled_in = {}
+    for node in graph.node:  # a product in integers: its weight is its integers times the column scales after it
+        weight = node.input[1] if node.op_type == "MatMulInteger" else ""
+        if values.get(weight, np.zeros(0)).dtype != np.int8:
             continue
         out, scale = node.output[0], None
         while len(readers[out]) == 1 and readers[out][0].op_type in ("Cast", "Mul"):  # float, the row's, the column's
             step = readers[out][0]
-            scale = next((i for i in step.input if i in stored and stored[i].ndim == 2), scale)
+            scale = next((i for i in step.input if i in values and values[i].ndim == 2), scale)
             out = step.output[0]
         if scale is None:
-            raise NotRebuildable(f"the product in integers of {node.input[1]} is not scaled back by its columns")
-        found[node.input[1]] = (out, stored[node.input[1]], stored[scale])
-    return found
+            raise NotRebuildable(f"the product in integers of {weight} is not scaled back by its columns")
+        stored = values[weight]
+        values[weight], ints[weight] = stored.astype(np.float32) * values[scale], (stored, values[scale])
+        scaled_in[weight] = out
+    return {k: v for k, v in values.items() if v.dtype == np.float32}, ints, scaled_in
 
 
 def _products(
     graph: Any,
     values: dict[str, np.ndarray],
     named: dict[str, np.ndarray],
-    in_integers: dict[str, tuple[str, np.ndarray, np.ndarray]],
+    scaled_in: dict[str, str],
+    readers: dict[str, list[Any]],
 ) -> list[tuple[str, str]]:
     """Each matrix product by a constant weight that has no parameter's name, with the name of the bias the sum
     after it adds (the Linear layer's); a product in integers is read from its weight to where its scales end."""
-    readers: dict[str, list[Any]] = defaultdict(list)
-    for node in graph.node:
-        for name in node.input:
-            readers[name].append(node)
     kept = {EXPORTED_PREFIX + k for k in named} | set(named)
     found = []
     for node in graph.node:
-        if node.op_type == "MatMulInteger" and node.input[1] in in_integers:
-            output = in_integers[node.input[1]][0]
+        if node.op_type == "MatMulInteger" and node.input[1] in scaled_in:
+            output = scaled_in[node.input[1]]
         elif node.op_type == "MatMul" and node.input[1] in values and node.input[1] not in kept:
             output = node.output[0]
         else:

@@ -54,7 +54,7 @@ class Candidates:
 
     def arrays(self) -> list[np.ndarray]:
         """Every array it holds (the hot-query cache makes them read-only)."""
-        parts = [a for q in self.per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
+        parts = [a for q in self.per_query for a in q.arrays()]
         return [self.rows, *self.rankings, self.merged, *parts, self.in_pool, self.rank, self.lead]
 
     def at(self, catalog_rows: stages.Rows) -> stages.Rows:
@@ -62,14 +62,14 @@ class Candidates:
         return stages.locate(self.rows, catalog_rows)
 
 
-def variant(held: Held, request: SelectRequest, visible: Visible) -> Hashable:
+def variant(request: SelectRequest, visible: Visible) -> Hashable:
     """What the stage reads beyond the retrieval it is given (which the hot-query cache keys by the query, its
-    scope and its pool): requests of one query alike in these have the very same candidates."""
+    scope and its pool) and the selector's settings (fixed for its life): requests of one query alike in these have
+    the very same candidates."""
     return (
         request.rerank,
         request.tier,
         request.page,
-        held.rng is not None,
         pool_digest(visible.seen),
         visible.pinned.tobytes(),
     )

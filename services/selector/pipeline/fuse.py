@@ -23,6 +23,10 @@ class Retrieved:
     bm25_match: stages.Scores
     """BM25 over the query's ceiling: how much of its words each row matched (a raw signal of confidence)."""
 
+    def arrays(self) -> list[np.ndarray]:
+        """Every array it holds (the hot-query cache makes them read-only)."""
+        return [self.relevance, self.bm25_match, *self.signals.values()]
+
 
 @dataclass(frozen=True)
 class Fused:
@@ -38,7 +42,7 @@ class Fused:
 
     def arrays(self) -> list[np.ndarray]:
         """Every array it holds (the hot-query cache makes them read-only)."""
-        found = [a for q in self.per_query for a in (q.relevance, q.bm25_match, *q.signals.values())]
+        found = [a for q in self.per_query for a in q.arrays()]
         return [*found, *(a for a in (self.query_vector, self.query_cosine) if a is not None)]
 
 

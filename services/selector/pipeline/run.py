@@ -107,7 +107,7 @@ def select(
         if not kept.fused.degraded:  # a degraded retrieval is not kept
             freeze(*kept.fused.arrays())
             hot.put(key, sources, kept)
-    fused, variant = kept.fused, candidates.variant(held, request, visible)
+    fused, variant = kept.fused, candidates.variant(request, visible)
     found_rows = kept.variants.get(variant)
     if found_rows is None:
         found_rows = timed("candidates", candidates.run, held, request, visible, fused)

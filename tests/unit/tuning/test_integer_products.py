@@ -79,3 +79,32 @@ def test_a_graph_in_integers_is_left_as_it_is() -> None:
     once = model.SerializeToString()
     integer_products(model.graph)
     assert model.SerializeToString() == once
+
+
+def test_the_rebuild_reads_a_product_in_integers_back_to_its_float_weight() -> None:
+    """``toolsel tune`` rebuilds torch weights from the served graph: each weight computed in integers is its
+    integers times the column scales after the product, the very values the Cast and Mul computed before."""
+    from toolsel.tuning.from_onnx import _constants, _readers
+
+    before, after = _model(), _model()
+    integer_products(after.graph)
+    floats, _ = _constants(before.graph, _readers(before.graph))[:2]
+    values, ints, scaled_in = _constants(after.graph, _readers(after.graph))
+    assert set(scaled_in) == {"widen_q", "narrow_q"}
+    for name in ("widen", "narrow"):
+        assert np.array_equal(values[f"{name}_q"], floats[name])
+        assert ints[f"{name}_q"][0].dtype == np.int8
+    assert scaled_in["narrow_q"] == "narrow_out"  # where its scales end: the Linear layer's bias is added there
+
+
+def test_a_product_in_integers_not_scaled_back_is_refused_by_the_rebuild() -> None:
+    from toolsel.tuning.from_onnx import NotRebuildable, _constants, _readers
+
+    model = _model()
+    integer_products(model.graph)
+    scaled = next(n for n in model.graph.node if n.op_type == "Mul" and "narrow_scale" in n.input)
+    rows = next(n for n in model.graph.node if scaled.input[0] in n.output)
+    rows.output[0] = scaled.output[0]  # the column scales left out
+    model.graph.node.remove(scaled)
+    with pytest.raises(NotRebuildable, match="not scaled back by its columns"):
+        _constants(model.graph, _readers(model.graph))
