@@ -237,7 +237,8 @@ class Settings(BaseSettings):
     online; with {intent} they lift it only for queries of the same intent."""
     intent_label: Literal["tool", "category"] = "tool"
     """A query's intent label (the reply's ``intent``, analytics, the bandit context's {intent}): the tool nearest
-    its meaning by declared vectors among all the request may see, whatever the session excluded, or that tool's
+    its meaning by declared vectors among all the request may see, whatever the session excluded or a quarantine
+    removed from its answers, or that tool's
     category (a tool without one: the tool). Measured on the sets whose tools carry categories
     (scripts/measure_intent.py, docs/results.md, Intent): by category, queries that need a tool in common share a
     label twice as often, but a label's queries share a needed tool 2-20 times less often (toolbench_stb 0.026

@@ -115,6 +115,7 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         assert "demo-*" in demo.stdout
         assert "toolsel demo --reset" in demo.stdout
         assert "page_filter.empty" not in demo.stdout  # it asked only once the selector served what it synced
+        assert "did not show the learnt posterior" not in demo.stdout  # the learnt key is the one the query reads
         assert "Warning" not in demo.stderr
         demo_plugins = _live_plugins(home)
         assert demo_plugins

@@ -49,6 +49,8 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
     tenant, plugin = unique("tenant"), unique("flaky")
     await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("get_weather"), tool("send_email")]))
     changes = await client.nc.subscribe(subjects.TOOL_STATE_CHANGED)
+    asked = await client.select(query="weather in Oslo", tenant_id=tenant, dry_run=True)
+    assert asked.intent == f"{plugin}/get_weather"
 
     await fail(client, tenant, plugin, "get_weather", FAILURES_TO_QUARANTINE)
 
@@ -68,6 +70,10 @@ async def test_broken_tool_is_quarantined_dropped_and_released(client: ToolselCl
         return "get_weather" in await selected(client, tenant, "weather in Oslo")
 
     assert await eventually(dropped), "the quarantined tool is still selected"
+    # the failures were learnt under the label the tool gave the query: the query still reads them
+    assert (
+        await client.select(query="weather in Oslo", tenant_id=tenant, dry_run=True)
+    ).context_key == asked.context_key
     row = await pool.fetchrow(
         "SELECT q.reason, q.released_at, h.state, h.degraded_since, h.failures FROM tool_quarantine q"
         " JOIN tool_quality h USING (tool_id, tenant_id) JOIN tools t ON t.id = q.tool_id WHERE t.plugin_id = $1",

@@ -21,8 +21,10 @@ class Visible:
     """The pins the request may see (they survive the page and request filters): its plugins' pins and its
     organisation's pin rules', less what its unpin rules unpinned."""
     seen: stages.Mask
-    """What the request may see at all, before the session's exclusions and its filters: where its intent is
-    looked up, so that neither changes it."""
+    """What the request may see by its tenant and the rules, before quarantine, the session's exclusions and its
+    filters: where its intent is looked up, so that none of them changes it. A tool quarantined after it labelled a
+    query keeps the label, so the posteriors learnt under it (the outcomes that quarantined it among them) are
+    still the ones the query reads."""
     counts: dict[str, int]
     """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts."""
     visible_tokens: int
@@ -35,13 +37,12 @@ def run(held: Held, request: SelectRequest) -> Visible:
     counts = {"catalog": len(cat)}
     degraded = []
     standing = cat.standing(request.tenant_id)
-    mask = standing.visible & ~standing.quarantined
     who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
     rules, tiers = held.rules, held.settings.tier_order
-    mask &= visible_mask(rules, who, cat.rows, cat.category_rows, len(cat), tiers)
+    seen = standing.visible & visible_mask(rules, who, cat.rows, cat.category_rows, len(cat), tiers)
+    mask = seen & ~standing.quarantined
     pins = pinned_mask(rules, who, cat.rows, cat.category_rows, cat.pinned, tiers)
     counts["visible"] = int(mask.sum())
-    seen = mask.copy()
     visible_tokens = int(cat.schema_tokens[mask].sum())
     for ref in request.filters.exclude:
         if (row := cat.rows.get(ref.key)) is not None:

@@ -540,6 +540,18 @@ def test_the_nearest_tool_among_ties_is_the_first_whatever_rounding_did() -> Non
     assert first_best(np.array([0.2, 0.77, 0.78])) == 2
 
 
+def test_a_quarantined_tool_keeps_the_intent_it_labelled() -> None:
+    """The outcomes that quarantine a query's nearest tool were learnt under the label it gave: the query must
+    still read them once the tool is gone from its answers."""
+    template = {"context_key_template": "{tier}:{page}:{intent}"}
+    before = selector(**template).select(SelectRequest(query="weather in Oslo"))[0]
+    gone = [T(t.name, t.text, t.axis, category=t.category, quarantined=t.name == "get_weather") for t in TOOLS[:5]]
+    after = selector(gone, **template).select(SelectRequest(query="weather in Oslo"))[0]
+    assert "get_weather" not in {t.name for t in after.tools}
+    assert after.intent == before.intent == "p/get_weather"
+    assert after.context_key == before.context_key
+
+
 def test_the_intent_is_read_from_declared_vectors_whatever_use_taught() -> None:
     """A tool usage memory taught for words no tool declares comes nearest the query by the vector signal, and the
     label stays: what is learnt is filed under the key the same query reads again."""
