@@ -17,6 +17,7 @@ from uuid import uuid4
 import nats
 from nats.aio.client import Client
 from pydantic import BaseModel
+from pydantic_core import from_json
 
 from toolsel.client_methods import AsyncMethods, Request, SyncMethods
 from toolsel.contracts import (
@@ -178,7 +179,7 @@ class ToolselClient(AsyncMethods):
             msg = await self.nc.request(self.subject(subject), payload, timeout=waited)
         except nats.errors.Error as error:
             raise self._failure(error, subject, waited) from None
-        body = json.loads(msg.data)
+        body = from_json(msg.data)  # pydantic's parser: a select reply's 8 KB in 60 against 86 us with validation
         if isinstance(body, dict) and "error" in body:
             raise from_reply(ErrorReply.model_validate(body).error)
         return reply_type.model_validate(body)
