@@ -30,17 +30,25 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from toolsel.bench.catalog import pooled_sets
+from toolsel.embedder import BATCH_TOKENS, MODEL_NAME, load_embedder
 from toolsel.evaluation.dataset import BenchSet, Tool, tool_spec
 from toolsel.services.indexer.hashing import embedding_text
+from toolsel.services.selector.retrieval import decompose
 from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, evaluation_set_origin, spdx_id
 from toolsel.training_data.model import LabelledQuery, Pair, SourceSet
 from toolsel.training_data.near_duplicates import NearDuplicateIndex
+from toolsel.training_data.needs import need_pairs
 from toolsel.training_data.pairs import Screened, assign_group, capped, screen, shared_tools, source_pairs
 from toolsel.training_data.readers import SOURCES, SourceFormat
 
@@ -87,6 +95,15 @@ def counts(screened: Screened, pairs: list[Pair]) -> dict[str, Any]:
     }
 
 
+def stock_model_vectors(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Unit vectors of the stock all-MiniLM-L6-v2 (packaged, offline), which never saw the evaluation sets."""
+    with tempfile.TemporaryDirectory() as home:
+        model = load_embedder(
+            None, Path(home), threads=1, workers=1, batch_size=64, batch_tokens=BATCH_TOKENS, cache_size=0
+        )
+        return model.embed(texts)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", type=Path, required=True, help="folder of evaluation sets (tools.jsonl + queries.jsonl)")
@@ -106,6 +123,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=float,
         default=0.7,
         help="Jaccard similarity of word sets from which a query repeats an evaluation query",
+    )
+    ap.add_argument(
+        "--needs",
+        action="store_true",
+        help="also pair each tool of a request of several needs with its own need (the selector's decompose, the"
+        " need nearest the tool by the stock all-MiniLM-L6-v2)",
     )
     ap.add_argument(
         "--licence",
@@ -179,6 +202,12 @@ def main(argv: list[str]) -> int:
         print(f"{name}: {len(own)} pairs ({group})", file=sys.stderr)
 
     kept = capped(pairs, args.max_per_tool, args.max_per_source, args.seed)
+    needs: dict[str, Any] = {}
+    if args.needs:
+        added = need_pairs(kept, decompose, stock_model_vectors)
+        kept += added
+        by_group = dict(sorted(Counter(p.group for p in added).items()))
+        needs = {"split_by": "decompose", "aligned_by": MODEL_NAME, "need_pairs_added": by_group}
     kept_by_source = Counter(p.source for p in kept)
     for name, record in manifest_sources.items():
         record["pairs"] = kept_by_source[name]
@@ -190,7 +219,9 @@ def main(argv: list[str]) -> int:
             "max_per_source": args.max_per_source,
             "near_duplicate_jaccard": args.near_duplicate,
             "licences": licences,
+            "needs": args.needs,
         },
+        **({"needs": needs} if needs else {}),
         "pairs": len(kept),
         "pairs_by_group": dict(sorted(Counter(p.group for p in kept).items())),
         "sources": manifest_sources,

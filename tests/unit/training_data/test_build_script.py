@@ -98,3 +98,38 @@ def test_a_source_without_a_licence_is_skipped_unless_admitted(tmp_path: Path) -
     assert "skipped" in manifest["sources"]["callnavi"]
     allowed, _ = build(tmp_path, checkout, "--licence", "MIT", "--licence", "NOASSERTION")
     assert [p["source"] for p in allowed].count("callnavi") == 1
+
+
+def test_with_needs_each_tool_of_a_compound_request_is_paired_with_its_own_need(tmp_path: Path) -> None:
+    """The real stock model aligns the needs the selector's decompose finds with the tools they ask for."""
+    checkout = callnavi_checkout(tmp_path / "CallNavi", MIT)
+    questions = checkout / "Dataset" / "Questions" / "bank.json"
+    compound = "What is my account balance? Also, send the last statement to my accountant by email."
+    asked = [
+        {
+            "id": "c1",
+            "question": [{"role": "user", "content": compound}],
+            "ground_truth": {"API": ["emailFile", "getBalance"]},
+        }
+    ]
+    tools = [
+        {"name": "getBalance", "description": "Balance of an account.", "parameters": None},
+        {"name": "emailFile", "description": "Send a document to someone by email.", "parameters": None},
+    ]
+    questions.write_text(json.dumps(asked))
+    (checkout / "Dataset" / "APISchema" / "bank.json").write_text(json.dumps(tools))
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-qam", "a compound request"], check=True)
+    whole, _ = build(tmp_path, checkout)
+    assert {p["query"] for p in whole if p["source"] == "callnavi"} == {compound}
+    pairs, manifest = build(tmp_path, checkout, "--needs")
+    added = {(p["tool_id"], p["query"]) for p in pairs if p["source"] == "callnavi"} - {
+        (p["tool_id"], p["query"]) for p in whole
+    }
+    assert added == {
+        ("callnavi/bank::getBalance", "What is my account balance?"),
+        ("callnavi/bank::emailFile", "Also, send the last statement to my accountant by email."),
+    }
+    assert len(pairs) == len(whole) + 2  # the whole request's pairs stay
+    assert manifest["settings"]["needs"] is True
+    assert manifest["needs"]["need_pairs_added"] == {"external": 2}
