@@ -18,7 +18,7 @@ from toolsel.client import ToolselClient, ToolselError
 from toolsel.contracts import SHARED_TENANT, OutcomeEvent, PluginSync, QuarantineEntry, SelectReply, ToolCall
 from toolsel.render import console, selection_view, sync_table
 from toolsel.services.learner.reward import discounted
-from toolsel.settings import Settings, get_settings
+from toolsel.settings import Settings
 from toolsel.store import learning, usage
 
 DEMO_QUERIES = (
@@ -128,7 +128,8 @@ async def _quarantined(client: ToolselClient, started: datetime) -> list[str]:
     return quarantined_since(listed.entries, started)
 
 
-async def run_demo(client: ToolselClient) -> None:
+async def run_demo(client: ToolselClient, settings: Settings) -> None:
+    """``settings``: the stack's, whose learner's prior and discount say what the demo's outcomes teach."""
     started = datetime.now(UTC)
     catalog = demo_catalog()
     await _forget_shared_copies(client)
@@ -162,7 +163,7 @@ async def run_demo(client: ToolselClient) -> None:
         wins += sum(c.success for c in calls)
         failures += sum(not c.success for c in calls)
         await client.report([OutcomeEvent(selection_id=reply.selection_id, calls=calls)])
-    expected = learnt_alpha(second.breakdown.alpha, wins, get_settings())
+    expected = learnt_alpha(second.breakdown.alpha, wins, settings)
     after, learnt = await _wait_for_learning(client, query, page, second.key, expected)
     console.print(selection_view(after, f"after learning: {query!r}", LEARNING))
     if not learnt:

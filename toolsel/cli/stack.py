@@ -131,7 +131,7 @@ def demo(
         async def main() -> None:
             async with ToolselClient(url, admin_token=token) as connected:
                 if not reset:
-                    return await run_demo(connected)
+                    return await run_demo(connected, current)
                 pool = await create_pool(endpoints.database_url)
                 try:
                     await reset_demo(connected, pool)
