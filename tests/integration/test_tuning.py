@@ -109,6 +109,25 @@ def test_training_moved_the_weights_and_is_repeatable_from_its_seed(
     assert not torch.equal(base["encoder.layer.5.output.dense.weight"], first["encoder.layer.5.output.dense.weight"])
 
 
+def test_weights_stored_as_float16_train_and_export_in_float32(pairs_file: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    half = tmp_path / "half"
+    half.mkdir()
+    for item in base_weights().iterdir():
+        if item.is_file() and item.name != "model.safetensors":
+            (half / item.name).write_bytes(item.read_bytes())
+    stored = load_file(str(base_weights() / "model.safetensors"))
+    save_file({k: v.half().contiguous() for k, v in stored.items()}, str(half / "model.safetensors"))
+
+    card = build(
+        pairs_file, tmp_path / "out", name="t/h", leave_out=["heldout"], budget=12, settings=SETTINGS, base=("h", half)
+    )
+    trained = load_file(str(tmp_path / "out" / "torch" / "model.safetensors"))
+    assert {v.dtype for v in trained.values()} == {torch.float32}
+    assert card.weights == "int8"
+
+
 def test_the_product_serves_the_trained_model(built: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 

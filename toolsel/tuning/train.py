@@ -124,8 +124,10 @@ def bf16_supported(device: torch.device) -> bool:
 
 def load(base: Path) -> tuple[Any, Any]:
     """The base model (eager attention: the same arithmetic as the export; torch's fused attention cost as much
-    per pair on a CPU, docs/results.md) and its tokenizer, from files."""
-    model = AutoModel.from_pretrained(base, attn_implementation="eager")
+    per pair on a CPU, docs/results.md) and its tokenizer, from files. Its weights in float32 whatever they are
+    stored as: transformers 5 loads a float16 file as float16, where the optimiser's small steps round away and
+    the export finds no float32 matrix to store as int8."""
+    model = AutoModel.from_pretrained(base, attn_implementation="eager", dtype=torch.float32)
     return model, AutoTokenizer.from_pretrained(base)
 
 
