@@ -32,9 +32,10 @@ class Evidence:
     """The query's words its declaration holds, in the query's order."""
     similarity: float
     successes: float
-    """Successes observed in this context (the posterior's alpha beyond its prior)."""
+    """Successes observed in this context (the posterior's alpha beyond its prior), older ones discounted
+    (``TOOLSEL_POSTERIOR_DISCOUNT``): 25 successes in a row read about 20."""
     calls: float
-    """Calls observed in this context (both counts beyond the prior)."""
+    """Calls observed in this context (both counts beyond the prior), discounted alike."""
     fitness: float
     pinned: bool = False
     explored: bool = False
@@ -89,7 +90,7 @@ def sentence(e: Evidence) -> str:
     if e.similarity > 0:
         parts.append(f"close in meaning ({e.similarity:.2f})")
     if e.calls >= 1:
-        parts.append(f"worked {e.successes:.0f} of {e.calls:.0f} times in this context")
+        parts.append(f"worked {e.successes:.0f} of {e.calls:.0f} recent times in this context")
     if abs(e.fitness - 1.0) >= FITNESS_NOTED:
         parts.append("rated well in reviews of queries alike" if e.fitness > 1 else "rated poorly for queries alike")
     if not parts:

@@ -10,7 +10,7 @@ from toolsel.services.selector.pipeline.reason import Evidence, sentence
 def test_the_sentence_names_the_evidence_in_a_fixed_order() -> None:
     e = Evidence(words=["weather", "oslo"], similarity=0.8123, successes=4.0, calls=5.0, fitness=1.2)
     assert sentence(e) == (
-        "Matches 'weather', 'oslo'; close in meaning (0.81); worked 4 of 5 times in this context; "
+        "Matches 'weather', 'oslo'; close in meaning (0.81); worked 4 of 5 recent times in this context; "
         "rated well in reviews of queries alike."
     )
     assert sentence(e) == sentence(Evidence(["weather", "oslo"], 0.8123, 4.0, 5.0, 1.2))  # deterministic
@@ -39,4 +39,4 @@ def test_success_learnt_in_the_context_is_in_the_reason() -> None:
     sel.learn("p/get_weather", "default", "free:*:general", 7.0, 2.0, None)
     reply, _ = sel.select(SelectRequest(query="weather in Oslo", k=1))
     weather = next(t for t in reply.tools if t.name == "get_weather")
-    assert "worked 6 of 7 times in this context" in weather.reason
+    assert "worked 6 of 7 recent times in this context" in weather.reason
