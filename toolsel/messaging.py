@@ -276,9 +276,11 @@ HEALTH = f"{subjects.HEALTH_PREFIX}.>"
 def identity_permissions(scope: Scope) -> dict[str, Any]:
     """A tenant's identity: it requests selections, syncs and its own pins and publishes outcome, review, feedback
     and sync events only under its own scope (so the services know whose they are), and reads replies only under
-    its own inbox prefix (no one else's replies, nor anyone else its own)."""
+    its own inbox prefix (no one else's replies, nor anyone else its own). Not the services' health: its counters
+    (tools, selections, events applied) are every tenant's together, so a tenant reading them would watch the
+    others' activity."""
     return {
-        "publish": {"allow": [*(subjects.scoped(root, scope.token) for root in subjects.SCOPED_ROOTS), HEALTH]},
+        "publish": {"allow": [subjects.scoped(root, scope.token) for root in subjects.SCOPED_ROOTS]},
         "subscribe": {"allow": [f"{scope.inbox_prefix}.>"]},
     }
 

@@ -142,17 +142,24 @@ class LexicalIndex:
         known = [vocab[t] for t in query_tokens(query) if t in vocab]
         return self._postings.scores(known).astype(np.float64)
 
-    def idf(self, tokens: Sequence[str]) -> Scores:
-        """Each token's IDF, 0 for a token no document holds (a word the spelling stage may repair)."""
-        vocab, idf = self._vocab, self._postings.idf
-        return np.array([idf[vocab[t]] if t in vocab else 0.0 for t in tokens], dtype=np.float64)
+    def holding(self, tokens: Sequence[str], documents: Mask | None = None) -> npt.NDArray[np.int64]:
+        """How many of ``documents`` (every one: None) hold each token; 0 for a token none holds (a word the
+        spelling stage may repair). A tenant's request counts only the tools it may see, so that another tenant's
+        private words neither stay nor become its query's words."""
+        postings, vocab = self._postings, self._vocab
+        counts = np.zeros(len(tokens), dtype=np.int64)
+        for i, token in enumerate(tokens):
+            if (at := vocab.get(token)) is not None:
+                start, end = postings.indptr[at], postings.indptr[at + 1]
+                rows = postings.pairs.rows[start:end]
+                counts[i] = rows.size if documents is None else int(np.count_nonzero(documents[rows]))
+        return counts
 
     @cached_property
-    def words(self) -> tuple[list[str], Scores]:
-        """The words some document holds and their IDFs: what a misspelt query word is matched against."""
-        held = np.flatnonzero(self._postings.idf > 0)
+    def words(self) -> list[str]:
+        """The words some document holds: what a misspelt query word is matched against."""
         by_id = list(self._vocab)
-        return [by_id[i] for i in held], self._postings.idf[held]
+        return [by_id[i] for i in np.flatnonzero(self._postings.idf > 0)]
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a

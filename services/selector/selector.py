@@ -89,7 +89,7 @@ class Selector:
     def reads(self, request: SelectRequest) -> list[str]:
         """What the model reads for this request when its vectors are wanted: the query as the spelling stage
         repairs it, its parts, its sentences."""
-        text = spelling.repair(request.query, self.catalog.lexical, self.settings)
+        text = spelling.repaired(self.catalog, request, self.settings)
         queries = retrieve.queries_of(self.settings, text)[1]
         return retrieve.read(queries, retrieve.sentences_of(self.settings, queries[0]))
 

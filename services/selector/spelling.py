@@ -8,6 +8,10 @@ not) becomes the catalog word fewest edits away (transpositions count one), as m
 Elasticsearch's AUTO fuzziness gives for its length, the most common such word where several are as near. A word
 some tool holds is never changed, nor a name (a capital past the query's first letter: "Binance"), a part of an
 address or identifier, or a word too short to tell a typo from another word.
+
+A tenant's query is read against the words of the tools it may see, not the whole catalog's: the repaired query
+comes back in the reply (its parts), so repairing towards another tenant's private tool would spell that tool's
+words out to it.
 """
 
 import re
@@ -23,7 +27,11 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 from spellchecker import SpellChecker
 
+from toolsel.contracts import SelectRequest
+from toolsel.services.selector.catalog import Catalog
 from toolsel.services.selector.retrieval import LexicalIndex, tokenize
+from toolsel.services.selector.retrieval_cache import pool_digest
+from toolsel.services.selector.stages import Mask
 from toolsel.settings import Settings
 
 _WORD = re.compile(r"(?<![^\s(\[])[^\W\d_]+(?=[.,;:!?)\]]*(?:\s|$))")
@@ -66,16 +74,14 @@ def edits_allowed(word: str, one_edit: int, two_edits: int) -> int:
     return 0 if len(word) < one_edit else 1 if len(word) < two_edits else 2
 
 
-def nearest_word(word: str, index: LexicalIndex, edits: int) -> str | None:
-    """The catalog word at most ``edits`` away from ``word`` (fewest edits, then the most tools holding it, then
-    the first in alphabetical order, so that a copy spliced from changes repairs as one read whole); None when there
-    is none."""
-    words, idf = index.words
-    found = process.extract(word, words, scorer=OSA.distance, score_cutoff=edits, limit=None)
-    if not found:
-        return None
-    _, _, best = min(found, key=lambda hit: (hit[1], idf[hit[2]], hit[0]))
-    return words[best]
+def nearest_word(word: str, index: LexicalIndex, edits: int, documents: Mask | None = None) -> str | None:
+    """The word of ``documents`` (every one: None) at most ``edits`` away from ``word`` (fewest edits, then the
+    most documents holding it, then the first in alphabetical order, so that a copy spliced from changes repairs as
+    one read whole); None when there is none."""
+    found = process.extract(word, index.words, scorer=OSA.distance, score_cutoff=edits, limit=None)
+    holding = index.holding([hit[0] for hit in found], documents)
+    near = [(distance, -int(held), hit) for (hit, distance, _), held in zip(found, holding, strict=True) if held]
+    return min(near)[2] if near else None
 
 
 REPAIRS_KEPT = 256
@@ -89,33 +95,43 @@ English list (about 11 microseconds; a query of 32 words took 0.35 ms), against 
 
 @dataclass
 class _Kept:
-    """What the stage decided for one catalog copy under one pair of edit settings."""
+    """What the stage decided for one catalog copy under one pair of edit settings, for one set of visible
+    tools."""
 
     queries: dict[str, str] = field(default_factory=dict)
     words: dict[str, str] = field(default_factory=dict)
 
 
-_kept: "WeakKeyDictionary[LexicalIndex, dict[tuple[int, int], _Kept]]" = WeakKeyDictionary()
+_kept: "WeakKeyDictionary[LexicalIndex, dict[tuple[int, int, bytes], _Kept]]" = WeakKeyDictionary()
 _kept_lock = threading.Lock()
 
 
-def repair(query: str, index: LexicalIndex, settings: Settings) -> str:
+def repair(query: str, index: LexicalIndex, settings: Settings, documents: Mask | None = None) -> str:
     """The query with each misspelt word (neither a tool's text nor English holds it, and not a name) replaced by
     its nearest catalog word, where one is near enough; the query as it was with ``TOOLSEL_QUERY_SPELLING`` off.
-    Kept for ``index`` (a catalog copy's words): the last ``REPAIRS_KEPT`` queries, ``WORDS_KEPT`` words."""
+    Only ``documents`` count as the catalog (a tenant's visible tools; None: every one). Kept for ``index`` (a
+    catalog copy's words) and those documents: the last ``REPAIRS_KEPT`` queries, ``WORDS_KEPT`` words."""
     if not settings.query_spelling:
         return query
     edits = (settings.spelling_one_edit_length, settings.spelling_two_edits_length)
+    key = (*edits, b"" if documents is None else pool_digest(documents))
     with _kept_lock:
-        kept = _kept.setdefault(index, {}).setdefault(edits, _Kept())
+        kept = _kept.setdefault(index, {}).setdefault(key, _Kept())
         found = kept.queries.get(query)
     if found is None:
-        found = _WORD.sub(lambda match: _word(match, index, kept.words, edits), query)
+        found = _WORD.sub(lambda match: _word(match, index, kept.words, edits, documents), query)
         _keep(kept.queries, query, found, REPAIRS_KEPT)
     return found
 
 
-def _word(match: re.Match[str], index: LexicalIndex, words: dict[str, str], edits: tuple[int, int]) -> str:
+def repaired(catalog: Catalog, request: SelectRequest, settings: Settings) -> str:
+    """The request's query as a selection reads it: repaired against the tools its tenant may see."""
+    return repair(request.query, catalog.lexical, settings, catalog.standing(request.tenant_id).visible)
+
+
+def _word(
+    match: re.Match[str], index: LexicalIndex, words: dict[str, str], edits: tuple[int, int], documents: Mask | None
+) -> str:
     """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy."""
     word = match.group(0)
     if match.start() > 0 and not word.islower():  # a name
@@ -123,19 +139,19 @@ def _word(match: re.Match[str], index: LexicalIndex, words: dict[str, str], edit
     with _kept_lock:
         found = words.get(word)
     if found is None:
-        found = fixed(word, index, *edits)
+        found = fixed(word, index, *edits, documents)
         _keep(words, word, found, WORDS_KEPT)
     return found
 
 
-def fixed(word: str, index: LexicalIndex, one_edit: int, two_edits: int) -> str:
-    """A word that is not a name, repaired: the nearest catalog word when neither a tool's text nor English holds
-    it and one is near enough, else the word as it is."""
+def fixed(word: str, index: LexicalIndex, one_edit: int, two_edits: int, documents: Mask | None = None) -> str:
+    """A word that is not a name, repaired: the nearest word of ``documents`` when neither one of them nor English
+    holds it and one is near enough, else the word as it is."""
     tokens = tokenize([word])[0]
-    if len(tokens) != 1 or index.idf(tokens)[0] > 0 or tokens[0] in english():
+    if len(tokens) != 1 or index.holding(tokens, documents)[0] > 0 or tokens[0] in english():
         return word
     edits = edits_allowed(tokens[0], one_edit, two_edits)
-    near = nearest_word(tokens[0], index, edits) if edits else None
+    near = nearest_word(tokens[0], index, edits, documents) if edits else None
     return word if near is None else near
 
 

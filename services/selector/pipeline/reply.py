@@ -36,7 +36,7 @@ def run(
     cat, final = held.catalog, choice.final
     exploring, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
     tools = [
-        _scored(cat, r, shown, r in pins, r in exploring, why, choice.related.get(r))
+        _scored(cat, r, shown, r in pins, r in exploring, why, visible.seen, choice.related.get(r))
         for r, shown, why in zip(final.tolist(), scored.shown(found.at(final)), reasons, strict=True)
     ]
     counts = {**visible.counts, "retrieved": int(found.merged.size), "returned": int(final.size)}
@@ -120,9 +120,11 @@ def _scored(
     pinned: bool,
     exploration: bool,
     reason: str,
+    seen: stages.Mask,
     related_to: int | None = None,
 ) -> dict[str, Any]:
-    """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields."""
+    """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields; of the tools its plugin
+    declares related, only those the request may see (``seen``): another tenant's private tool is never named."""
     spec = cat.spec(row)
     score, sure, breakdown = shown
     parameters = spec.get("parameters")
@@ -138,7 +140,7 @@ def _scored(
         "pinned": pinned,
         "exploration": exploration,
         "usage_hint": str(spec.get("usage_hint") or "") or None,
-        "related_tools": [_ref(cat, r) for r in cat.related(row)],
+        "related_tools": [_ref(cat, r) for r in cat.related(row) if seen[r]],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
         "reason": reason,

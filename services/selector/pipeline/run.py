@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
-from toolsel.services.selector import spelling
 from toolsel.services.selector.pipeline import (
     budget,
     candidates,
@@ -22,6 +21,7 @@ from toolsel.services.selector.pipeline import (
 )
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.retrieval_cache import RetrievalCache, Source, freeze, pool_digest
+from toolsel.services.selector.spelling import repaired
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -97,7 +97,7 @@ def select(
     state the selector could not refresh, which the reply names first among what degraded."""
     timed = _Timed()
     visible = timed("visibility", visibility.run, held, request)
-    text = timed("spelling", spelling.repair, request.query, held.catalog.lexical, held.settings)
+    text = timed("spelling", repaired, held.catalog, request, held.settings)
     parts, queries = retrieve.queries_of(held.settings, text)
     key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.pool))
     kept = hot.get(key, sources)

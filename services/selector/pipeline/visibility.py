@@ -26,7 +26,9 @@ class Visible:
     query keeps the label, so the posteriors learnt under it (the outcomes that quarantined it among them) are
     still the ones the query reads."""
     counts: dict[str, int]
-    """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts."""
+    """How many rows each step left (``catalog``, ``visible``, ``filtered``, ``page``): the reply's counts. The
+    ``catalog`` is the tenant's (its own tools and the shared ones): other tenants' private tools are not counted,
+    so a reply never tells one tenant how many tools another has."""
     visible_tokens: int
     """What the agent would be sent without toolsel: the schema tokens of every visible tool."""
     degraded: list[str]
@@ -34,9 +36,9 @@ class Visible:
 
 def run(held: Held, request: SelectRequest) -> Visible:
     cat = held.catalog
-    counts = {"catalog": len(cat)}
     degraded = []
     standing = cat.standing(request.tenant_id)
+    counts = {"catalog": int(standing.visible.sum())}
     who = Subject(request.tenant_id, request.user_id, request.page, request.role, request.tier)
     rules, tiers = held.rules, held.settings.tier_order
     seen = standing.visible & visible_mask(rules, who, cat.rows, cat.category_rows, len(cat), tiers)

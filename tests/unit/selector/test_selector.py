@@ -111,6 +111,31 @@ def test_tenant_isolation() -> None:
     assert sorted(names(selector(tools), query="email", tenant_id="acme")) == ["mine", "shared"]
 
 
+def test_a_reply_tells_nothing_of_another_tenants_private_tools() -> None:
+    """A shared tool's declared related tools, the query's spelling and the catalog count are read among the
+    tools the tenant may see: another's private tool is neither named, spelt out nor counted."""
+    tools = [
+        T("send_email", "send an email message", 0, related=["payroll_export", "mail_merge", "gone"]),
+        T("mail_merge", "merge a mail template", 1),
+        T("payroll_export", "export the quintessor payroll ledger", 2, tenant="acme"),
+        T("get_weather", "weather forecast for a city", 3),
+    ]
+    sel = selector(tools)
+    query = "send an email; then find the quintesor report"
+
+    def seen_by(tenant: str) -> tuple[list[str], list[str], int]:
+        reply, _ = sel.select(SelectRequest(query=query, k=2, tenant_id=tenant, dry_run=True))
+        email = next(t for t in reply.tools if t.name == "send_email")
+        return [r.name for r in email.related_tools], reply.sub_queries, reply.candidate_counts["catalog"]
+
+    assert seen_by("globex") == (["mail_merge"], ["send an email", "find the quintesor report"], 3)
+    assert seen_by("acme") == (
+        ["payroll_export", "mail_merge"],
+        ["send an email", "find the quintessor report"],
+        4,
+    )
+
+
 def test_same_name_in_two_plugins_are_two_tools() -> None:
     tools = [T("search", "search the web", 0, plugin="web"), T("search", "search files", 0, plugin="files")]
     reply, _ = selector(tools).select(SelectRequest(query="email", k=5))

@@ -2,6 +2,7 @@
 
 import random
 
+import numpy as np
 import pytest
 from spellchecker import SpellChecker
 
@@ -67,6 +68,17 @@ def test_of_equally_near_and_common_words_the_first_alphabetically_whatever_the_
 ) -> None:
     """A copy spliced from changes holds its words in another order than one read whole: both repair alike."""
     assert repair("stpck", LexicalIndex.of_texts(texts, k1=1.2, b=0.75), settings) == "stack"
+
+
+def test_only_the_documents_given_count_as_the_catalog(index: LexicalIndex, settings: Settings) -> None:
+    """A tenant's query is read against the tools it may see: a word only the others' hold is neither kept as a
+    catalog word nor reached by a repair; the repairs kept for one set of documents are not another's."""
+    sees = np.array([True, True, False, False, False, True])  # the weather tools and the typo: no renting
+    assert repair("apartmants rentng", index, settings, sees) == "apartmants rentng"
+    assert repair("apartmants rentng", index, settings) == "apartments renting"
+    typo = LexicalIndex.of_texts(["weather forecast", "forecst tools"], k1=1.2, b=0.75)  # a tool's own typo
+    assert repair("forecst", typo, settings, np.array([True, True])) == "forecst"  # a word a tool it sees holds
+    assert repair("forecst", typo, settings, np.array([True, False])) == "forecast"  # only another's holds it
 
 
 def test_auto_fuzziness() -> None:
@@ -137,5 +149,5 @@ def test_words_kept_are_bounded(settings: Settings, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(spelling, "WORDS_KEPT", 3)
     fresh = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
     assert repair("alpha bravo charlie delta forcast", fresh, settings) == "alpha bravo charlie delta forecast"
-    kept = spelling._kept[fresh][(settings.spelling_one_edit_length, settings.spelling_two_edits_length)]
+    kept = spelling._kept[fresh][(settings.spelling_one_edit_length, settings.spelling_two_edits_length, b"")]
     assert list(kept.words) == ["charlie", "delta", "forcast"]  # the oldest dropped first
