@@ -243,9 +243,16 @@ def bm25_confidence(scores: Scores, mask: Mask, scale: float) -> float:
     return float(min(masked.max() / scale, 1.0)) if masked.size else 0.0
 
 
-_SEQUENCE = re.compile(r"\s*(?:;|,?\s*\b(?:and then|after that|afterwards|and finally|then)\b,?)\s*", re.IGNORECASE)
-_LIST = re.compile(r"\s*(?:,\s*(?:and\s+)?|\band\b)\s*", re.IGNORECASE)
-_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_RUN_START = r"(?:(?<!\s)|(?!\s))"
+"""Not inside a run of spaces: a separator that may begin with spaces is tried where the run begins, and the run is
+taken whole (possessive quantifiers), so a query of 2,000 spaces between two words costs one pass, not the
+engine's backtracking through every split of the run at every place in it (about 40 s, the selector's event
+loop held)."""
+_SEQUENCE = re.compile(
+    _RUN_START + r"\s*+(?:;|,?\s*+\b(?:and then|after that|afterwards|and finally|then)\b,?)\s*+", re.IGNORECASE
+)
+_LIST = re.compile(_RUN_START + r"\s*+(?:,\s*+(?:and\s++)?|\band\b)\s*+", re.IGNORECASE)
+_AND = re.compile(_RUN_START + r"\s++and\s++", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z0-9])")
 _NUMBERED = r"\d+[.)]\s"
 """A list item's number: "2. ", "3) "."""

@@ -1,5 +1,6 @@
 """BM25 over tool text, reciprocal rank fusion, the confidence gate and query decomposition."""
 
+import json
 import subprocess
 import sys
 
@@ -128,6 +129,19 @@ def test_bm25_confidence_gate() -> None:
 )
 def test_decompose(query: str, parts: list[str]) -> None:
     assert decompose(query) == parts
+
+
+@pytest.mark.parametrize("gap", [" " * 1990, ", " * 995, " \t" * 995, " and" + " " * 1986])
+def test_a_long_run_of_spaces_is_split_in_one_pass(gap: str) -> None:
+    """A valid query of 2,000 characters, mostly spaces: the separators' backtracking through every split of
+    the run held the selector's event loop for about 40 s. In a process of its own, since a regular expression
+    holds the interpreter until it ends: a hang fails the test at the timeout (the fixed patterns take about a
+    millisecond)."""
+    query = f"send{gap}email"
+    code = "import json, sys; from toolsel.services.selector.retrieval import decompose; "
+    code += "print(json.dumps(decompose(sys.stdin.read())))"
+    ran = subprocess.run([sys.executable, "-c", code], input=query, capture_output=True, text=True, timeout=20)
+    assert json.loads(ran.stdout) == [query], ran.stderr  # no need of two words or more on either side: one need
 
 
 def test_round_robin_gives_each_ranking_its_turn_without_repeats() -> None:
