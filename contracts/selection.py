@@ -47,6 +47,16 @@ AnswerSize = Annotated[Annotated[int, Field(ge=1, le=50)] | Literal["auto"], Wra
 """How many tools to retrieve, or ``auto``."""
 Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
+LABEL_MAX = 512
+"""An intent label's length at most: a tool's key (a plugin id and a name of up to 128 characters each) or a
+category's."""
+CONTEXT_KEY_MAX = 1024
+"""A bandit context's length at most: the default template's tier (128), page (256) and intent label fit in it
+with room for a template's own text, and the selector shortens a longer one to this (``context_key``)."""
+SELECTED_MAX = 200
+"""Tools one selection gives at most, pins included (the selector leaves out the lowest-weighted pins past it)."""
+Label = Annotated[str, StringConstraints(max_length=LABEL_MAX), Storable]
+ContextKey = Annotated[str, StringConstraints(max_length=CONTEXT_KEY_MAX), Storable]
 
 
 class SelectFilters(BaseModel):
@@ -222,11 +232,11 @@ class SelectionEvent(Message):
     page: Page = ""
     tier: Identifier
     role: Identifier | None = None
-    intent: ShortText = ""
+    intent: Label = ""
     """The query's intent label (``SelectReply.intent``; empty in events recorded before it was)."""
-    context_key: ShortText
+    context_key: ContextKey
     method: ShortText
-    tools: list[SelectedTool] = Field(max_length=200)
+    tools: list[SelectedTool] = Field(max_length=SELECTED_MAX)
     candidate_count: Count
     latency_ms: Annotated[Finite, Field(ge=0)]
     tokens_selected: Count

@@ -219,9 +219,10 @@ def deep_score(draw: Scores, relevance: Scores, top: float | None = None) -> Sco
     return result
 
 
-def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int64]) -> Rows:
-    """Always-pinned tools first by pin weight, then the chosen; pins may take the count past K."""
-    pins = pinned_rows[np.argsort(-pin_weight[pinned_rows], kind="stable")]
+def inject_pins(chosen: Rows, pinned_rows: Rows, pin_weight: npt.NDArray[np.int64], most: int) -> Rows:
+    """Always-pinned tools first by pin weight, then the chosen; pins may take the count past K, but at most
+    ``most`` of them are shown (the heaviest), so that a catalog pinning hundreds of tools still answers."""
+    pins = pinned_rows[np.argsort(-pin_weight[pinned_rows], kind="stable")][: max(most, 0)]
     rest = chosen[~member(chosen, pins)]
     return np.concatenate([pins, rest]).astype(np.int64)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from toolsel.contracts import SelectRequest
+from toolsel.contracts.selection import SELECTED_MAX
 from toolsel.services.selector import retrieval, stages
 from toolsel.services.selector.pipeline import pins
 from toolsel.services.selector.pipeline.candidates import Candidates
@@ -48,9 +49,8 @@ def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates,
         final, explored = rows[found.merged[:k]], rows[:0]
     else:
         chosen, explored = (rows[picked] for picked in _ranked(held, request, found, scored, k))
-        final = stages.inject_pins(
-            chosen, pins.shown(held, request, visible.pinned, found, scored), held.catalog.pin_weight
-        )
+        shown = pins.shown(held, request, visible.pinned, found, scored)
+        final = stages.inject_pins(chosen, shown, held.catalog.pin_weight, SELECTED_MAX - chosen.size)
         if chosen.size:
             final, related = _with_related(held, final, int(chosen[0]), visible.allowed, k)
     choice = Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))

@@ -10,6 +10,7 @@ import pytest
 
 from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog, usage_record
 from toolsel.contracts import SelectRequest, ToolRef
+from toolsel.contracts.selection import CONTEXT_KEY_MAX, SELECTED_MAX
 from toolsel.services.selector.catalog import ReviewIndex
 from toolsel.services.selector.pipeline.candidates import first_best
 from toolsel.services.selector.policy import Rule
@@ -109,6 +110,29 @@ def test_tenant_isolation() -> None:
         T("shared", "email tool", 1),
     ]
     assert sorted(names(selector(tools), query="email", tenant_id="acme")) == ["mine", "shared"]
+
+
+def test_a_catalog_pinning_hundreds_of_tools_still_answers_with_the_heaviest_pins() -> None:
+    """The selection event holds at most ``SELECTED_MAX`` tools: 250 pins used to fail every request."""
+    pinned = [T(f"pin_{i:03}", "always there", 6, pinned=True, pin_weight=i) for i in range(250)]
+    reply, event = selector([*TOOLS, *pinned]).select(SelectRequest(query="send an email", k=3))
+    assert len(event.tools) == len(reply.tools) == SELECTED_MAX
+    shown = [t.name for t in reply.tools]
+    assert shown[:2] == ["pin_249", "pin_248"]  # the heaviest first
+    assert "send_email" in shown[-3:]  # room kept for the answer itself
+
+
+def test_the_longest_page_and_tier_a_request_may_send_make_a_context_key_the_event_holds() -> None:
+    page, tier = "/" + "p" * 255, "t" * 128
+    reply, event = selector(context_key_template="{tier}:{page}:{intent}").select(
+        SelectRequest(query="send an email", k=2, page=page, tier=tier)
+    )
+    assert event.context_key == reply.context_key == f"{tier}:{page}:{reply.intent}"
+    wordy = "a context of much text of its own " * 30 + "{tier}:{page}:{intent}"
+    first = selector(context_key_template=wordy).select(SelectRequest(query="send an email", k=2, page=page))[1]
+    other = selector(context_key_template=wordy).select(SelectRequest(query="send an email", k=2, page=page[:-1] + "x"))
+    assert len(first.context_key) == len(other[1].context_key) == CONTEXT_KEY_MAX
+    assert first.context_key != other[1].context_key
 
 
 def test_a_reply_tells_nothing_of_another_tenants_private_tools() -> None:

@@ -344,19 +344,24 @@ PIN_WEIGHT = np.array([0, 10, 0, 0, 50, 0, 30], dtype=np.int64)
 
 
 def test_inject_pins_puts_pins_first_by_weight_and_may_exceed_k() -> None:
-    assert inject_pins(_rows(0, 2, 3), _rows(1, 4, 6), PIN_WEIGHT).tolist() == [4, 6, 1, 0, 2, 3]
+    assert inject_pins(_rows(0, 2, 3), _rows(1, 4, 6), PIN_WEIGHT, 10).tolist() == [4, 6, 1, 0, 2, 3]
 
 
 def test_inject_pins_drops_a_chosen_pin_from_the_rest() -> None:
-    assert inject_pins(_rows(0, 6, 3), _rows(1, 6), PIN_WEIGHT).tolist() == [6, 1, 0, 3]
+    assert inject_pins(_rows(0, 6, 3), _rows(1, 6), PIN_WEIGHT, 10).tolist() == [6, 1, 0, 3]
 
 
 def test_inject_pins_equal_weights_keep_given_order() -> None:
-    assert inject_pins(_rows(0), _rows(5, 2), PIN_WEIGHT).tolist() == [5, 2, 0]
+    assert inject_pins(_rows(0), _rows(5, 2), PIN_WEIGHT, 10).tolist() == [5, 2, 0]
+
+
+def test_inject_pins_shows_at_most_the_heaviest_given() -> None:
+    assert inject_pins(_rows(0, 2), _rows(1, 4, 6), PIN_WEIGHT, 2).tolist() == [4, 6, 0, 2]
+    assert inject_pins(_rows(0, 6), _rows(1, 6), PIN_WEIGHT, 0).tolist() == [0, 6]  # no room: the pin as chosen
 
 
 def test_inject_no_pins_keeps_the_choice() -> None:
-    assert inject_pins(_rows(3, 0, 2), _rows(), PIN_WEIGHT).tolist() == [3, 0, 2]
+    assert inject_pins(_rows(3, 0, 2), _rows(), PIN_WEIGHT, 10).tolist() == [3, 0, 2]
 
 
 def test_choose_beyond_fills_the_slots_from_the_rows_given() -> None:
