@@ -16,7 +16,7 @@ import nats.errors
 from faststream.message import StreamMessage
 from faststream.middlewares import BaseMiddleware, ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
-from nats.aio.client import Client
+from nats.aio.client import DEFAULT_MAX_PAYLOAD_SIZE, Client
 from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
@@ -166,6 +166,17 @@ def _rpc_errors() -> ExceptionMiddleware:
         return ErrorReply(error=ErrorDetail(code=ErrorCode.INTERNAL, message=type(exc).__name__))
 
     return handlers
+
+
+HEADERS_ROOM = 4096
+"""Bytes of a message kept for its headers (the correlation id and content type FastStream adds)."""
+
+
+def room(max_payload: object) -> int:
+    """The bytes a message's body may take on a connection whose server reports ``max_payload`` (nats-py's
+    default, NATS's own, where it reports none: not connected to a server, as under FastStream's test broker)."""
+    limit = max_payload if isinstance(max_payload, int) and max_payload > 0 else DEFAULT_MAX_PAYLOAD_SIZE
+    return limit - HEADERS_ROOM
 
 
 class ReplyTooLarge(BaseMiddleware):

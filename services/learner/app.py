@@ -14,7 +14,8 @@ from toolsel.messaging import add_health, rpc_router
 from toolsel.runtime import open_store, service_app, service_broker
 from toolsel.services.learner import consumers
 from toolsel.services.learner.admin import analytics, learning
-from toolsel.services.learner.handlers import EVENT_KINDS, announce
+from toolsel.services.learner.broadcast import announce
+from toolsel.services.learner.handlers import EVENT_KINDS
 from toolsel.services.learner.quarantine import release_due
 from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings

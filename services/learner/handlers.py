@@ -2,10 +2,9 @@
 
 Applying is the learning modules' work (``outcomes``, ``reviews``, ``feedback``) plus what the process does
 around it: count, broadcast new posteriors, usage versions and tool-state changes to the selectors (after
-commit), dead-letter what is refused.
+commit; one that fails is logged, never raised: ``broadcast``), dead-letter what is refused.
 """
 
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -15,14 +14,12 @@ from pydantic import BaseModel
 from toolsel.contracts import (
     FeedbackEvent,
     OutcomeEvent,
-    PosteriorsUpdated,
     ReviewEvent,
     SelectionEvent,
-    ToolStateChanged,
-    UsageUpdated,
     subjects,
 )
 from toolsel.messaging import dead_letter
+from toolsel.services.learner.broadcast import announce, publish_posteriors, publish_usage
 from toolsel.services.learner.consumers import EventKind
 from toolsel.services.learner.feedback import apply_feedback
 from toolsel.services.learner.outcomes import apply_outcomes, not_owner
@@ -30,27 +27,12 @@ from toolsel.services.learner.reviews import apply_reviews
 from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.store import events
 
-log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
 
 
 def _applied(batch: Sequence[OutcomeEvent | ReviewEvent | FeedbackEvent], unknown: Sequence[UUID]) -> list[Applied]:
     left_out = set(unknown)
     return ["unknown" if e.event_id in left_out else "applied" for e in batch]
-
-
-async def announce(state: LearnerState, changes: Sequence[ToolStateChanged]) -> None:
-    """Tell the selectors (they reload and drop a quarantined tool at once) and the logs."""
-    for change in changes:
-        log.warning("tool %s is %s: %s", change.key, change.state.value, change.reason)
-        await state.tool_states.publish(change)
-    state.counters.transitions += len(changes)
-
-
-async def publish_usage(state: LearnerState, usage: UsageUpdated | None) -> None:
-    """Tell the selectors which usage version to fetch up to."""
-    if usage is not None:
-        await state.usage.publish(usage)
 
 
 async def refuse(state: LearnerState, kind: str, refused: Sequence[E], why: Callable[[E], str]) -> None:
@@ -69,8 +51,7 @@ async def outcomes(state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[A
     result = await apply_outcomes(state.pool, batch, state.rules, state.policy, state.embed)
     state.counters.applied += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
-    if result.posteriors:
-        await state.posteriors.publish(PosteriorsUpdated(updates=result.posteriors))
+    await publish_posteriors(state, result.posteriors)
     await publish_usage(state, result.usage)
     await announce(state, result.transitions)
     await refuse(state, "outcome", result.refused, not_owner)

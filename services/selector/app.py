@@ -34,7 +34,7 @@ from toolsel.contracts import (
 from toolsel.contracts.identity import parse_scope
 from toolsel.embedder import Embedder
 from toolsel.heap import freeze_start_up_heap, release_freed_memory
-from toolsel.messaging import Outbox, add_health, events_stream, rpc_router
+from toolsel.messaging import Outbox, add_health, events_stream, room, rpc_router
 from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.services.selector.batching import Batcher
 from toolsel.services.selector.catalog import (
@@ -50,7 +50,7 @@ from toolsel.services.selector.catalog import (
     with_changes,
     with_standing,
 )
-from toolsel.services.selector.fit import fit, offered, room
+from toolsel.services.selector.fit import fit, offered
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
 from toolsel.store import catalog as store

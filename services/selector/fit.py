@@ -9,19 +9,6 @@ from pydantic_core import to_json
 
 from toolsel.contracts import ReplyCut, ScoredTool, SelectionEvent, SelectReply
 
-HEADERS_ROOM = 4096
-"""Bytes of a message kept for its headers (the correlation id and content type FastStream adds)."""
-NATS_MAX_PAYLOAD = 1024 * 1024
-"""NATS's default ``max_payload``: the limit assumed when the connection reports none (not connected to a
-server, as under FastStream's test broker)."""
-
-
-def room(max_payload: object) -> int:
-    """The bytes a reply may take on a connection whose server reports ``max_payload``."""
-    limit = max_payload if isinstance(max_payload, int) and max_payload > 0 else NATS_MAX_PAYLOAD
-    return limit - HEADERS_ROOM
-
-
 CUT_STAGE = "reply.size"
 """What ``degraded`` names on a cut reply."""
 

@@ -20,7 +20,7 @@ from toolsel.contracts.admin import (
 )
 from toolsel.messaging import RequestError, check_admin
 from toolsel.services.learner.admin import QUEUE
-from toolsel.services.learner.handlers import announce
+from toolsel.services.learner.broadcast import announce
 from toolsel.services.learner.quarantine import ReleaseRefused, release_tool
 from toolsel.services.learner.state import LearnerState
 from toolsel.store import readmodels

@@ -4,8 +4,11 @@ lowest-ranked tools left out; one that fits is untouched; the selection event ke
 from typing import Any
 from uuid import uuid4
 
+from nats.aio.client import DEFAULT_MAX_PAYLOAD_SIZE
+
 from toolsel.contracts import SelectedTool, SelectionEvent, SelectReply
-from toolsel.services.selector.fit import CUT_STAGE, HEADERS_ROOM, NATS_MAX_PAYLOAD, fit, offered, room, size
+from toolsel.messaging import HEADERS_ROOM, room
+from toolsel.services.selector.fit import CUT_STAGE, fit, offered, size
 
 LIMIT = 1_000_000
 
@@ -73,4 +76,4 @@ def test_the_event_keeps_only_the_tools_offered() -> None:
 
 def test_the_room_is_the_servers_limit_less_the_headers_or_nats_default() -> None:
     assert room(8192) == 8192 - HEADERS_ROOM
-    assert room(None) == room(object()) == room(0) == NATS_MAX_PAYLOAD - HEADERS_ROOM
+    assert room(None) == room(object()) == room(0) == DEFAULT_MAX_PAYLOAD_SIZE - HEADERS_ROOM
