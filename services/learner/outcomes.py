@@ -12,7 +12,7 @@ here (pure); the store writes it.
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
@@ -463,6 +463,13 @@ async def advance_health(
     return transitions
 
 
+def not_after(batch: Sequence[OutcomeEvent], now: datetime) -> list[OutcomeEvent]:
+    """The outcomes as they can have happened: one dated after ``now`` is taken as happening now. A client's clock
+    may run ahead, and a hostile one may date a success years ahead, which would hold its tool's recency at the
+    top for as long (the last success is the latest date seen)."""
+    return [e if e.occurred_at <= now else e.model_copy(update={"occurred_at": now}) for e in batch]
+
+
 async def apply_outcomes(
     pool: asyncpg.Pool, batch: Sequence[OutcomeEvent], rules: OutcomeRules, policy: DegradationPolicy, embed: Embed
 ) -> OutcomeResult:
@@ -476,6 +483,7 @@ async def apply_outcomes(
     known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
     if not known:
         return result
+    known = not_after(known, datetime.now(UTC))
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
     queries = sorted(
         {

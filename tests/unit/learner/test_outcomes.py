@@ -17,6 +17,7 @@ from toolsel.services.learner.outcomes import (
     call_counters,
     capped_failures,
     failure_keys,
+    not_after,
     observations,
     offered_only,
     step,
@@ -212,3 +213,12 @@ def test_another_actors_failures_have_their_own_bound() -> None:
     ids = {key: t.id for key, t in TOOLS.items()}
     counted, _ = capped_failures([*_failing(first, 4), *_failing(second, 4)], selections, ids, {}, limit=2)
     assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]
+
+
+def test_an_outcome_dated_ahead_is_taken_as_happening_now() -> None:
+    """A success dated years ahead would hold its tool's recency at the top until then."""
+    now = datetime(2026, 11, 28, tzinfo=UTC)
+    past, ahead = (OutcomeEvent(selection_id=uuid4(), occurred_at=now + timedelta(days=d)) for d in (-1, 365 * 900))
+    kept = not_after([past, ahead], now)
+    assert [e.occurred_at for e in kept] == [now - timedelta(days=1), now]
+    assert [e.event_id for e in kept] == [past.event_id, ahead.event_id]
