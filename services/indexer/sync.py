@@ -72,13 +72,13 @@ async def write_plan(
 
 
 def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
-    """A sync may not take over a live tool that the plugin holds for another tenant (``conflict``)."""
+    """A sync may not take over a live tool that the plugin holds for another tenant (``conflict``); the error does
+    not name that tenant, which the syncing one may not know of."""
     for i, spec in enumerate(sync.tools):
         if spec.name in others:
             raise RequestError(
                 ErrorCode.CONFLICT,
-                f"{sync.plugin_id}/{spec.name} is live for tenant {others[spec.name]!r}, not {sync.tenant_id!r}: "
-                "remove it there first",
+                f"{sync.plugin_id}/{spec.name} is live for another tenant: choose another name",
                 f"tools.{i}.name",
             )
 

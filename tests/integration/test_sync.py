@@ -127,6 +127,7 @@ async def test_a_tenant_sync_manages_only_that_tenants_tools_of_the_plugin(
     with pytest.raises(ToolselError) as conflict:
         await client.sync(taken)
     assert (conflict.value.detail.code, conflict.value.detail.field) == (ErrorCode.CONFLICT, "tools.1.name")
+    assert "*" not in conflict.value.detail.message  # whose tool it is stays unsaid
     removed = await client.remove_plugin(plugin, tenant)
     assert removed.deleted == 1
     live = await pool.fetch("SELECT name, tenant_id FROM tools WHERE plugin_id = $1 AND deleted_at IS NULL", plugin)
