@@ -55,13 +55,19 @@ def run(held: Held, request: SelectRequest) -> Visible:
     counts["filtered"] = int(mask.sum())
     wanted = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
     if wanted:
-        keys = (f"{plugin}/{category}" for plugin, category in wanted)
-        mask, applied = stages.narrow(mask, stages.rows_mask(cat.category_rows, len(cat), keys))
+        keep = stages.rows_mask(cat.category_rows, len(cat), (f"{plugin}/{category}" for plugin, category in wanted))
+        mask, applied = (mask, True) if _theirs(keep, seen) else stages.narrow(mask, keep)
         if not applied:
             degraded.append("page_filter.empty")
     counts["page"] = int(mask.sum())
     pool = mask & ~pins if request.rerank else mask
     return Visible(pool, allowed, pinned, seen, counts, visible_tokens, degraded)
+
+
+def _theirs(keep: stages.Mask, seen: stages.Mask) -> bool:
+    """Whether the page's categories hold tools, none of which the request may see: another tenant's mapping of
+    its own tools' page, which neither narrows this request nor says that it left nothing."""
+    return bool(keep.any()) and not bool((keep & seen).any())
 
 
 def _apply_filters(held: Held, mask: stages.Mask, request: SelectRequest) -> stages.Mask:

@@ -186,6 +186,20 @@ def test_page_filter_narrows_to_mapped_categories_and_falls_back_when_empty() ->
     assert "get_weather" in [t.name for t in reply.tools]
 
 
+def test_another_tenants_page_mapping_leaves_a_request_alone() -> None:
+    """acme maps its checkout page to its own private category: globex's requests there are neither narrowed
+    nor told that the page's categories left nothing (which would say that someone maps the page)."""
+    tools = [*TOOLS, T("acme_pay", "pay at the checkout", 6, tenant="acme", category="checkout")]
+    sel = selector(tools)
+    sel.catalog = catalog(tools, mappings=[("p", "/checkout", "checkout", 0)])
+    globex, _ = sel.select(SelectRequest(query="send an email", page="/checkout", k=3, tenant_id="globex"))
+    plain, _ = sel.select(SelectRequest(query="send an email", k=3, tenant_id="globex"))
+    assert "page_filter.empty" not in globex.degraded
+    assert [t.name for t in globex.tools] == [t.name for t in plain.tools]
+    acme, _ = sel.select(SelectRequest(query="send an email", page="/checkout", k=3, tenant_id="acme"))
+    assert [t.name for t in acme.tools if not t.pinned] == ["acme_pay"]
+
+
 def test_visibility_rules_apply() -> None:
     sel = selector()
     sel.rules = [
