@@ -145,6 +145,18 @@ def validation_reply(exc: ValidationError) -> ErrorReply:
     return ErrorReply(error=ErrorDetail(code=ErrorCode.INVALID_REQUEST, message=message, field=".".join(loc) or None))
 
 
+async def _decoded_or_raw(msg: StreamMessage[Any], original: Callable[[StreamMessage[Any]], Awaitable[Any]]) -> Any:
+    """The body decoded as its content type says, or as received when it cannot be (not UTF-8, not JSON, an
+    integer too long): the handler's validation then refuses it as ``invalid_request``, as it does the same body
+    sent without a content type. FastStream passes such a body on undecoded only when no content type is set;
+    with one (its clients set ``application/json``) it raises, and ``_rpc_errors`` would answer ``internal``.
+    Only decoding runs here, so no ValueError of a handler's is taken for a bad body."""
+    try:
+        return await original(msg)
+    except ValueError:  # UnicodeDecodeError, json.JSONDecodeError (orjson's too), int digits over the limit
+        return msg.body
+
+
 def _rpc_errors() -> ExceptionMiddleware:
     handlers = ExceptionMiddleware()
 
@@ -195,11 +207,12 @@ class ReplyTooLarge(BaseMiddleware):
 
 def rpc_router() -> NatsRouter:
     """A router for request/reply handlers: every failure becomes a typed error reply, never a timeout, and so
-    does a reply too large to send (``ReplyTooLarge``).
+    does a reply too large to send (``ReplyTooLarge``); a body that cannot be decoded is an invalid request
+    whatever its content type (``_decoded_or_raw``).
 
     Kept apart from JetStream subscribers, whose reply subject is the ack and must not get an error body.
     """
-    return NatsRouter(middlewares=[_rpc_errors(), ReplyTooLarge])
+    return NatsRouter(middlewares=[_rpc_errors(), ReplyTooLarge], decoder=_decoded_or_raw)
 
 
 async def consumer_backlog(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:

@@ -7,7 +7,7 @@ import pytest
 
 from tests.integration.catalog import dead_letters, eventually
 from toolsel.client import ToolselClient, ToolselError
-from toolsel.contracts import ErrorCode, OutcomeEvent, SelectReply, ToolCall, subjects
+from toolsel.contracts import ErrorCode, ErrorReply, OutcomeEvent, SelectReply, ToolCall, subjects
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,28 @@ async def test_select_body_that_is_not_an_object(client: ToolselClient, body: by
     with pytest.raises(ToolselError) as error:
         await client.request(subjects.SELECT, body, SelectReply, timeout_s=2)
     assert error.value.detail.code == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain", b"\xff\xfe"),
+        ("application/json", b"1" * 5000),
+        ("application/json", b"\xff\xfe"),
+        ("application/json", b"not json"),
+    ],
+)
+async def test_a_body_its_content_type_cannot_decode_is_an_invalid_request(
+    client: ToolselClient, content_type: str, body: bytes
+) -> None:
+    """Raw bytes, as a FastStream client sends them (it sets a content type): the same typed error as without one,
+    not ``internal``."""
+    subject = client.subject(subjects.SELECT)
+    typed = await client.nc.request(subject, body, timeout=10, headers={"content-type": content_type})
+    bare = await client.nc.request(subject, body, timeout=10)
+    error = ErrorReply.model_validate_json(typed.data).error
+    assert error.code == ErrorCode.INVALID_REQUEST, error
+    assert error == ErrorReply.model_validate_json(bare.data).error
 
 
 async def test_malformed_outcome_goes_to_the_dead_letter_stream(client: ToolselClient) -> None:

@@ -2,7 +2,9 @@
 message (it logs it at debug level), so a client that sent one waits forever. Each line is checked here first, at
 the edge, and one that the SDK would drop gets the error JSON-RPC 2.0 and MCP prescribe instead:
 
-- not UTF-8 or not JSON: -32700 parse error, id null;
+- not UTF-8: -32700 parse error, id null;
+- not JSON (checked without recursion, so a line of any depth is checked): -32700 parse error, with the
+  request's id when it can be read, else null (the client waits on that id);
 - nested deeper than ``MAX_DOCUMENT_DEPTH`` (measured without parsing): -32600 with the request's id when it can
   be read, else null;
 - not one request object (an array: MCP has no batches; ``{}``; an id not a string or an integer; ``jsonrpc``
@@ -10,7 +12,8 @@ the edge, and one that the SDK would drop gets the error JSON-RPC 2.0 and MCP pr
 - params that are not an object, or that the SDK cannot read (a lone surrogate): -32602 invalid params, with
   the request's id. A notification (no id) gets no reply, as JSON-RPC says, and is dropped.
 
-What passes goes to the SDK's own transport and server unchanged.
+What passes goes to the SDK's own transport and server unchanged. A line whose check itself fails (a defect
+here) gets -32603 internal error, id null: the reader never dies of a line, so later requests are still served.
 """
 
 import json
@@ -20,6 +23,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from enum import Flag, auto
 from typing import Any, BinaryIO, cast
 
 import anyio
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 MESSAGE_MAX = 200
 """Characters of a refusal's reason quoted in the error message."""
 
@@ -59,13 +64,28 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-_TOKENS = re.compile(r'"(?:[^"\\]+|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
-"""JSON's tokens: strings, punctuation, and scalars (numbers, true, false, null)."""
+_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+"""JSON's tokens: strings, punctuation, and scalars (numbers, true, false, null). Possessive, so that a string
+left open is given up in linear time (a backtracking ``(?:[^"\\]+|\\.)*`` takes exponential time on it)."""
+_BLANK = " \t\n\r"
+"""JSON's whitespace: nothing else may stand between tokens."""
+_OPENERS = {"[": "]", "{": "}"}
+_NOT_JSON = object()
+
+
+def _value(token: str) -> Any:
+    """A string or scalar token's value, or ``_NOT_JSON`` for a token JSON has not (``"\\q"``, ``truex``). Flat, so
+    ``json.loads`` cannot recurse on it."""
+    try:
+        return json.loads(token)
+    except ValueError:
+        return _NOT_JSON
 
 
 def top_level_id(text: str) -> RequestId | None:
     """The ``id`` member of the object ``text`` holds, read without parsing the rest (which may be too deep to
-    parse): the first key ``id`` at the top level whose value is a string or an integer."""
+    parse, or not JSON): the first key ``id`` at the top level whose value is a string or an integer. A key that
+    is not JSON (an invalid escape) is passed over, so an id after it is still read."""
     depth, key, expect_key = 0, None, False
     tokens = _TOKENS.finditer(text)
     for match in tokens:
@@ -78,15 +98,75 @@ def top_level_id(text: str) -> RequestId | None:
         elif depth == 1 and token == ",":
             expect_key = True
         elif depth == 1 and expect_key and token.startswith('"'):
-            key, expect_key = json.loads(token), False
+            key, expect_key = _value(token), False
         elif depth == 1 and token == ":" and key == "id":
             value = next(tokens, None)
-            try:
-                found = json.loads(value.group()) if value is not None else None
-            except ValueError:
-                return None
+            found = _value(value.group()) if value is not None else None
             return found if _valid_id(found) else None
     return None
+
+
+class _Next(Flag):
+    """What a JSON text may hold next."""
+
+    VALUE = auto()
+    KEY = auto()
+    COLON = auto()
+    COMMA = auto()
+    CLOSE = auto()
+
+
+_AFTER_VALUE = _Next.COMMA | _Next.CLOSE
+
+
+def _step(expected: _Next, token: str, closers: list[str]) -> _Next | None:
+    """What may follow ``token`` where ``expected`` may come, ``closers`` being the brackets that close the arrays
+    and objects still open (updated here); None when ``token`` may not stand there."""
+    if token in _OPENERS:
+        if _Next.VALUE not in expected:
+            return None
+        closers.append(_OPENERS[token])
+        return (_Next.VALUE if token == "[" else _Next.KEY) | _Next.CLOSE
+    if token in _OPENERS.values():
+        if _Next.CLOSE not in expected or not closers or closers.pop() != token:
+            return None
+        return _AFTER_VALUE
+    if token == ",":
+        if _Next.COMMA not in expected or not closers:
+            return None
+        return _Next.VALUE if closers[-1] == "]" else _Next.KEY
+    if token == ":":
+        return _Next.VALUE if _Next.COLON in expected else None
+    if _value(token) is _NOT_JSON:
+        return None
+    if _Next.KEY in expected and token.startswith('"'):
+        return _Next.COLON
+    return _AFTER_VALUE if _Next.VALUE in expected else None
+
+
+def syntax_error(text: str) -> str | None:
+    """Where ``text`` stops being one JSON value, or None when it is one. Found without recursion (a line may nest
+    100,000 deep), each string and scalar judged by ``json.loads``, so the two agree."""
+    expected = _Next.VALUE
+    closers: list[str] = []
+    end = 0
+    for match in _TOKENS.finditer(text):
+        between = text[end : match.start()]
+        if between.strip(_BLANK):
+            return _unexpected(between, end)
+        step = _step(expected, match.group(), closers)
+        if step is None:
+            return _unexpected(match.group(), match.start())
+        expected, end = step, match.end()
+    if text[end:].strip(_BLANK):
+        return _unexpected(text[end:], end)
+    return None if expected == _AFTER_VALUE and not closers else "unexpected end of the line"
+
+
+def _unexpected(found: str, at: int) -> str:
+    """Where a line stops being JSON, for the error message: the first characters there, and where."""
+    skipped = len(found) - len(found.lstrip(_BLANK))
+    return f"unexpected {found[skipped:][:20]!r} at char {at + skipped}"
 
 
 def refusal(line: bytes) -> Refusal | None:
@@ -95,13 +175,13 @@ def refusal(line: bytes) -> Refusal | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
         return Refusal(PARSE_ERROR, f"Parse error: not UTF-8 text ({error.reason} at byte {error.start})")
+    wrong = syntax_error(text)  # first: the depth is measured only on JSON
+    if wrong is not None:
+        return Refusal(PARSE_ERROR, f"Parse error: {wrong}", top_level_id(text))
     deep = too_deep(text, MAX_DOCUMENT_DEPTH)
     if deep is not None:
         return Refusal(INVALID_REQUEST, f"Invalid Request: {deep}", top_level_id(text))
-    try:
-        message = json.loads(text)
-    except ValueError as error:
-        return Refusal(PARSE_ERROR, f"Parse error: {error}")
+    message = json.loads(text)
     shape = _envelope(message)
     if shape is not None:
         return shape
@@ -111,6 +191,16 @@ def refusal(line: bytes) -> Refusal | None:
         first = str(error).splitlines()[1:2] or [str(error)]
         return _for(message, INVALID_PARAMS, f"Invalid params: {first[0].strip()}")
     return None
+
+
+def checked(line: bytes) -> Refusal | None:
+    """``refusal``, which no line may raise out of: a failure of the check itself (a defect) is logged and
+    answered as an internal error, so the reader that serves every later line goes on."""
+    try:
+        return refusal(line)
+    except Exception:
+        log.exception("could not check a line of %d bytes", len(line))
+        return Refusal(INTERNAL_ERROR, "Internal error: the line could not be checked")
 
 
 def _for(message: dict[str, Any], code: int, text: str) -> Refusal:
@@ -167,7 +257,7 @@ async def checked_lines(source: BinaryIO, wire: Wire) -> AsyncIterator[str]:
     async for line in anyio.wrap_file(source):
         if not line.strip():
             continue
-        refused = refusal(line.rstrip(b"\r\n"))
+        refused = checked(line.rstrip(b"\r\n"))
         if refused is None:
             yield line.decode("utf-8")
         elif refused.answer:

@@ -2,6 +2,9 @@
 control characters refused in names, category parents that form a cycle refused, and length errors that count
 characters."""
 
+import subprocess
+import sys
+
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
@@ -27,6 +30,15 @@ DEEP = 100_000
 )
 def test_json_depth_counts_brackets_outside_strings(text: str, depth: int) -> None:
     assert json_depth(text) == depth
+
+
+def test_an_unclosed_string_is_counted_in_one_pass() -> None:
+    """A string never closed cost time doubling with each of its characters (40 took hours). In a process of its
+    own, since a regular expression holds the interpreter until it ends: a hang fails at the timeout."""
+    code = "import sys; from toolsel.contracts.common import json_depth; print(json_depth(sys.stdin.read()))"
+    text = '[[{"key": "' + "value " * 20_000
+    ran = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=20)
+    assert ran.stdout.strip() == "3", ran.stderr
 
 
 def test_too_deep_names_the_depth_and_the_limit() -> None:
