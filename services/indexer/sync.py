@@ -86,8 +86,8 @@ def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
 async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
     """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
     The sync manages the plugin's tools of its own tenant only; while other tenants' tools of the plugin stay
-    live, their categories and page mappings are kept (the declared ones are added). Embedding is a separate
-    pass."""
+    live, the categories and page mappings it lacks are added and those it has are kept as they are: one tenant's
+    sync never rewrites the workflow hints another's answers carry. Embedding is a separate pass."""
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await registry.lock_plugin(conn, sync.plugin_id)
@@ -99,8 +99,8 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
         )
         flagged = await write_plan(conn, origin, plan, owned, flagged_selectable)
         sole_owner = not others
-        await registry.replace_categories(conn, sync.plugin_id, sync.categories, drop_undeclared=sole_owner)
-        await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings, drop_undeclared=sole_owner)
+        await registry.replace_categories(conn, sync.plugin_id, sync.categories, sole_owner=sole_owner)
+        await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings, sole_owner=sole_owner)
     return SyncReport(
         event_id=sync.event_id,
         plugin_id=sync.plugin_id,

@@ -184,6 +184,11 @@ ON CONFLICT (plugin_id, name) DO UPDATE SET parent = excluded.parent, descriptio
     workflow_hint = excluded.workflow_hint, updated_at = now()
 """
 
+ADD_CATEGORIES = """
+INSERT INTO tool_categories (plugin_id, name, parent, description, workflow_hint) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (plugin_id, name) DO NOTHING
+"""
+
 DELETE_UNDECLARED_CATEGORIES = "DELETE FROM tool_categories WHERE plugin_id = $1 AND NOT (name = ANY($2::text[]))"
 
 CATEGORY_EXISTS = "SELECT true FROM tool_categories WHERE plugin_id = $1 AND name = $2"
@@ -203,6 +208,12 @@ VALUES ($1, $2, $3, coalesce($4::integer, 0))
 ON CONFLICT (plugin_id, page_pattern, category) DO UPDATE
 SET priority = coalesce($4::integer, tool_page_mappings.priority)
 RETURNING priority
+"""
+
+ADD_PAGE_MAPPING = """
+INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority)
+VALUES ($1, $2, $3, coalesce($4::integer, 0))
+ON CONFLICT (plugin_id, page_pattern, category) DO NOTHING
 """
 
 PAGE_MAPPINGS = """
@@ -495,13 +506,14 @@ async def version_snapshot(conn: Conn, tool_id: int, version: int) -> dict[str, 
 
 
 async def replace_categories(
-    conn: Conn, plugin_id: str, categories: Sequence[CategorySpec], *, drop_undeclared: bool = True
+    conn: Conn, plugin_id: str, categories: Sequence[CategorySpec], *, sole_owner: bool = True
 ) -> None:
-    """Make the plugin's categories exactly these (or, without ``drop_undeclared``, add or rewrite these)."""
-    await conn.executemany(
-        UPSERT_CATEGORIES, [(plugin_id, c.name, c.parent, c.description, c.workflow_hint) for c in categories]
-    )
-    if drop_undeclared:
+    """Make the plugin's categories exactly these; for a sync that is not the ``sole_owner`` of the plugin's live
+    tools, only add those it lacks: the others' categories, and the workflow hints their answers carry, stay as
+    they are."""
+    rows = [(plugin_id, c.name, c.parent, c.description, c.workflow_hint) for c in categories]
+    await conn.executemany(UPSERT_CATEGORIES if sole_owner else ADD_CATEGORIES, rows)
+    if sole_owner:
         await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
 
 
@@ -521,12 +533,14 @@ async def category_parents(conn: Conn) -> dict[tuple[str, str], str | None]:
 
 
 async def replace_page_mappings(
-    conn: Conn, plugin_id: str, mappings: Sequence[PageMappingSpec], *, drop_undeclared: bool = True
+    conn: Conn, plugin_id: str, mappings: Sequence[PageMappingSpec], *, sole_owner: bool = True
 ) -> None:
-    """Make the plugin's page mappings exactly these (or, without ``drop_undeclared``, add or re-prioritise these)."""
-    if drop_undeclared:
+    """Make the plugin's page mappings exactly these; for a sync that is not the ``sole_owner`` of the plugin's
+    live tools, only add those it lacks (the others' mappings keep their priorities)."""
+    if sole_owner:
         await conn.execute(DELETE_PAGE_MAPPINGS, plugin_id)
-    await conn.executemany(UPSERT_PAGE_MAPPING, [(plugin_id, m.page_pattern, m.category, m.priority) for m in mappings])
+    rows = [(plugin_id, m.page_pattern, m.category, m.priority) for m in mappings]
+    await conn.executemany(UPSERT_PAGE_MAPPING if sole_owner else ADD_PAGE_MAPPING, rows)
 
 
 async def page_mappings(conn: Conn, plugin_id: str | None, category: str | None) -> list[PageMapping]:
