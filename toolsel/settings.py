@@ -404,6 +404,10 @@ class Settings(BaseSettings):
     travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync.part``)."""
     sync_upload_ttl_s: float = Field(default=600.0, gt=0)
     """How long the staged parts of a sync that was never completed are kept."""
+    sync_staged_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    """Bytes one sender may hold staged over all its uploads not yet completed (twice the largest sync: a retry
+    under a fresh upload fits beside the one it replaces), so that no sender fills the store with uploads it
+    never completes."""
     tenant_pins_max: int = Field(default=100, ge=0)
     """How many tools a tenant may pin or unpin for itself (``toolsel pins``): each choice is a rule every
     selection of the tenant weighs, so a tenant cannot grow the rule table without bound."""

@@ -23,14 +23,24 @@ def too_large(size: int, limit: int) -> RequestError:
 
 
 async def stage_part(state: IndexerState, part: SyncPart, scope: Scope) -> SyncPartReceived:
-    """Keep one part, refusing an upload that would grow past the sync limit. Expired uploads go first. Parts are
-    kept per sender: no one else can add to, replace or complete another's upload."""
-    limit = state.settings.sync_max_bytes
+    """Keep one part, refusing an upload that would grow past the sync limit, and a part that would take its
+    sender's staged bytes over all its uploads past ``TOOLSEL_SYNC_STAGED_MAX_BYTES``. Expired uploads go first.
+    Parts are kept per sender: no one else can add to, replace or complete another's upload."""
+    limit, held = state.settings.sync_max_bytes, state.settings.sync_staged_max_bytes
     async with state.pool.acquire() as conn, conn.transaction():
         await uploads.forget_expired(conn, state.settings.sync_upload_ttl_s)
+        await uploads.lock_sender(conn, scope.token)
         staged = await uploads.staged_bytes(conn, scope.token, part.upload_id, part.part) + len(part.data)
         if staged > limit:
             raise too_large(staged, limit)
+        kept = await uploads.sender_bytes(conn, scope.token, part.upload_id, part.part) + len(part.data)
+        if kept > held:
+            raise RequestError(
+                ErrorCode.INVALID_REQUEST,
+                f"uploads not yet completed would hold {kept:,} bytes, over the limit of {held:,} "
+                "(TOOLSEL_SYNC_STAGED_MAX_BYTES): complete them, or wait until they expire",
+                "data",
+            )
         await uploads.stage(conn, scope.token, part.upload_id, part.part, part.data)
     return SyncPartReceived(upload_id=part.upload_id, part=part.part, staged_bytes=staged)
 

@@ -3,7 +3,7 @@
 import base64
 import hashlib
 import json
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import asyncpg
 import pytest
@@ -23,12 +23,17 @@ from toolsel.contracts import (
     CategorySpec,
     ErrorCode,
     PageMappingSpec,
+    SyncPart,
     SyncPartReceived,
     SyncReport,
     SyncUpload,
     subjects,
 )
 from toolsel.contracts.identity import Scope
+from toolsel.messaging import RequestError
+from toolsel.services.indexer.state import IndexerState
+from toolsel.services.indexer.uploads import stage_part
+from toolsel.settings import Settings
 
 
 async def test_a_sync_larger_than_one_nats_message_travels_in_parts_and_applies_whole(
@@ -250,3 +255,27 @@ async def test_one_sync_inserts_updates_revives_and_deletes_each_with_its_own_ve
         ("send_email", "current", True),
         ("translate_text", "current", True),
     ]
+
+
+async def test_a_sender_holds_a_bounded_number_of_staged_bytes_over_all_its_uploads(pool: asyncpg.Pool) -> None:
+    """Uploads never completed stay until they expire: one sender may not fill the store with them, while a
+    resent part (which replaces itself) and other senders' parts are counted apart."""
+    state = IndexerState(Settings(sync_max_bytes=2048, sync_staged_max_bytes=3072), pool, None, None)  # type: ignore[arg-type]
+    hoarder, other = Scope(tenant=unique("hoarder"), name="bot"), Scope(tenant=unique("other"), name="bot")
+    first, second = uuid4(), uuid4()
+
+    def part(upload: UUID, number: int) -> SyncPart:
+        return SyncPart(upload_id=upload, part=number, data=base64.b64encode(b"x" * 1024))
+
+    try:
+        for upload, number in ((first, 0), (first, 1), (second, 0)):
+            await stage_part(state, part(upload, number), hoarder)
+        with pytest.raises(RequestError) as held:
+            await stage_part(state, part(second, 1), hoarder)
+        assert (held.value.detail.code, held.value.detail.field) == (ErrorCode.INVALID_REQUEST, "data")
+        assert (await stage_part(state, part(first, 1), hoarder)).staged_bytes == 2048  # a resend replaces itself
+        assert (await stage_part(state, part(uuid4(), 0), other)).staged_bytes == 1024
+        staged = "SELECT coalesce(sum(octet_length(data)), 0) FROM sync_uploads WHERE sender = $1"
+        assert await pool.fetchval(staged, hoarder.token) == 3072
+    finally:
+        await pool.execute("DELETE FROM sync_uploads WHERE sender = ANY($1::text[])", [hoarder.token, other.token])

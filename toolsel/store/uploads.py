@@ -9,6 +9,11 @@ FORGET_EXPIRED = "DELETE FROM sync_uploads WHERE received_at < now() - make_inte
 STAGED_BYTES = """
 SELECT coalesce(sum(octet_length(data)), 0) FROM sync_uploads WHERE sender = $1 AND upload_id = $2 AND part <> $3
 """
+SENDER_BYTES = """
+SELECT coalesce(sum(octet_length(data)), 0) FROM sync_uploads
+WHERE sender = $1 AND NOT (upload_id = $2 AND part = $3)
+"""
+LOCK_SENDER = "SELECT pg_advisory_xact_lock(hashtext('sync_uploads:' || $1))"
 STAGE = """
 INSERT INTO sync_uploads (sender, upload_id, part, data) VALUES ($1, $2, $3, $4)
 ON CONFLICT (sender, upload_id, part) DO UPDATE SET data = EXCLUDED.data, received_at = now()
@@ -25,6 +30,17 @@ async def staged_bytes(conn: asyncpg.Connection, sender: str, upload_id: UUID, b
     """Bytes ``sender`` staged for the upload in parts other than ``besides_part`` (which a resend replaces)."""
     total: int = await conn.fetchval(STAGED_BYTES, sender, upload_id, besides_part)
     return total
+
+
+async def sender_bytes(conn: asyncpg.Connection, sender: str, upload_id: UUID, besides_part: int) -> int:
+    """Bytes ``sender`` holds staged over all its uploads, but for the part a resend replaces."""
+    total: int = await conn.fetchval(SENDER_BYTES, sender, upload_id, besides_part)
+    return total
+
+
+async def lock_sender(conn: asyncpg.Connection, sender: str) -> None:
+    """Hold ``sender``'s parts for the transaction: two parts it sends at once are counted one after the other."""
+    await conn.execute(LOCK_SENDER, sender)
 
 
 async def stage(conn: asyncpg.Connection, sender: str, upload_id: UUID, part: int, data: bytes) -> None:
