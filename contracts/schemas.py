@@ -3,10 +3,14 @@ that an LLM API can read. Forms that say the same in today's drafts are rewritte
 boolean ``exclusiveMinimum``/``exclusiveMaximum`` beside ``minimum``/``maximum``), and a schema that is still not
 valid against its draft's metaschema (``jsonschema``) is refused with the path of its fault."""
 
+import re
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Final
 
+from jsonschema import FormatChecker
 from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
 
 OLD_DRAFTS: Final = ("http://json-schema.org/draft-04/schema", "http://json-schema.org/draft-03/schema")
@@ -63,15 +67,47 @@ def _modern(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+REGEX_FAULTS: Final = (re.error, OverflowError, RecursionError)
+"""What ``re.compile`` raises on a pattern it cannot take; jsonschema's ``regex`` format expects ``re.error`` alone."""
+UNCHECKABLE: Final = (TypeError, AttributeError, ValueError, *REGEX_FAULTS)
+"""What else ``jsonschema`` may let escape on a hostile schema: a fault of the schema like any other, not of the
+service (which would answer ``internal``, and a sync event be redelivered rather than refused)."""
+
+
 def checked_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema in today's forms, valid against its draft's metaschema (2020-12 unless it names another); a
     ``ValueError`` naming the path of the fault otherwise."""
-    modern: dict[str, Any] = _walk(schema, _modern)
-    if modern != schema and str(modern.get("$schema", "")).rstrip("#") in OLD_DRAFTS:
-        del modern["$schema"]
+    if not isinstance(schema.get("$schema", ""), str):  # jsonschema looks it up as a key and as a string
+        raise ValueError("not a valid JSON Schema at $schema: the URI of a draft is a string")
     try:
-        validator_for(modern, default=Draft202012Validator).check_schema(modern)
+        return _checked(schema)
     except SchemaError as error:
         where = "/".join(str(part) for part in error.absolute_path)
         raise ValueError(f"not a valid JSON Schema at {where or 'its root'}: {error.message[:300]}") from None
+    except UNCHECKABLE as error:
+        fault = f"{type(error).__name__}: {str(error)[:200]}"
+        raise ValueError(f"not a valid JSON Schema: it cannot be checked ({fault})") from None
+
+
+def _checked(schema: dict[str, Any]) -> dict[str, Any]:
+    """``checked_schema`` before what is wrong is turned into a ``ValueError``."""
+    modern: dict[str, Any] = _walk(schema, _modern)
+    if modern != schema and str(modern.get("$schema", "")).rstrip("#") in OLD_DRAFTS:
+        del modern["$schema"]
+    validator = validator_for(modern, default=Draft202012Validator)
+    validator.check_schema(modern, format_checker=_formats(validator))
     return modern
+
+
+@cache
+def _formats(validator: type[Validator]) -> FormatChecker:
+    """The format checks of the draft's metaschema, with a pattern ``re`` cannot take for any reason an invalid
+    ``regex`` (so a pattern too large is refused at its path, as a malformed one is)."""
+    draft = validator_for(validator.META_SCHEMA, default=validator).FORMAT_CHECKER
+    checker = FormatChecker(())
+    checker.checkers = {**draft.checkers, "regex": (_is_regex, REGEX_FAULTS)}
+    return checker
+
+
+def _is_regex(instance: object) -> bool:
+    return not isinstance(instance, str) or bool(re.compile(instance))

@@ -4,7 +4,7 @@ embeddings, operators' tool writes, categories, page mappings and visibility rul
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from toolsel.contracts.common import (
     INT32_MAX,
@@ -273,8 +273,53 @@ RuleTarget = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,6
 """``plugin/name`` (a tool) or ``plugin/category``."""
 CONDITION_KEYS: Final[tuple[str, ...]] = ("org", "user", "page", "role", "tier")
 OPERATORS: Final[tuple[str, ...]] = ("eq", "ne", "in", "gt", "gte", "lt", "lte")
+ORDERINGS: Final[tuple[str, ...]] = ("gt", "gte", "lt", "lte")
+"""Operators that compare tiers by their order."""
+LIST_OPERATORS: Final[tuple[str, ...]] = ("in",)
+"""Operators whose operand is an array of text; every other operator's is one text."""
 
-ConditionValue = Text | list[Text] | JsonObject
+
+def operand_fits(op: str, value: object) -> bool:
+    """Whether ``value`` is what operator ``op`` compares a request's field with: an array of text for ``in``,
+    one text for the others. Shared with the selector's policy, which reads rules stored before this was checked."""
+    if op in LIST_OPERATORS:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, str)
+
+
+JSON_KINDS: Final[dict[type, str]] = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "text",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words; an array by its first item that is not text."""
+    if isinstance(value, list):
+        wrong = next((item for item in value if not isinstance(item, str)), None)
+        return f"an array holding {JSON_KINDS.get(type(wrong), 'another value')}"
+    return JSON_KINDS.get(type(value), "another value")
+
+
+def typed_operands(spec: object) -> object:
+    """A condition whose operators each have an operand of their type (``operand_fits``), the only kind the policy
+    can compare a request's field with; it reads one stored before this check as matching no request."""
+    if isinstance(spec, dict):
+        for op, value in spec.items():
+            if op in OPERATORS and not operand_fits(op, value):
+                kind = "an array of text" if op in LIST_OPERATORS else "text"
+                raise ValueError(f"operator {op!r} takes {kind}, not {_json_kind(value)}")
+    return spec
+
+
+StoredCondition = Text | list[Text] | JsonObject
+"""A condition as stored: text (equals; a pattern for ``page``), a list of text (one of) or operators."""
+ConditionValue = Annotated[StoredCondition, AfterValidator(typed_operands)]
 
 
 def check_conditions(rule_type: str, conditions: dict[str, ConditionValue]) -> None:
@@ -288,7 +333,7 @@ def check_conditions(rule_type: str, conditions: dict[str, ConditionValue]) -> N
             unknown = sorted(set(spec) - set(OPERATORS))
             if unknown or not spec:
                 raise ValueError(f"conditions.{key}: operators are {', '.join(OPERATORS)}")
-            if any(op in spec for op in ("gt", "gte", "lt", "lte")) and key != "tier":
+            if any(op in spec for op in ORDERINGS) and key != "tier":
                 raise ValueError(f"conditions.{key}: ordering operators apply to tier only")
     if rule_type == "composite" and len(conditions) < 2:
         raise ValueError("conditions: a composite rule needs at least two conditions")
@@ -347,6 +392,10 @@ class RuleQuery(AdminRequest):
 
 
 class VisibilityRule(RuleFields):
+    """A rule as stored. Its operands are read as they are (``StoredCondition``): a rule stored before they were
+    typed can still be listed, fixed and deleted (the selector's policy lets it match no request)."""
+
+    conditions: dict[str, StoredCondition] = Field(default_factory=dict, max_length=5)
     id: int
     created_at: datetime
     origin: Literal["operator", "tenant"] = "operator"

@@ -11,19 +11,23 @@ they decide over what the plugins declare, and the operator's pin and unpin rule
 operator's deny hides a tool whatever pins it, since only what the request may see is pinned.
 """
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
+from toolsel.contracts import OPERATORS
+from toolsel.contracts.admin.registry import operand_fits
 from toolsel.pages import page_matches
 from toolsel.services.selector.stages import Mask, Rows
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A stored rule; its types and condition operators are validated on the way in (``RuleCreate``)."""
+    """A stored rule; its types, condition operators and their operands are validated on the way in
+    (``RuleCreate``), and a condition stored before that is read without fail (``_holds``)."""
 
     tenant_id: str  # "*": every tenant
     rule_type: str
@@ -69,6 +73,15 @@ class Subject:
     tier: str
 
 
+TIER_ORDER: Final[dict[str, Callable[[int, int], bool]]] = {
+    "gt": operator.gt,
+    "gte": operator.ge,
+    "lt": operator.lt,
+    "lte": operator.le,
+}
+"""The ordering operators, on the ranks of two tiers."""
+
+
 def _compare(actual: str | None, spec: Any, key: str, tiers: Sequence[str]) -> bool:
     if actual is None:
         return False
@@ -76,24 +89,24 @@ def _compare(actual: str | None, spec: Any, key: str, tiers: Sequence[str]) -> b
         return page_matches(spec, actual) if key == "page" else actual == spec
     if isinstance(spec, list):
         return actual in spec
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or not spec:
         return False
-    rank = {tier: i for i, tier in enumerate(tiers)}
-    for op, value in spec.items():
-        if op == "eq" and actual != value:
-            return False
-        if op == "ne" and actual == value:
-            return False
-        if op == "in" and actual not in value:
-            return False
-        if op in ("gt", "gte", "lt", "lte"):
-            if key != "tier" or actual not in rank or value not in rank:
-                return False
-            a, b = rank[actual], rank[value]
-            held = {"gt": a > b, "gte": a >= b, "lt": a < b, "lte": a <= b}[op]
-            if not held:
-                return False
-    return True
+    return all(_holds(op, value, actual, key, tiers) for op, value in spec.items())
+
+
+def _holds(op: str, value: Any, actual: str, key: str, tiers: Sequence[str]) -> bool:
+    """Whether ``actual`` (the request's ``key``) passes one operator. An operator the policy does not know, or an
+    operand not of its type (``operand_fits``: a rule stored before operands were typed), does not hold: such a
+    condition names no request, so its rule is as if absent. Read otherwise, ``{"ne": 5}`` would match everyone
+    and ``{"in": 5}`` would raise on every selection of the rule's tenants (of all of them, for a ``*`` rule)."""
+    if op not in OPERATORS or not operand_fits(op, value):
+        return False
+    if op in TIER_ORDER:
+        rank = {tier: i for i, tier in enumerate(tiers)}
+        return key == "tier" and actual in rank and value in rank and TIER_ORDER[op](rank[actual], rank[value])
+    if op == "in":
+        return actual in value
+    return (actual == value) is (op == "eq")
 
 
 def rule_matches(rule: Rule, who: Subject, tiers: Sequence[str]) -> bool:

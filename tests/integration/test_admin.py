@@ -200,6 +200,18 @@ async def test_a_rule_with_an_unknown_condition_is_an_invalid_request(client: To
     assert "page rule" in error.detail.message
 
 
+@pytest.mark.parametrize(("key", "operators"), [("org", {"in": 5}), ("org", {"in": None}), ("tier", {"gt": ["x"]})])
+async def test_a_rule_with_a_mistyped_operand_is_an_invalid_request_and_stores_nothing(
+    client: ToolselClient, key: str, operators: dict[str, object]
+) -> None:
+    tenant = unique("t")
+    rule = {"tenant_id": tenant, "rule_type": key, "effect": "deny", "target_kind": "tool", "target": "a/b"}
+    body = {"admin_token": client.admin_token, "rule": {**rule, "conditions": {key: operators}}}
+    error = await _refused(client, subjects.ADMIN_RULES_CREATE, json.dumps(body).encode())
+    assert (error.detail.code, error.detail.field) == (ErrorCode.INVALID_REQUEST, f"rule.conditions.{key}")
+    assert not (await client.admin(subjects.ADMIN_RULES_LIST, RuleQuery(tenant_id=tenant), RuleList)).rules
+
+
 async def test_quality_of_a_tool_degraded_tools_and_the_quarantine_list(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:

@@ -100,3 +100,28 @@ def test_a_schema_that_is_not_json_schema_is_refused_at_sync_with_its_path(
         ToolSpec(name="t", description="d", parameters=parameters)
     assert "parameters" in str(refused.value)
     assert where in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"$schema": ["x"], "type": "object"}, "at $schema:"),  # unhashable: a TypeError in jsonschema's look-up
+        ({"$schema": 5, "type": "object"}, "at $schema:"),  # not text: an AttributeError there
+        ({"type": "string", "pattern": "a{4294967296}"}, "at pattern:"),  # too large for re: an OverflowError
+        ({"type": "object", "patternProperties": {"a{4294967296}": {}}}, "at patternProperties:"),
+    ],
+)
+@pytest.mark.parametrize("field", ["parameters", "return_schema"])
+def test_a_hostile_schema_is_refused_as_invalid_with_where(schema: dict[str, Any], where: str, field: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        ToolSpec.model_validate({"name": "t", "description": "d", field: schema})
+    assert refused.value.errors()[0]["loc"] == (field,)
+    assert where in str(refused.value)
+
+
+def test_a_schema_too_deep_to_check_is_a_value_error_not_a_recursion_error() -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(5000):  # deeper than the store allows (``storable_json``); checked_schema must cope alone
+        schema = {"type": "array", "items": schema}
+    with pytest.raises(ValueError, match="cannot be checked"):
+        checked_schema(schema)

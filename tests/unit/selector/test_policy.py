@@ -75,6 +75,29 @@ def test_the_policy_applies_every_operator_the_contracts_accept() -> None:
     assert {op for op, _, _ in OPERATOR_CASES} == set(OPERATORS)
 
 
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        {"org": {"in": 5}},
+        {"org": {"in": None}},
+        {"org": {"in": "acme-corp"}},  # text is not a list: no substring match either
+        {"org": {"in": [["acme"]]}},
+        {"tier": {"gt": ["free"]}},  # unhashable: was a TypeError looking it up among the tiers
+        {"tier": {"gte": {"free": 1}}},
+        {"org": {"eq": ["acme"]}},
+        {"org": {"ne": 5}},  # read literally, this would match every org
+        {"org": {"like": "acme"}},
+        {"org": {}},
+    ],
+)
+def test_a_stored_condition_the_contract_now_refuses_matches_no_one_and_never_raises(
+    conditions: dict[str, object],
+) -> None:
+    assert rule_matches(rule("deny", "p/a", **conditions), WHO, TIERS) is False
+    denials = [rule("deny", "p/a", **conditions), rule("deny", "p/x", kind="category", **conditions)]  # tenant "*"
+    assert visible(denials) == [True, True, True]
+
+
 def test_no_rules_show_everything() -> None:
     assert visible([]) == [True, True, True]
 
