@@ -133,10 +133,11 @@ async def test_a_removed_tool_disappears_from_selections(client: ToolselClient) 
 async def test_a_tenant_sync_adds_categories_and_page_mappings_but_never_rewrites_the_others(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:
-    """The workflow hint of a shared plugin's category is text every tenant's agent is shown: a tenant syncing
-    into the plugin adds what it lacks and changes nothing of what is there."""
-    plugin, tenant = unique("mail"), unique("acme")
-    await client.sync(plugin_sync(plugin, "*", [tool("send_email")]))
+    """The workflow hint of a plugin's category is text the agents of every tenant using the plugin are shown: a
+    tenant syncing into it adds what it lacks and changes nothing of what is there. (The plugin's first tenant
+    is not the shared one, whose tools would join every other test's answers.)"""
+    plugin, owner, tenant = unique("mail"), unique("owner"), unique("acme")
+    await client.sync(plugin_sync(plugin, owner, [tool("send_email")]))
     hostile = plugin_sync(
         plugin,
         tenant,
