@@ -62,7 +62,8 @@ async def weather_catalog(client: ToolselClient, upstream: dict[str, Any]) -> tu
 
 def gateway(plugin: str, **settings: Any) -> Gateway:
     allowed: dict[str, Any] = {"gateway_commands": [UPSTREAM], "gateway_timeout_s": TIMEOUT_S}
-    return Gateway(Settings(**allowed | {"gateway_secrets": {plugin: {"WEATHER_KEY": KEY}}} | settings))
+    secrets = {"gateway_secrets": {plugin: {"WEATHER_KEY": KEY}}, "plugin_secrets": {plugin: "its-credential"}}
+    return Gateway(Settings(**allowed | secrets | settings))
 
 
 async def outcomes_of(pool: asyncpg.Pool, selection_id: str, count: int) -> dict[str, dict[str, Any]]:
@@ -128,6 +129,16 @@ async def test_found_tools_are_called_through_toolsel_and_report_their_own_outco
     assert all(c["latency_ms"] > 0 for c in reported.values())
 
 
+def test_a_plugins_secrets_go_only_to_servers_its_credential_holders_declare() -> None:
+    """Without a plugin credential any tenant may add a tool to the plugin, pointing at a server the operator
+    allows but the plugin's owner does not run: the plugin's secrets are withheld from every call."""
+    keys = {"gateway_secrets": {"weather": {"WEATHER_KEY": KEY}, "maps": {"MAPS_KEY": KEY}}}
+    assert gateway("weather", **keys, plugin_secrets={"weather": "its-credential"}).secrets == {
+        "weather": {"WEATHER_KEY": KEY}
+    }
+    assert gateway("weather", **keys, plugin_secrets={}).secrets == {}
+
+
 async def test_a_server_without_its_credential_fails_and_a_name_not_found_is_no_proxy(
     client: ToolselClient, pool: asyncpg.Pool
 ) -> None:
@@ -172,6 +183,7 @@ async def test_toolsel_mcp_over_stdio_calls_found_tools_on_an_http_server_as_its
             environment = agent_environment(stack, made.nats_url(stack.nats.url)) | {
                 "TOOLSEL_GATEWAY_URLS": json.dumps([f"http://127.0.0.1:{port}"]),
                 "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"X-Weather-Key": KEY}}),
+                "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
             }
             command, *args = TOOLSEL_COMMAND
             served = StdioServerParameters(command=command, args=[*args, "mcp"], env=environment)
@@ -194,6 +206,7 @@ async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_t
     settings = {
         "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
         "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
+        "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
     }
     with serving_http(stack, port, settings), identity_of(stack, tenant) as mine:
         assert await eventually(lambda: listening(port), timeout_s=60), "toolsel mcp --transport http did not listen"

@@ -10,7 +10,7 @@ the operator's settings (``TOOLSEL_GATEWAY_SECRETS``), never part of what agents
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +59,19 @@ def url_allowed(url: str, allowed: Iterable[str]) -> bool:
     return False
 
 
+def with_credential(secrets: Mapping[str, dict[str, str]], credentials: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The gateway secrets of plugins that sync only with their credential (``TOOLSEL_PLUGIN_SECRETS``). Any
+    tenant may declare tools in a plugin without one, and so point them at a server the operator allows but the
+    plugin's owner does not run, which would be sent the plugin's secrets: those are withheld, and said so."""
+    withheld = sorted(set(secrets) - set(credentials))
+    if withheld:
+        log.warning(
+            "gateway secrets withheld from plugins that sync without a credential (TOOLSEL_PLUGIN_SECRETS): %s",
+            ", ".join(withheld),
+        )
+    return {plugin: dict(values) for plugin, values in secrets.items() if plugin in credentials}
+
+
 class Gateway:
     """Which declared servers may be reached, and the call itself."""
 
@@ -66,7 +79,7 @@ class Gateway:
         self.timeout_s = settings.gateway_timeout_s
         self.commands = [list(command) for command in settings.gateway_commands]
         self.urls = list(settings.gateway_urls)
-        self.secrets = settings.gateway_secrets
+        self.secrets = with_credential(settings.gateway_secrets, settings.plugin_secrets)
 
     def refusal(self, server: StdioServer | HttpServer) -> str | None:
         """Why the gateway will not call this server, or None when it may."""
