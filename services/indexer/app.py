@@ -1,13 +1,16 @@
 """The indexer app: plugin syncs by request/reply or as durable JetStream events, tenants' own pins, and the
 registry admin API."""
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from faststream import ContextRepo, FastStream
 from faststream.exceptions import NackMessage
+from faststream.middlewares import AckPolicy
 from faststream.nats import NatsMessage, PullSub
 from faststream.nats.annotations import NatsMessage as RequestMessage
 from pydantic import ValidationError
@@ -35,6 +38,8 @@ from toolsel.settings import Settings
 from toolsel.tenancy import sender
 
 DESCRIPTION = "Keeps the tool registry true to what plugins declare; embeds what changed."
+
+log = logging.getLogger("toolsel.indexer")
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -83,12 +88,15 @@ def create_app(settings: Settings) -> FastStream:
         durable=subjects.INDEXER_DURABLE,
         pull_sub=PullSub(batch_size=1, timeout=1.0),
         decoder=undecoded,
+        ack_policy=AckPolicy.NACK_ON_ERROR,
         title="sync-events",
         description="Syncs published as durable events; the report goes to the sync-report subject.",
     )
     async def sync_event(msg: NatsMessage, state: State) -> None:
         """Refused (malformed, unauthorised): dead-lettered at once. Failed: redelivered, and dead-lettered once
-        it keeps failing with the server there; never dropped without a dead letter."""
+        it keeps failing with the server there; never dropped without a dead letter: a dead letter or a report that
+        cannot be published leaves the event to be delivered again (not terminated, FastStream's default), and a
+        sync applied already is not applied twice (``apply_sync``)."""
         try:
             scope = sender(msg.raw_message.subject, subjects.SYNC_EVENTS_ROOT)
             report = await run_sync(state, PluginSync.model_validate_json(msg.body), json.loads(msg.body), scope)
@@ -120,10 +128,26 @@ def create_app(settings: Settings) -> FastStream:
         pool = await open_store(settings)
         try:
             embedder = await load_model(settings, cache=False)
-            context.set_global(STATE, IndexerState(settings, pool, embedder, registry_changed))
+            state = IndexerState(settings, pool, embedder, registry_changed)
+            context.set_global(STATE, state)
             freeze_start_up_heap()
-            yield
+            left = asyncio.create_task(_embed_left_pending(state))
+            try:
+                yield
+            finally:
+                left.cancel()
         finally:
             await pool.close()
 
     return service_app(broker, "indexer", DESCRIPTION, lifespan)
+
+
+async def _embed_left_pending(state: IndexerState) -> None:
+    """Embed what an earlier indexer left pending (a sync's embedding pass cut short by a model error or the
+    process's end: its tools were committed, and otherwise wait for the next sync of any plugin), then tell the
+    selectors. In the background: a start-up with thousands left answers requests meanwhile."""
+    try:
+        if await state.embed():
+            await state.changed("*", "embedded at start")
+    except Exception:  # the next sync or recompute embeds them; the selectors' periodic check reads them
+        log.exception("could not embed the tools left pending at start")

@@ -83,6 +83,22 @@ def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
             )
 
 
+def repeated(sync: PluginSync, last: registry.AppliedSync | None) -> bool:
+    """Whether ``sync`` was applied already (the same event delivered again: it changes nothing); refused
+    (``conflict``) when it was made before the last one applied for the plugin and tenant, which it would revert (a
+    sync event redelivered after a newer one)."""
+    if last is None or sync.event_id == last.event_id:
+        return last is not None
+    if sync.occurred_at < last.occurred_at:
+        raise RequestError(
+            ErrorCode.CONFLICT,
+            f"a newer sync of {sync.plugin_id} was applied (made {last.occurred_at.isoformat()}); this one, made"
+            f" {sync.occurred_at.isoformat()}, would revert it: nothing was written",
+            "occurred_at",
+        )
+    return False
+
+
 async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
     """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
     The sync manages the plugin's tools of its own tenant only; while other tenants' tools of the plugin stay
@@ -91,6 +107,10 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await registry.lock_plugin(conn, sync.plugin_id)
+        if repeated(sync, await registry.last_sync(conn, sync.plugin_id, sync.tenant_id)):
+            return SyncReport(event_id=sync.event_id, plugin_id=sync.plugin_id, unchanged=len(sync.tools))
+        applied = registry.AppliedSync(sync.event_id, sync.occurred_at)
+        await registry.record_sync(conn, sync.plugin_id, sync.tenant_id, applied)
         owned, others = split_by_tenant(await stored_tools(conn, sync.plugin_id), sync.tenant_id)
         refuse_foreign(sync, others)
         plan = plan_sync(owned, sync.tools)

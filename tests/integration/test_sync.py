@@ -1,8 +1,10 @@
 """Plugin sync through NATS: differential by content hash, authorised, one transaction."""
 
+import asyncio
 import base64
 import hashlib
 import json
+from datetime import timedelta
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -34,6 +36,7 @@ from toolsel.messaging import RequestError
 from toolsel.services.indexer.state import IndexerState
 from toolsel.services.indexer.uploads import stage_part
 from toolsel.settings import Settings
+from toolsel.stack import Stack
 
 
 async def test_a_sync_larger_than_one_nats_message_travels_in_parts_and_applies_whole(
@@ -280,3 +283,45 @@ async def test_a_sender_holds_a_bounded_number_of_staged_bytes_over_all_its_uplo
         assert await pool.fetchval(staged, hoarder.token) == 3072
     finally:
         await pool.execute("DELETE FROM sync_uploads WHERE sender = ANY($1::text[])", [hoarder.token, other.token])
+
+
+async def test_a_sync_applied_again_or_made_before_the_last_one_changes_nothing(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """A sync event redelivered (its ack lost, or after a failure past its commit) may come after a newer sync of
+    the plugin: applied again, it would revive what the newer one removed and restore its old texts."""
+    plugin, tenant = unique("replayed"), unique("tenant")
+    first = plugin_sync(plugin, tenant, [tool("send_email"), tool("get_weather")])
+    second = plugin_sync(plugin, tenant, [tool("send_email"), tool("translate_text")])
+    assert (await client.sync(first)).inserted == 2
+    assert (await client.sync(second)).deleted == 1
+    again = await client.sync(second)
+    assert (again.inserted, again.updated, again.deleted, again.unchanged) == (0, 0, 0, 2)
+    with pytest.raises(ToolselError) as stale:
+        await client.sync(first)
+    assert (stale.value.detail.code, stale.value.detail.field) == (ErrorCode.CONFLICT, "occurred_at")
+    live = "SELECT name FROM tools WHERE plugin_id = $1 AND deleted_at IS NULL ORDER BY name"
+    assert [r["name"] for r in await pool.fetch(live, plugin)] == ["send_email", "translate_text"]
+    later = second.model_copy(update={"event_id": uuid4(), "occurred_at": second.occurred_at + timedelta(seconds=1)})
+    assert (await client.sync(later)).unchanged == 2  # a newer sync of the same tools: applied, nothing to change
+
+
+async def test_an_indexer_embeds_at_start_what_an_earlier_one_left_pending(
+    client: ToolselClient, pool: asyncpg.Pool, stack: Stack
+) -> None:
+    """A sync commits its tools, then embeds them: an indexer stopped (or failing) in between left them without
+    vectors until the next sync of any plugin. The next indexer to start embeds them."""
+    plugin = unique("left")
+    await sync_and_wait(client, plugin_sync(plugin, unique("tenant"), [tool("get_weather")]))
+    left = "UPDATE tools SET embedding = NULL, embedding_status = 'pending' WHERE plugin_id = $1"
+    await pool.execute(left, plugin)
+    second = stack.spawn("indexer", log_name="indexer-2")
+    try:
+
+        async def embedded() -> bool:
+            return bool(await pool.fetchval("SELECT embedding IS NOT NULL FROM tools WHERE plugin_id = $1", plugin))
+
+        assert await eventually(embedded, timeout_s=120), "the starting indexer did not embed the pending tool"
+    finally:
+        second.terminate()
+        await asyncio.to_thread(second.wait, 30)

@@ -7,7 +7,9 @@ inside the caller's transaction.
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple, TypeAlias
+from uuid import UUID
 
 import asyncpg
 import numpy as np
@@ -52,6 +54,14 @@ RESTORED_COLUMNS = (
 """Columns a rollback takes from a snapshot; identity, timestamps and the embedding state are the row's own."""
 
 LOCK_PLUGIN = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+LAST_SYNC = "SELECT event_id, occurred_at FROM plugin_syncs WHERE plugin_id = $1 AND tenant_id = $2"
+
+RECORD_SYNC = """
+INSERT INTO plugin_syncs (plugin_id, tenant_id, event_id, occurred_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (plugin_id, tenant_id) DO UPDATE
+SET event_id = excluded.event_id, occurred_at = excluded.occurred_at, applied_at = now()
+"""
 
 STORED_TOOLS = (
     "SELECT id, name, tenant_id, content_hash, deleted_at IS NOT NULL AS deleted, spec FROM tools WHERE plugin_id = $1"
@@ -290,6 +300,22 @@ WHERE is_always_pinned AND deleted_at IS NULL AND tenant_id IN ($1, '*') ORDER B
 async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
     """Serialise the writes to one plugin's registry (syncs, operators' writes) until the transaction ends."""
     await conn.execute(LOCK_PLUGIN, plugin_id)
+
+
+class AppliedSync(NamedTuple):
+    event_id: UUID
+    occurred_at: datetime
+
+
+async def last_sync(conn: asyncpg.Connection, plugin_id: str, tenant_id: str) -> AppliedSync | None:
+    """The last sync applied for the plugin's tools of this tenant, if any."""
+    row = await conn.fetchrow(LAST_SYNC, plugin_id, tenant_id)
+    return None if row is None else AppliedSync(row["event_id"], row["occurred_at"])
+
+
+async def record_sync(conn: asyncpg.Connection, plugin_id: str, tenant_id: str, applied: AppliedSync) -> None:
+    """Remember the sync being applied (in its transaction, under the plugin's lock)."""
+    await conn.execute(RECORD_SYNC, plugin_id, tenant_id, applied.event_id, applied.occurred_at)
 
 
 # tools
