@@ -458,6 +458,12 @@ class Settings(BaseSettings):
     the oldest failure is that old."""
     dashboard_sign_in_window_s: float = Field(default=60.0, gt=0)
     """The window those failures are counted in."""
+    dashboard_trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses of the proxies in front of the dashboard (``["127.0.0.1"]`` for a TLS proxy on this machine) whose
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` it believes: the sign-in throttle counts per client behind them,
+    and the session cookie is ``Secure`` for a client on https. Empty: no such header is believed, so no caller
+    names its own address; behind a proxy every client is the proxy's address and no cookie is ``Secure``. Any
+    process that connects from a trusted address can claim any client address."""
 
     # tuning the model from use (``toolsel tune``)
     tune_max_pairs: int = Field(default=10_000, ge=1)

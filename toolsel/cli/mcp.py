@@ -34,7 +34,12 @@ def mcp(
     ] = None,
     user: Annotated[str | None, typer.Option(help="stdio: the user id the selections are made for")] = None,
     max_sessions: Annotated[
-        int, typer.Option(min=1, envvar="TOOLSEL_MCP_MAX_SESSIONS", help="sessions kept (least recent go first)")
+        int,
+        typer.Option(
+            min=1,
+            envvar="TOOLSEL_MCP_MAX_SESSIONS",
+            help="sessions kept, over HTTP each identity's (least recent go first)",
+        ),
     ] = 1000,
     session_ttl_s: Annotated[
         float, typer.Option(min=1, envvar="TOOLSEL_MCP_SESSION_TTL_S", help="idle seconds before a session ends")

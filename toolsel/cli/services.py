@@ -106,7 +106,7 @@ def dashboard(
     document at /api/openapi.json), as the operator of the configured or running stack."""
     import uvicorn
 
-    from toolsel.dashboard.app import create_app
+    from toolsel.dashboard.app import create_app, uvicorn_options
 
     current = settings()
     endpoints = configured_endpoints(current)
@@ -118,7 +118,7 @@ def dashboard(
     logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     app = create_app(current, endpoints.nats_url, token)
     chosen = port if port is not None else current.dashboard_port
-    uvicorn.run(app, host=host or current.dashboard_host, port=chosen, log_level="warning", access_log=False)
+    uvicorn.run(app, host=host or current.dashboard_host, port=chosen, **uvicorn_options(current))
 
 
 if __name__ == "__main__":

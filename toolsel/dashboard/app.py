@@ -35,6 +35,9 @@ STATUS: Final[dict[ErrorCode, int]] = {
 STATE_CHANGES_KEPT: Final = 200
 """Tool state changes the dashboard remembers (newest first) for the Quality tab."""
 STATIC: Final = Path(__file__).parent / "static"
+SIGN_IN_BODY_MAX: Final = 4096
+"""Bytes of a sign-in's body read at most: the token field's 512 characters percent-encoded, with room. Anyone may
+send one, so a longer body is refused (HTTP 413) unread when its length is declared, and once past this when not."""
 
 
 def unauthorized(message: str) -> NotPermitted:
@@ -132,7 +135,9 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
     async def sign_in_page(request: Request) -> Response:
         return pages.sign_in_page(request)
 
-    @app.post("/sign-in", summary="Sign in with the admin token: sets the session cookie")
+    @app.post(
+        "/sign-in", summary="Sign in with the admin token: sets the session cookie", max_body_size=SIGN_IN_BODY_MAX
+    )
     async def sign_in(request: Request, token: str = Form(max_length=512)) -> Response:
         sessions: Sessions = request.app.state.sessions
         try:
@@ -147,7 +152,12 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
             raise refused from None
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
-            COOKIE, session_id, max_age=int(settings.dashboard_session_ttl_s), httponly=True, samesite="strict"
+            COOKIE,
+            session_id,
+            max_age=int(settings.dashboard_session_ttl_s),
+            httponly=True,
+            samesite="strict",
+            secure=over_https(request),
         )
         return response
 
@@ -158,7 +168,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
             check_csrf(found, csrf_token)
             request.app.state.sessions.sign_out(request.cookies.get(COOKIE))
         response = RedirectResponse("/sign-in", status_code=303)
-        response.delete_cookie(COOKIE)
+        response.delete_cookie(COOKIE, httponly=True, samesite="strict", secure=over_https(request))
         return response
 
     app.include_router(api.router)
@@ -169,6 +179,26 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
 
 OPEN: Final = frozenset({"/sign-in", "/health"})
 """Paths served without signing in."""
+
+
+def over_https(request: Request) -> bool:
+    """Whether the browser reached the dashboard over https (through a trusted proxy): its session cookie is then
+    ``Secure``, never sent over plain HTTP. Over plain HTTP (this machine, an SSH tunnel) it is not: a browser may
+    refuse a ``Secure`` cookie there."""
+    return request.url.scheme == "https"
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How uvicorn serves the dashboard. Forwarded headers are believed from ``dashboard_trusted_proxies`` only:
+    uvicorn's default believes any from 127.0.0.1, so a caller on this machine would name its own address to the
+    sign-in throttle, a new one for each guess, or the operator's to lock them out."""
+    trusted = settings.dashboard_trusted_proxies
+    return {
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted or None,
+        "log_level": "warning",
+        "access_log": False,
+    }
 
 
 def _invalid(problems: Any) -> InvalidRequest:

@@ -4,13 +4,16 @@ or streamable HTTP. The caller owns the connected client, so one NATS connection
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import uvicorn
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, ToolListChangedNotification
 from mcp.types import Tool as MCPTool
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
+from starlette.applications import Starlette
 
 from toolsel import __version__
 from toolsel.client import ToolselError
@@ -50,9 +53,12 @@ class GatewayServer(MCPServer):
 
 
 async def tools_changed(context: Context[Any, Any]) -> None:
-    """Tell the client that ``tools/list`` changed: on its connection (the initialize handshake's protocol) and
-    to the ``subscriptions/listen`` streams (the 2026-07-28 protocol, which drops the former)."""
-    await context.request_context.session.send_tool_list_changed()
+    """Tell the client that ``tools/list`` changed. Under the initialize handshake's protocols: on the stream of
+    the request that changed it, which stateless HTTP (``http_app``) has, unlike a connection's own stream; under
+    the 2026-07-28 protocol, which allows it nowhere else: to the ``subscriptions/listen`` streams."""
+    request = context.request_context
+    if request.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        await request.session.send_notification(ToolListChangedNotification(), related_request_id=request.request_id)
     await context.notify_tools_changed()
 
 
@@ -173,4 +179,15 @@ async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1"
     if transport == "stdio":
         await run_stdio(server)
     else:
-        await server.run_streamable_http_async(host=host, port=port)
+        config = uvicorn.Config(
+            http_app(server, host), host=host, port=port, log_level=server.settings.log_level.lower()
+        )
+        await uvicorn.Server(config).serve()
+
+
+def http_app(server: MCPServer, host: str) -> Starlette:
+    """Streamable HTTP at ``/mcp``, stateless: each request carries its identity's bearer token, and toolsel keeps
+    its sessions per identity (its tools' ``session``), so the SDK keeps no transport sessions, whose one pool for
+    every identity (10,000) one identity could fill and shut the others out. What goes with them toolsel does not
+    use: requests from server to client, a stream of the connection's own, resuming a stream."""
+    return server.streamable_http_app(host=host, stateless_http=True)

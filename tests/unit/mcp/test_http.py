@@ -1,0 +1,132 @@
+"""MCP over HTTP as ``toolsel mcp --transport http`` serves it (``http_app``), in process with a stand-in for the
+stack: one identity's connections take nothing from another's, and a search that makes found tools callable tells
+the client on its own stream."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import mcp.types
+import pytest
+from mcp import Client
+from mcp.types.version import LATEST_MODERN_VERSION
+from starlette.testclient import TestClient
+
+from toolsel import identities
+from toolsel.contracts import ScoreBreakdown, ScoredTool, SelectReply, SelectRequest, TokenEstimate
+from toolsel.contracts.identity import Scope
+from toolsel.mcp.gateway import Gateway
+from toolsel.mcp.server import create_server, http_app
+from toolsel.mcp.sessions import Sessions
+from toolsel.mcp.tenants import IdentityTokens, PerIdentity
+from toolsel.mcp.toolshed import Toolshed
+from toolsel.settings import Settings
+
+URL = "http://127.0.0.1:8765"
+UPSTREAM = ["weather-server"]
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+HANDSHAKE = "2025-06-18"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+SEARCH = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "search_tools", "arguments": {"query": "weather in Rome"}},
+}
+
+
+class Stack:
+    """The operator's client as the toolsheds use it: every search finds one tool the gateway may call."""
+
+    def acting_as(self, scope: Scope) -> "Stack":
+        return self
+
+    async def select(self, request: SelectRequest) -> SelectReply:
+        found = ScoredTool(
+            plugin_id="weather",
+            name="forecast",
+            description="Weather forecast for a city.",
+            parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+            score=1.0,
+            confidence=0.9,
+            breakdown=ScoreBreakdown(),
+            execution_type="mcp",
+            execution_config={"transport": "stdio", "command": UPSTREAM, "tool": "forecast"},
+        )
+        tokens = TokenEstimate(selected=1, catalog=1, saved=0)
+        return SelectReply(
+            selection_id=uuid4(), tools=[found], context_key="k", method="m", tokens=tokens, latency_ms=1.0
+        )
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[TestClient, Any, dict[str, str]]]:
+    """The app, its MCP server and the bearer token of each of two tenants' identities."""
+    bearers = {tenant: identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")}
+    tokens = IdentityTokens(tmp_path)
+    gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
+    server = create_server(PerIdentity(Stack(), tokens, 10, 600, gateway), tokens, URL)  # type: ignore[arg-type]
+    with TestClient(http_app(server, "127.0.0.1"), base_url=URL) as client:
+        yield client, server, bearers
+
+
+def messages(answer: Any) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an answer's event stream, in order."""
+    return [json.loads(line[len("data: ") :]) for line in answer.text.splitlines() if line.startswith("data: ")]
+
+
+def post(client: TestClient, bearer: str, message: dict[str, Any]) -> Any:
+    headers = HEADERS | {"authorization": f"Bearer {bearer}", "mcp-protocol-version": HANDSHAKE}
+    return client.post("/mcp", json=message, headers=headers)
+
+
+def test_one_identity_opening_connections_in_a_loop_shuts_no_other_out(
+    served: tuple[TestClient, Any, dict[str, str]],
+) -> None:
+    client, server, bearers = served
+    server.session_manager.max_sessions = 3  # the SDK's pool of transport sessions (10,000), made quick to fill
+    for _ in range(10):
+        post(client, bearers["evil"], INITIALIZE)
+    opened = post(client, bearers["acme"], INITIALIZE)
+    assert opened.status_code == 200, opened.text
+    assert "mcp-session-id" not in opened.headers
+    searched = post(client, bearers["acme"], SEARCH)
+    assert searched.status_code == 200, searched.text
+    result = messages(searched)[-1]["result"]
+    assert result["structuredContent"]["tools"][0]["tool"] == "weather/forecast"
+
+
+def test_a_search_that_makes_a_found_tool_callable_says_so_on_its_own_stream(
+    served: tuple[TestClient, Any, dict[str, str]],
+) -> None:
+    client, _, bearers = served
+    first = messages(post(client, bearers["acme"], SEARCH))
+    assert [m.get("method") for m in first] == ["notifications/tools/list_changed", None]
+    assert first[-1]["result"]["structuredContent"]["tools"][0]["callable"] is True
+    again = messages(post(client, bearers["acme"], SEARCH))
+    assert [m.get("method") for m in again] == [None], "the same tool found again changed the list"
+    other = messages(post(client, bearers["evil"], SEARCH))
+    assert [m.get("method") for m in other] == ["notifications/tools/list_changed", None], "its own list"
+
+
+@pytest.mark.parametrize(("mode", "told"), [("legacy", 1), (LATEST_MODERN_VERSION, 0)])
+async def test_the_change_is_told_on_the_request_only_under_the_handshake_protocols(mode: str, told: int) -> None:
+    """Under the 2026-07-28 protocol a change reaches only the ``subscriptions/listen`` streams that ask for it."""
+    changed: list[object] = []
+
+    async def notified(message: object) -> None:
+        if isinstance(message, mcp.types.ToolListChangedNotification):
+            changed.append(message)
+
+    shed = Toolshed(Stack(), Sessions(10, 600), gateway=Gateway(Settings(gateway_commands=[UPSTREAM])))  # type: ignore[arg-type]
+    async with Client(create_server(shed), mode=mode, message_handler=notified) as agent:
+        found = await agent.call_tool("search_tools", {"query": "weather in Rome"})
+    assert not found.is_error
+    assert len(changed) == told
