@@ -59,6 +59,14 @@ def no_control(value: str) -> str:
     return value
 
 
+def not_a_dot_segment(value: str) -> str:
+    """A tool's name is a segment of the dashboard's and the API's paths (``/catalog/<plugin>/<name>``), where a
+    browser takes ``.`` and ``..`` for "here" and "up": a tool so named could be neither shown nor acted on."""
+    if value in {".", ".."}:
+        raise ValueError(f"{value!r} is not allowed as a name")
+    return value
+
+
 def storable_text(value: str) -> str:
     """PostgreSQL text holds neither NUL nor a lone surrogate (no UTF-8 for it): refuse both."""
     if not value.isascii() or "\x00" in value:
@@ -114,7 +122,11 @@ TenantScope = Annotated[str, StringConstraints(pattern=r"^(\*|[A-Za-z0-9][A-Za-z
 """A tenant, or ``*`` (``SHARED_TENANT``) for every tenant: one type, so a bad one is refused naming its field
 alone (a union would add its branches to the error's path)."""
 ToolName = Annotated[
-    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"), Storable, Nameable
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/][^/]{0,127}$"),
+    Storable,
+    Nameable,
+    AfterValidator(not_a_dot_segment),
 ]
 ShortText = Annotated[str, StringConstraints(max_length=256), Storable]
 DisplayName = Annotated[str, StringConstraints(max_length=256), Storable, Nameable]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import bcrypt
@@ -95,6 +96,17 @@ def _editing(home: Path) -> Iterator[dict[str, Identity]]:
         reload_nats(home / "nats", [(i.scope, i.secret_hash) for i in identities.values()])
 
 
+BCRYPT_MAX_BYTES = 72
+"""The longest secret bcrypt reads; a longer one is no identity's (theirs are 43 characters)."""
+
+
+@cache
+def _unknown_hash() -> str:
+    """A hash no secret matches, of an identity's cost: a name that is no identity's takes as long to refuse as a
+    wrong secret, so the time of a refusal does not tell which names are identities."""
+    return bcrypt.hashpw(secrets.token_bytes(32), bcrypt.gensalt(BCRYPT_ROUNDS)).decode()
+
+
 def create(
     home: Path, tenant: str, name: str, *, user_id: str | None = None, role: str | None = None, tier: str | None = None
 ) -> Made:
@@ -151,7 +163,11 @@ class Verifier:
             return self._seen[digest]
         user, _, secret = token.partition(":")
         identity = load(self.home).get(user)
-        if identity is None or not secret or not bcrypt.checkpw(secret.encode(), identity.secret_hash.encode()):
+        given = secret.encode()
+        if not 0 < len(given) <= BCRYPT_MAX_BYTES:  # bcrypt reads 72 bytes, and refuses more
+            return None
+        stored = identity.secret_hash if identity is not None else _unknown_hash()
+        if not bcrypt.checkpw(given, stored.encode()) or identity is None:
             return None
         self._seen[digest] = identity
         return identity
