@@ -71,7 +71,7 @@ def test_control_characters_are_refused_in_names(name: str) -> None:
 def test_a_name_a_path_would_read_as_here_or_up_is_refused(name: str) -> None:
     with pytest.raises(ValidationError, match="not allowed as a name"):
         TypeAdapter(ToolName).validate_python(name)
-    assert TypeAdapter(ToolName).validate_python(name + ".") == name + "."
+    assert TypeAdapter(ToolName).validate_python(name + "x") == name + "x"
 
 
 def test_names_with_unicode_letters_pass() -> None:
