@@ -31,7 +31,14 @@ EVENTS_MAX_AGE_S = 30 * 24 * 3600
 """Deliveries of an event that fails on its own (not for want of a server) before it is dead-lettered."""
 TOO_DEEP = "the JSON is nested too deep"
 
+
+class Unavailable(Exception):
+    """Something a service needs, other than a server, fails whatever it is given (the learner's embedding model out
+    of memory, or broken): not an event's fault, so it is transient (``transient``)."""
+
+
 _OUTAGES = (
+    Unavailable,
     OSError,
     asyncpg.PostgresConnectionError,
     asyncpg.exceptions.OperatorInterventionError,
@@ -110,8 +117,9 @@ def check_admin(given: str | None, expected: str | None) -> None:
 
 
 def transient(error: BaseException) -> bool:
-    """A server away, busy or restarting, or a transaction lost to a concurrent one: not the event's fault, so
-    its batch is retried as it is. Anything else may be one event's fault: its batch is split to find it."""
+    """A server away, busy or restarting, a transaction lost to a concurrent one, or something else the service
+    needs failing whatever it is given (``Unavailable``): not the event's fault, so its batch is retried as it is.
+    Anything else may be one event's fault: its batch is split to find it."""
     client_side = isinstance(error, asyncpg.InterfaceError) and not isinstance(error, ValueError)
     return client_side or isinstance(error, _OUTAGES)
 

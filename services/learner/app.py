@@ -59,6 +59,7 @@ def create_app(settings: Settings) -> FastStream:
         ),
     )
     state.batchers = consumers.batchers(state, EVENT_KINDS)
+    state.marks = consumers.marks(EVENT_KINDS)
     broker.include_router(consumers.router(state, EVENT_KINDS))
     rpc = rpc_router()
     rpc.include_router(learning.router(state))

@@ -9,8 +9,11 @@ message is the same for every kind, here:
 - the batch failed otherwise: split until the failing events stand alone, the others applied; a failing
   event is redelivered, then dead-lettered with the error once delivered ``Settings.poison_attempts`` times;
 - refers to something not stored (yet): redelivered with backoff (events may arrive out of order), then
-  dead-lettered once older than ``orphan_timeout_s`` or delivered ``max_deliver`` times, unless a last
-  attempt finds it applied meanwhile (by a redelivered copy in a concurrent batch): that is a duplicate;
+  dead-lettered once past its deadline (older than ``orphan_timeout_s``, or delivered ``max_deliver`` times)
+  and, for an outcome or review, once the selection consumer has applied every selection stored by then: a
+  learner that was down or is behind may hold the selection in that consumer's backlog for longer
+  (``EventKind.awaits``). A last attempt may still find it applied meanwhile (by a redelivered copy in a
+  concurrent batch): that is a duplicate. JetStream itself drops none (the consumers set no ``max_deliver``);
 - applied (or a duplicate): acknowledged, after the batch's transaction committed;
 - while its batch is still being applied (a large one embeds its queries first), the event tells the server
   it is in progress every half ack-wait, so that a slow batch is not redelivered and applied again.
@@ -25,11 +28,14 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import nats.errors
+from faststream.exceptions import IncorrectState
 from faststream.middlewares import AckPolicy
 from faststream.nats import NatsRouter
 from faststream.nats.annotations import NatsMessage
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig
+from nats.js.api import ConsumerConfig, ConsumerInfo
+from nats.js.errors import NotFoundError
 from pydantic import BaseModel, ValidationError
 
 from toolsel.contracts import subjects
@@ -37,7 +43,8 @@ from toolsel.contracts.events import Sent
 from toolsel.contracts.identity import Scope
 from toolsel.messaging import RequestError, dead_letter, events_stream, failure, gives_up, transient, undecoded
 from toolsel.services.learner.batcher import Batcher
-from toolsel.services.learner.state import Applied, LearnerState
+from toolsel.services.learner.state import Applied, LearnerState, Marks
+from toolsel.settings import Settings
 from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.learner")
@@ -59,11 +66,25 @@ class EventKind(Generic[E]):
     scoped: bool = False
     """Sent by clients on ``subject``'s scopes (``toolsel.contracts.subjects.scoped``): who sent each event is read from
     its subject, and the tenant it names must be the sender's."""
+    awaits: str | None = None
+    """The kind whose events store what this kind's refer to (an outcome's selection): one referring to nothing
+    stored is given up only once that kind's consumer has applied every event stored by its deadline. None: at its
+    deadline."""
 
     @property
     def filter(self) -> str:
         """The subject its durable consumer reads."""
         return subjects.any_scope(self.subject) if self.scoped else self.subject
+
+
+def durable(kind: str) -> str:
+    """The durable consumer of an event kind, and its queue group."""
+    return f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}"
+
+
+def marks(kinds: Iterable[EventKind[Any]]) -> dict[str, Marks]:
+    """Marks for each kind another waits for (``EventKind.awaits``), kept as its events are delivered."""
+    return {kind.awaits: Marks() for kind in kinds if kind.awaits}
 
 
 def batchers(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> dict[str, Batcher[Any, Applied]]:
@@ -96,16 +117,56 @@ async def _dead_letter(state: LearnerState, kind: str, msg: Msg, reason: str) ->
     await msg.ack()
 
 
-def _given_up(state: LearnerState, msg: Msg) -> bool:
-    """Out of order is normal (try again shortly); forever is not: give up once the event is older than
-    ``orphan_timeout_s``, or delivered ``max_deliver`` times."""
-    meta = msg.metadata
-    age_s = time.time() - meta.timestamp.timestamp() if meta.timestamp else 0.0
-    return age_s >= state.settings.orphan_timeout_s or meta.num_delivered >= state.settings.max_deliver
+def deadline(meta: Msg.Metadata, settings: Settings, now: float) -> float | None:
+    """When an event referring to something not stored stops waiting for it: ``orphan_timeout_s`` after it was
+    stored, or now once delivered ``max_deliver`` times; None while it waits on (out of order is normal)."""
+    stored_at = meta.timestamp.timestamp() if meta.timestamp else now
+    if now - stored_at >= settings.orphan_timeout_s:
+        return stored_at + settings.orphan_timeout_s
+    return now if meta.num_delivered >= settings.max_deliver else None
+
+
+def applied_through(info: ConsumerInfo, mark: int | None) -> bool:
+    """Whether a consumer has applied every event before the stream sequence ``mark``: it has none left to deliver
+    or to see acknowledged, or all are acknowledged up to ``mark`` (None: unknown, so not)."""
+    if not int(info.num_pending or 0) + int(info.num_ack_pending or 0):
+        return True
+    floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+    return mark is not None and floor >= mark
+
+
+async def _applied_by(state: LearnerState, kind: str, moment: float) -> bool:
+    """Whether ``kind``'s consumer has applied every event stored by ``moment``; not while that cannot be told."""
+    try:
+        info = await state.broker.connection.jetstream().consumer_info(subjects.EVENTS_STREAM, durable(kind))
+    except NotFoundError:  # no consumer of that kind: nothing is coming
+        return True
+    except (nats.errors.Error, OSError, IncorrectState) as error:
+        log.warning("cannot tell whether %s events are pending (%s); waiting on", kind, error)
+        return False
+    kept = state.marks.get(kind)
+    return applied_through(info, kept.after(moment) if kept else None)
+
+
+async def _gone(state: LearnerState, kind: EventKind[Any], msg: Msg) -> bool:
+    """Whether what an event refers to can no longer arrive: the event is past its ``deadline``, and the consumer
+    of the kind it waits for (if any) has applied every event stored by then."""
+    due = deadline(msg.metadata, state.settings, time.time())
+    if due is None:
+        return False
+    return kind.awaits is None or await _applied_by(state, kind.awaits, due)
+
+
+def _mark(state: LearnerState, kind: EventKind[Any], msg: Msg) -> None:
+    """Keep where the stream stood when this event was stored, if another kind waits for this one."""
+    kept, meta = state.marks.get(kind.name), msg.metadata
+    if kept is not None and meta.timestamp is not None:
+        kept.saw(meta.timestamp.timestamp(), meta.sequence.stream)
 
 
 async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
     """Validate, apply in a batch, then acknowledge: after commit, never before; a bad event is kept aside."""
+    _mark(state, kind, msg)
     try:
         event = kind.model.model_validate_json(msg.data)
         if kind.scoped:
@@ -120,15 +181,15 @@ async def consume(state: LearnerState, kind: EventKind[E], msg: Msg) -> None:
     every_s = state.settings.learner_ack_wait_s / 2
     try:
         applied = await in_progress_while(msg, batcher.enqueue(event), every_s)
-        if applied == "unknown" and _given_up(state, msg):
-            # a fresh transaction sees what concurrent ones committed
+        gone = applied == "unknown" and await _gone(state, kind, msg)
+        if gone:  # a last attempt: a fresh transaction sees what concurrent ones committed
             applied = await in_progress_while(msg, batcher.enqueue(event), every_s)
     except Exception as error:
         await _failed(state, kind.name, msg, error)
         return
     if applied == "applied":
         await msg.ack()
-    elif _given_up(state, msg):
+    elif gone:
         await _dead_letter(state, kind.name, msg, kind.missing(event))
     else:
         await msg.nak(delay=backoff_s(msg.metadata.num_delivered))
@@ -174,21 +235,22 @@ name, so every learner takes its share of the events (silenced where the consume
 
 
 def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
-    """A durable consumer per kind (a queue group per durable: learners share the work)."""
+    """A durable consumer per kind (a queue group per durable: learners share the work). Every event the server
+    has delivered and awaits the acknowledgement of is in a handler, which tells the server it is in progress: with
+    fewer handlers than that, the rest waited in FastStream's queue unheard of, were delivered again past their
+    ack-wait, and their growing delivery counts dead-lettered them early."""
     events, stream = NatsRouter(), events_stream()
     settings = state.settings
     warnings.filterwarnings("ignore", message=DURABLE_PUSH_WARNING, category=RuntimeWarning)
+    in_flight = 4 * settings.learner_batch_size
     for kind in kinds:
-        durable = f"{subjects.LEARNER_DURABLE_PREFIX}-{kind.name}"
         subscriber = events.subscriber(
             kind.filter,
             stream=stream,
-            durable=durable,
-            queue=durable,
-            max_workers=settings.learner_batch_size,
-            config=ConsumerConfig(
-                ack_wait=settings.learner_ack_wait_s, max_ack_pending=4 * settings.learner_batch_size
-            ),
+            durable=durable(kind.name),
+            queue=durable(kind.name),
+            max_workers=in_flight,
+            config=ConsumerConfig(ack_wait=settings.learner_ack_wait_s, max_ack_pending=in_flight),
             ack_policy=AckPolicy.MANUAL,
             decoder=undecoded,
             title=f"{kind.name}-events",

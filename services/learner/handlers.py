@@ -84,8 +84,12 @@ def _unknown_selection(event: SelectionEvent | OutcomeEvent | ReviewEvent) -> st
 
 EVENT_KINDS: tuple[EventKind[Any], ...] = (
     EventKind("selection", subjects.SELECTION_EVENTS, SelectionEvent, selections, _unknown_selection),
-    EventKind("outcome", subjects.OUTCOME_ROOT, OutcomeEvent, outcomes, _unknown_selection, scoped=True),
-    EventKind("review", subjects.REVIEW_ROOT, ReviewEvent, reviews, _unknown_selection, scoped=True),
+    EventKind(
+        "outcome", subjects.OUTCOME_ROOT, OutcomeEvent, outcomes, _unknown_selection, scoped=True, awaits="selection"
+    ),
+    EventKind(
+        "review", subjects.REVIEW_ROOT, ReviewEvent, reviews, _unknown_selection, scoped=True, awaits="selection"
+    ),
     EventKind(
         "feedback",
         subjects.FEEDBACK_ROOT,

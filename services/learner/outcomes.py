@@ -24,7 +24,7 @@ from toolsel.contracts.identity import Scope
 from toolsel.services.learner.degradation import FRESH_SCORE, DegradationPolicy, Health, observe
 from toolsel.services.learner.quality import LATENCY_BUCKETS, call_quality, latency_bucket, latency_percentile
 from toolsel.services.learner.reward import Reward, discounted, rewards_by_key
-from toolsel.services.learner.usage import POSITIVE, Embed, Example, UsageRules, remember
+from toolsel.services.learner.usage import POSITIVE, Embed, Example, UsageRules, embedded, remember
 from toolsel.settings import Settings
 from toolsel.store import events, learning
 from toolsel.store.learning import CreditKey, PosteriorKey, QualityKey, Registered
@@ -477,7 +477,8 @@ async def apply_outcomes(
 
     An outcome whose selection is not stored yet is left out (the caller redelivers it later: events may
     arrive out of order); one already stored is a duplicate and changes nothing. The queries that may teach
-    (``taught_with`` a success on an offered tool) are embedded first, in one batch, outside the transaction.
+    (``taught_with`` a success on an offered tool) are embedded first, in one batch, outside the transaction; a
+    model that fails whatever it is given fails the batch as transient (``usage.embedded``): nothing is stored.
     """
     result = OutcomeResult()
     known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
@@ -493,7 +494,7 @@ async def apply_outcomes(
             if c.success
         }
     )
-    vectors = dict(zip(queries, await embed(queries), strict=True)) if queries else {}
+    vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
         inserted = await events.insert_outcomes(conn, known)
         fresh = [e for e in known if e.event_id in inserted]

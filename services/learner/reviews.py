@@ -18,7 +18,7 @@ from toolsel.services.learner.compaction import compact
 from toolsel.services.learner.fitness import Multipliers, verdicts
 from toolsel.services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
 from toolsel.services.learner.review_index import Entry, add_review
-from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, remember
+from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, embedded, remember
 from toolsel.store import events, learning, reviews
 from toolsel.store.learning import CreditKey
 
@@ -110,7 +110,7 @@ async def apply_reviews(
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
     asked = [selections[e.selection_id] for e in known]
     queries = sorted({q for row in asked for q in (row["query"], *filter(None, row["needs"]))})
-    vectors = dict(zip(queries, await embed(queries), strict=True))
+    vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
         inserted = await events.insert_reviews(conn, known)
         fresh = [e for e in known if e.event_id in inserted]

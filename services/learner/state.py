@@ -1,7 +1,7 @@
 """What one learner process holds while it runs: its settings, store, model, publishers and counters."""
 
 import asyncio
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -41,6 +41,30 @@ class Counters:
         return asdict(self)
 
 
+MARK_EVERY_S = 1.0
+"""How far apart the marks of one event kind are (``Marks``): what waits for that kind waits at most this longer."""
+MARKS_KEPT = 3600
+"""Marks kept per event kind (an hour of them): an event waiting longer is matched with a later mark, so it waits
+longer, never less."""
+
+
+@dataclass
+class Marks:
+    """Where the events stream stood, as the deliveries of one event kind showed it: (when an event was stored, its
+    stream sequence), oldest first, one per ``MARK_EVERY_S`` at most. Every event stored by a moment precedes, in
+    the stream, an event stored after it."""
+
+    seen: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=MARKS_KEPT))
+
+    def saw(self, stored_at: float, sequence: int) -> None:
+        if not self.seen or stored_at >= self.seen[-1][0] + MARK_EVERY_S:
+            self.seen.append((stored_at, sequence))
+
+    def after(self, moment: float) -> int | None:
+        """The sequence of the first mark stored after ``moment``; None when none was seen yet."""
+        return next((sequence for stored_at, sequence in self.seen if stored_at > moment), None)
+
+
 @dataclass
 class LearnerState:
     """Built by ``create_app``; the store is opened (and the timer started) by the app's lifespan."""
@@ -59,6 +83,8 @@ class LearnerState:
     counters: Counters = field(default_factory=Counters)
     batchers: dict[str, Batcher[Any, Applied]] = field(default_factory=dict)
     """One per event kind (``consumers.EventKind.name``)."""
+    marks: dict[str, Marks] = field(default_factory=dict)
+    """One per event kind that another waits for (``consumers.EventKind.awaits``)."""
     store: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     embedder_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -11,13 +11,14 @@ examples and the vectors of the tools they touched, in the caller's transaction.
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import asyncpg
 import numpy as np
 import numpy.typing as npt
 
 from toolsel.contracts import SHARED_TENANT, UsageUpdated, Verdict
+from toolsel.messaging import Unavailable
 from toolsel.settings import Settings
 from toolsel.store import usage
 
@@ -32,6 +33,29 @@ Total = tuple[Vector, int]
 POSITIVE, NEGATIVE = 1, -1
 POLARITY = {Verdict.PERFECT: POSITIVE, Verdict.UNRELATED: NEGATIVE, Verdict.BROKEN: NEGATIVE}
 """What a review teaches the usage memory; a 'related' one teaches nothing."""
+
+
+async def embedded(embed: Embed, queries: Sequence[str]) -> dict[str, Vector]:
+    """Each query's vector. A failure that a probe shares (a text no one sent, so not cached) is the model's, not
+    the queries': raised as ``Unavailable``, their events' batch is retried as it is, never dead-lettered. One the
+    probe passes may be a query's own (or a batch too large): raised as it is, the batch is split to find it."""
+    if not queries:
+        return {}
+    try:
+        return dict(zip(queries, await embed(queries), strict=True))
+    except Exception as error:
+        if await _model_works(embed):
+            raise
+        raise Unavailable(f"the embedding model fails: {type(error).__name__}: {error}") from error
+
+
+async def _model_works(embed: Embed) -> bool:
+    """Whether the model embeds a text no cache holds (a fresh one each time)."""
+    try:
+        await embed([f"probe {uuid4()}"])
+    except Exception:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@ the credits that bound one actor's influence (session_credits by its outcomes, r
 Quality, health and quarantine are kept per (tool, tenant): the tenant whose selections' calls they count.
 
 The only module that writes these tables. Batches are written with one statement per table over arrays, rows
-in key order so that concurrent learners lock them alike (no deadlock); the learner's pure logic decides what
-the rows are. Posteriors and credits are read under lock and written back (``lock_*`` then ``write_*``): the
-learner steps them event by event, which no single update expression can.
+in key order and tables in one order (``LEARNT_TABLES``) so that concurrent learners, and a rebuild, lock them
+alike (no deadlock); the learner's pure logic decides what the rows are. Posteriors and credits are read under
+lock and written back (``lock_*`` then ``write_*``): the learner steps them event by event, which no single
+update expression can.
 """
 
 from collections.abc import Collection, Mapping, Sequence
@@ -19,8 +20,12 @@ TOOL_ID = "SELECT id FROM tools WHERE plugin_id = $1 AND name = $2"
 TOOL_KEYS = "SELECT id, plugin_id, name FROM tools WHERE id = ANY($1::bigint[])"
 
 TOOLS_BY_KEY = """
-SELECT id, plugin_id || '/' || name AS key, tenant_id FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])
+SELECT t.id, t.plugin_id || '/' || t.name AS key, t.tenant_id
+FROM unnest($1::text[], $2::text[]) AS k(plugin_id, name)
+JOIN tools t ON t.plugin_id = k.plugin_id AND t.name = k.name
 """
+"""Matched on (plugin_id, name), the registry's unique key, so its index finds each tool (the ``plugin/name`` text
+of every tool would be computed and compared instead, over the whole table)."""
 
 LOCK_POSTERIORS = """
 INSERT INTO tool_bandit_stats AS s (tool_id, tenant_id, context_key, alpha, beta)
@@ -142,7 +147,19 @@ SELECT tool_id, tenant_id FROM tool_quarantine
 WHERE released_at IS NULL AND since <= now() - make_interval(secs => least($1 * power(2, strikes - 1), $2))
 """
 
-LOCK_FOR_REBUILD = "LOCK TABLE tool_bandit_stats, tool_quality, session_credits, failure_credits IN EXCLUSIVE MODE"
+LEARNT_TABLES = (
+    "failure_credits",
+    "session_credits",
+    "review_credits",
+    "tool_bandit_stats",
+    "tool_quality",
+    "tool_quarantine",
+)
+"""The order every transaction takes these tables in: an outcome batch's (``outcomes.add_counters`` locks failure
+credits, then session credits, posteriors, quality, and quarantines last). Two transactions that take tables in
+one order wait for each other, one after the other; in two orders they deadlock and one is aborted."""
+LOCK_FOR_REBUILD = "LOCK TABLE failure_credits, session_credits, tool_bandit_stats, tool_quality IN EXCLUSIVE MODE"
+"""In ``LEARNT_TABLES`` order (a list of tables is locked one by one, in its order)."""
 RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
 RESET_CREDITS = ("DELETE FROM session_credits", "DELETE FROM failure_credits")
 RESET_COUNTERS = """
@@ -181,8 +198,11 @@ def _columns(rows: Sequence[Row]) -> list[list[Any]]:
 
 
 async def registered(conn: asyncpg.Connection | asyncpg.Pool, keys: Sequence[str]) -> dict[str, Registered]:
-    """Id and tenant of each ``plugin/name`` key that is registered: whose selections may teach it."""
-    rows = await conn.fetch(TOOLS_BY_KEY, sorted(set(keys)))
+    """Id and tenant of each ``plugin/name`` key that is registered: whose selections may teach it. A plugin id
+    holds no ``/`` (``ToolRef``), so a key splits at its first."""
+    split = (key.partition("/") for key in keys)
+    pairs = sorted({(plugin, name) for plugin, slash, name in split if slash})
+    rows = await conn.fetch(TOOLS_BY_KEY, [plugin for plugin, _ in pairs], [name for _, name in pairs])
     return {r["key"]: Registered(r["id"], r["tenant_id"]) for r in rows}
 
 
@@ -344,17 +364,7 @@ async def count_posteriors(conn: asyncpg.Connection) -> int:
 
 
 TENANT_TOOLS = "SELECT id FROM tools WHERE tenant_id = $1 AND plugin_id = ANY($2::text[])"
-FORGET_TOOLS = tuple(
-    f"DELETE FROM {table} WHERE tool_id = ANY($1::bigint[])"
-    for table in (
-        "tool_bandit_stats",
-        "tool_quality",
-        "tool_quarantine",
-        "session_credits",
-        "review_credits",
-        "failure_credits",
-    )
-)
+FORGET_TOOLS = tuple(f"DELETE FROM {table} WHERE tool_id = ANY($1::bigint[])" for table in LEARNT_TABLES)
 
 
 async def forget_plugins(conn: asyncpg.Connection, tenant_id: str, plugin_ids: Sequence[str]) -> list[int]:

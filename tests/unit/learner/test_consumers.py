@@ -7,22 +7,27 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
+import numpy as np
 import pytest
 from faststream.nats import JStream, NatsBroker, TestNatsBroker
 from faststream.nats.annotations import NatsMessage
 from faststream.nats.testing import PatchedMessage
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, ConsumerInfo, SequenceInfo
 
 from toolsel import messaging
 from toolsel.contracts import FeedbackEvent, OutcomeEvent, subjects
 from toolsel.contracts.identity import OPERATOR, tenant_scope
 from toolsel.messaging import RequestError
 from toolsel.services.learner import consumers
-from toolsel.services.learner.consumers import EventKind, admitted
-from toolsel.services.learner.state import Applied, LearnerState
+from toolsel.services.learner.consumers import EventKind, admitted, applied_through, deadline
+from toolsel.services.learner.state import MARK_EVERY_S, Applied, LearnerState, Marks
+from toolsel.services.learner.usage import Embed, embedded
 from toolsel.settings import Settings
 
 Log = list[tuple[str, Any]]
@@ -41,10 +46,14 @@ class Harness:
     slow_s: float = 0.0
     poison: set[UUID] = field(default_factory=set)
     dead_letters: list[tuple[bytes, str]] = field(default_factory=list)
+    embed: Embed | None = None
+    """Embeds a query per event first, as applying outcomes does (``usage.embedded``)."""
 
     async def apply(self, state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[Applied]:
         self.log.append(("apply", len(batch)))
         await asyncio.sleep(self.slow_s)
+        if self.embed is not None:
+            await embedded(self.embed, [str(e.selection_id) for e in batch])
         if self.error is not None and (not self.poison or any(e.selection_id in self.poison for e in batch)):
             raise self.error
         verdict = self.verdicts.pop(0) if len(self.verdicts) > 1 else self.verdicts[0]
@@ -210,6 +219,20 @@ async def test_a_batch_failing_for_want_of_a_server_is_redelivered_whole_however
     assert harness.dead_letters == []
 
 
+async def test_a_batch_whose_model_fails_is_redelivered_whole_and_never_dead_lettered(harness: Harness) -> None:
+    """The embedding model out of memory is no event's fault: no split, no dead letter, however often."""
+
+    async def out_of_memory(queries: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("onnxruntime: Failed to allocate memory")
+
+    harness.embed = out_of_memory
+    events = [_outcome() for _ in range(3)]
+    attempts = Settings().poison_attempts
+    await asyncio.gather(*(harness.publish(e.model_dump_json().encode(), delivered=attempts) for e in events))
+    assert harness.log == [("apply", 3)] + [("nak", Settings().failed_event_delay_s)] * 3
+    assert harness.dead_letters == []
+
+
 async def test_json_too_deep_to_decode_is_dead_lettered_at_once(harness: Harness) -> None:
     body = b'{"selection_id": "%s", "calls": ' % str(uuid4()).encode() + b"[" * 5000 + b"]" * 5000 + b"}"
     await harness.publish(body)
@@ -227,3 +250,49 @@ def test_an_event_is_admitted_as_its_sender_for_its_senders_tenant() -> None:
     assert admitted(unnamed, OPERATOR).tenant_id == "default"
     with pytest.raises(RequestError, match="not the sender's tenant"):
         admitted(FeedbackEvent(plugin_id="p", name="t", rating=1, tenant_id="beta"), acme)
+
+
+def _metadata(delivered: int, age_s: float, now: float) -> Msg.Metadata:
+    stored = datetime.fromtimestamp(now - age_s, UTC)
+    return Msg.Metadata(Msg.Metadata.SequencePair(1, 1), 0, delivered, stored, subjects.EVENTS_STREAM, "c")
+
+
+def test_an_orphan_stops_waiting_after_the_timeout_or_max_deliver_deliveries() -> None:
+    settings, now = Settings(orphan_timeout_s=60, max_deliver=4), 1_000_000.0
+    assert deadline(_metadata(1, 59.0, now), settings, now) is None
+    assert deadline(_metadata(1, 120.0, now), settings, now) == pytest.approx(now - 60.0)  # due since it was 60 s old
+    assert deadline(_metadata(4, 1.0, now), settings, now) == now
+
+
+def _consumer(pending: int, ack_pending: int, ack_floor: int) -> ConsumerInfo:
+    return ConsumerInfo(
+        "toolsel-learner-selection",
+        subjects.EVENTS_STREAM,
+        ConsumerConfig(),
+        datetime.now(UTC),
+        ack_floor=SequenceInfo(ack_floor, ack_floor),
+        num_ack_pending=ack_pending,
+        num_pending=pending,
+    )
+
+
+def test_a_consumer_with_no_backlog_has_applied_everything_before_any_mark() -> None:
+    assert applied_through(_consumer(0, 0, 7), None)
+    assert applied_through(_consumer(0, 0, 7), 100)
+
+
+def test_a_consumer_behind_has_applied_only_what_it_saw_acknowledged() -> None:
+    assert not applied_through(_consumer(5, 0, 7), None)  # no mark after the deadline seen yet: it may come
+    assert not applied_through(_consumer(0, 2, 7), 8)  # the mark is in flight
+    assert applied_through(_consumer(5, 2, 8), 8)  # a steady stream: the backlog is of events after the mark
+
+
+def test_marks_are_a_second_apart_and_the_first_after_a_moment_bounds_what_was_stored_by_then() -> None:
+    marks = Marks()
+    for stored_at, sequence in [(10.0, 3), (10.5, 4), (11.0, 9), (11.2, 10), (13.0, 20)]:
+        marks.saw(stored_at, sequence)
+    assert list(marks.seen) == [(10.0, 3), (10.0 + MARK_EVERY_S, 9), (13.0, 20)]
+    assert marks.after(9.0) == 3
+    assert marks.after(10.0) == 9  # stored after the moment, not at it
+    assert marks.after(12.0) == 20
+    assert marks.after(13.0) is None

@@ -1,11 +1,13 @@
 """The usage memory's arithmetic: recency weights, the bounded recency-weighted centroid, vectors per scope, the
-listwise steps of reviews on the residuals."""
+listwise steps of reviews on the residuals; a failing model told from a query it fails on."""
 
+from collections.abc import Sequence
 from uuid import uuid4
 
 import numpy as np
 import pytest
 
+from toolsel.messaging import Unavailable, transient
 from toolsel.services.learner.usage import (
     NEGATIVE,
     POSITIVE,
@@ -14,6 +16,7 @@ from toolsel.services.learner.usage import (
     UsageRules,
     centres,
     centroid,
+    embedded,
     ranked_totals,
     rankings,
     recency_weights,
@@ -201,3 +204,32 @@ def test_a_ranking_without_a_recorded_cosine_steps_nothing() -> None:
     examples = [_reviewed(selection, 1, POSITIVE, 0.5), _reviewed(selection, 2, NEGATIVE, None)]
     assert rankings(examples) == {}
     assert stepped(examples, {"q": _unit(1, 0)}, {}, STEP) == {}
+
+
+async def _ones(queries: Sequence[str]) -> np.ndarray:
+    return np.ones((len(queries), 2), dtype=np.float32)
+
+
+async def test_queries_are_embedded_each_by_its_text() -> None:
+    vectors = await embedded(_ones, ["a", "b"])
+    assert sorted(vectors) == ["a", "b"]
+    assert await embedded(_ones, []) == {}
+
+
+async def test_a_model_that_fails_whatever_it_is_given_is_unavailable_a_transient_failure() -> None:
+    async def out_of_memory(queries: Sequence[str]) -> np.ndarray:
+        raise MemoryError("onnxruntime: Failed to allocate memory")
+
+    with pytest.raises(Unavailable, match="MemoryError: onnxruntime: Failed to allocate memory") as raised:
+        await embedded(out_of_memory, ["weather in Oslo"])
+    assert transient(raised.value)
+
+
+async def test_a_failure_a_probe_passes_is_raised_as_it_is_a_querys_own() -> None:
+    async def fails_on_one(queries: Sequence[str]) -> np.ndarray:
+        if "poison" in queries:
+            raise ValueError("cannot embed poison")
+        return await _ones(queries)
+
+    with pytest.raises(ValueError, match="cannot embed poison"):
+        await embedded(fails_on_one, ["poison", "weather in Oslo"])

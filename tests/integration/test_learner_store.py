@@ -1,0 +1,140 @@
+"""What the learner reads and writes, on a fresh database of the real PostgreSQL: tools found by key through the
+registry's unique index, an outcome batch whose model fails that stores nothing and is retried as it is, and a
+rebuild that waits for a batch in flight (both take the learnt tables in one order)."""
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+import asyncpg
+import numpy as np
+import pytest
+
+from tests.integration.catalog import eventually
+from toolsel.contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
+from toolsel.messaging import Unavailable, transient
+from toolsel.services.learner.degradation import DegradationPolicy
+from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
+from toolsel.services.learner.rebuild import Rebuilt, rebuild
+from toolsel.settings import Settings
+from toolsel.store import create_pool, events, learning
+from toolsel.store.learning import PosteriorKey
+
+TOOLS = 20_000
+BY_TEXT = """
+SELECT id, plugin_id || '/' || name AS key, tenant_id FROM tools WHERE plugin_id || '/' || name = ANY($1::text[])
+"""
+"""What the tools' keys are: their ``plugin/name`` text (how the learner matched them before)."""
+
+
+@pytest.fixture
+async def registry(empty_database: str) -> AsyncIterator[asyncpg.Pool]:
+    """A registry of ``TOOLS`` described tools: plugin ``p<i % 100>``, name ``t<i>``, every tenth shared."""
+    connections = await create_pool(empty_database)
+    await connections.execute(
+        "INSERT INTO tools (plugin_id, name, tenant_id, spec, content_hash)"
+        " SELECT 'p' || (i % 100), 't' || i, CASE WHEN i % 10 = 0 THEN '*' ELSE 'acme' END,"
+        " jsonb_build_object('description', repeat('x', 400)), repeat('a', 64) FROM generate_series(1, $1) i",
+        TOOLS,
+    )
+    await connections.execute("ANALYZE tools")
+    yield connections
+    await connections.close()
+
+
+async def test_tools_are_found_by_key_as_their_plugin_name_text_finds_them(registry: asyncpg.Pool) -> None:
+    keys = ["p1/t1", "p10/t10", "p1/t1", "p2/t1", "p3/t3/x", "p4", "nobody/t4", "p5/t1005", "p5/"]
+    found = await learning.registered(registry, keys)
+    expected = {r["key"]: learning.Registered(r["id"], r["tenant_id"]) for r in await registry.fetch(BY_TEXT, keys)}
+    assert found == expected
+    assert sorted(found) == ["p1/t1", "p10/t10", "p5/t1005"]
+
+
+async def test_tools_are_found_by_key_through_the_registrys_unique_index(registry: asyncpg.Pool) -> None:
+    """An index finds each tool of a batch's selections: no batch reads the whole registry."""
+    async with registry.acquire() as conn, conn.transaction():
+        await learning.registered(conn, [f"p{i % 100}/t{i}" for i in range(1, 40)])
+        scans = await conn.fetchrow("SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'tools'")
+    assert scans is not None
+    assert (scans["seq_scan"], scans["idx_scan"] > 0) == (0, True)
+
+
+async def asked(pool: asyncpg.Pool) -> SelectionEvent:
+    """A stored selection of acme's that offered tool p1/t1."""
+    selection = SelectionEvent(
+        tenant_id="acme",
+        query="send mail",
+        tier="free",
+        context_key="free::general",
+        method="hybrid",
+        tools=[SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)],
+        candidate_count=1,
+        latency_ms=1.0,
+        tokens_selected=0,
+        tokens_catalog=0,
+    )
+    await events.insert_selections(pool, [selection])
+    return selection
+
+
+async def model(queries: Sequence[str]) -> np.ndarray:
+    """One unit vector for every query."""
+    return np.full((len(queries), 384), 384**-0.5, dtype=np.float32)
+
+
+RULES = OutcomeRules.from_settings(Settings())
+POLICY = DegradationPolicy.from_settings(Settings())
+
+
+async def test_an_outcome_batch_whose_model_fails_stores_nothing_and_is_retried_not_split(
+    registry: asyncpg.Pool,
+) -> None:
+    """A transient failure: its events are redelivered as they are, and applied once the model works again."""
+    call = ToolCall(plugin_id="p1", name="t1", success=True)
+    outcome = OutcomeEvent(selection_id=(await asked(registry)).selection_id, calls=[call])
+
+    async def out_of_memory(queries: Sequence[str]) -> np.ndarray:
+        raise RuntimeError("onnxruntime: Failed to allocate memory")
+
+    with pytest.raises(Unavailable) as raised:
+        await apply_outcomes(registry, [outcome], RULES, POLICY, out_of_memory)
+    assert transient(raised.value)
+    assert await registry.fetchval("SELECT count(*) FROM outcomes") == 0
+    applied = await apply_outcomes(registry, [outcome], RULES, POLICY, model)
+    assert applied.applied == [outcome.event_id]
+    assert await registry.fetchval("SELECT count(*) FROM tool_usage_examples") == 1
+
+
+async def lock_waiters(pool: asyncpg.Pool) -> bool:
+    """Whether a transaction of this database waits for a lock."""
+    return bool(
+        await pool.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+    )
+
+
+async def test_a_rebuild_waits_for_an_outcome_batch_in_flight_and_neither_is_aborted(
+    registry: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch holds the failure credits of its failed call when the rebuild starts; it locks the posteriors once
+    the rebuild waits for a lock. The rebuild then replays the batch's outcome."""
+    failed = ToolCall(plugin_id="p1", name="t1", success=False, error="timeout")
+    outcome = OutcomeEvent(selection_id=(await asked(registry)).selection_id, calls=[failed])
+    rebuilding: list[asyncio.Task[Rebuilt]] = []
+    lock_posteriors = learning.lock_posteriors
+
+    async def once_a_rebuild_waits(
+        conn: asyncpg.Connection, keys: Sequence[PosteriorKey], alpha: float, beta: float
+    ) -> dict[PosteriorKey, asyncpg.Record]:
+        if not rebuilding:  # the batch's (the rebuild's own replay passes)
+            rebuilding.append(asyncio.create_task(rebuild(registry, RULES)))
+            assert await eventually(lambda: lock_waiters(registry))
+        return await lock_posteriors(conn, keys, alpha, beta)
+
+    monkeypatch.setattr(learning, "lock_posteriors", once_a_rebuild_waits)
+    try:
+        result = await apply_outcomes(registry, [outcome], RULES, POLICY, model)
+    finally:
+        rebuilt = await asyncio.gather(*rebuilding, return_exceptions=True)
+    assert result.applied == [outcome.event_id]
+    assert [r.outcomes if isinstance(r, Rebuilt) else r for r in rebuilt] == [1]
