@@ -4,6 +4,7 @@ rebuild that waits for a batch in flight (both take the learnt tables in one ord
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from uuid import uuid4
 
 import asyncpg
 import numpy as np
@@ -15,8 +16,10 @@ from toolsel.messaging import Unavailable, transient
 from toolsel.services.learner.degradation import DegradationPolicy
 from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
 from toolsel.services.learner.rebuild import Rebuilt, rebuild
+from toolsel.services.learner.review_index import Entry, add_review
+from toolsel.services.learner.reviews import compact_review_index
 from toolsel.settings import Settings
-from toolsel.store import create_pool, events, learning
+from toolsel.store import create_pool, events, learning, reviews
 from toolsel.store.learning import PosteriorKey
 
 TOOLS = 20_000
@@ -138,3 +141,31 @@ async def test_a_rebuild_waits_for_an_outcome_batch_in_flight_and_neither_is_abo
         rebuilt = await asyncio.gather(*rebuilding, return_exceptions=True)
     assert result.applied == [outcome.event_id]
     assert [r.outcomes if isinstance(r, Rebuilt) else r for r in rebuilt] == [1]
+
+
+async def test_a_review_merged_while_the_index_is_compacted_is_kept(empty_database: str) -> None:
+    """An online batch that has read its tool's entries holds the index: a compaction started meanwhile waits for
+    it, then rebuilds from a log that holds its review (it merged into entries the compaction deleted, and the
+    review was lost from the index until the next one)."""
+    store = await create_pool(empty_database)
+    try:
+        tool = await store.fetchval(
+            "INSERT INTO tools (plugin_id, name, tenant_id, spec, content_hash)"
+            " VALUES ('mail', 'send', 'acme', '{}', repeat('a', 64)) RETURNING id"
+        )
+        query = np.ones(384, dtype=np.float32) / np.sqrt(384)
+        await reviews.log_reviews(store, [(uuid4(), tool, "acme", query, "perfect", 1.4)])
+        await reviews.write_index_entries(store, [], [(tool, "acme", query, 1.4, 1)])
+        async with store.acquire() as conn, conn.transaction():  # an online batch, as apply_reviews runs it
+            await reviews.log_reviews(conn, [(uuid4(), tool, "acme", query, "broken", 0.35)])
+            await reviews.lock_tool_indexes(conn, {tool})
+            nearest = await reviews.nearest_entries(conn, [(tool, "acme", query)])
+            entries = [Entry(r[3], r[4], r[5], r[0]) for r in nearest]
+            compaction = asyncio.create_task(compact_review_index(store, 8))
+            await asyncio.sleep(0.5)  # the compaction is under way, waiting for the index
+            merged = add_review(entries, query, 0.35, 0.9)
+            await reviews.write_index_entries(conn, [(e.id, e.centroid, e.fitness, e.reviews) for e in merged], [])
+        await compaction
+        assert await store.fetchval("SELECT sum(reviews) FROM review_index") == 2
+    finally:
+        await store.close()

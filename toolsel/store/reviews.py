@@ -67,6 +67,7 @@ FROM unnest($1::bigint[], $2::vector[], $3::float8[], $4::int[]) AS u(id, centro
 WHERE r.id = u.id
 """
 LOCK_INDEX = "LOCK TABLE review_index IN SHARE ROW EXCLUSIVE MODE"
+LOCK_INDEX_ROWS = "LOCK TABLE review_index IN ROW EXCLUSIVE MODE"
 COUNT_INDEX = "SELECT count(*) FROM review_index"
 DELETE_INDEX = "DELETE FROM review_index"
 REVIEWED = "SELECT DISTINCT tool_id, scope FROM review_log ORDER BY tool_id, scope"
@@ -89,7 +90,10 @@ async def log_reviews(conn: asyncpg.Connection, rows: Sequence[tuple[Any, int, s
 
 
 async def lock_tool_indexes(conn: asyncpg.Connection, tool_ids: Iterable[int]) -> None:
-    """Hold these tools' index entries until commit, one at a time in id order (no deadlock)."""
+    """Hold these tools' index entries until commit, one at a time in id order (no deadlock), and the index
+    against a compaction (``lock_index``) meanwhile: read before a compaction replaced them, they would be merged
+    into entries it deleted, and the review lost from the index; now one waits for the other."""
+    await conn.execute(LOCK_INDEX_ROWS)
     for tool_id in sorted(tool_ids):
         await conn.execute(LOCK_TOOL_INDEX, INDEX_LOCK, tool_id)
 
