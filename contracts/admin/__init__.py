@@ -2,6 +2,7 @@
 service that owns the area's tables. Every request carries the admin credential (``AdminRequest``)."""
 
 from toolsel.contracts.admin.analytics import (
+    HEATMAP_CELLS_MAX,
     AccuracyPoint,
     AccuracyTrend,
     AnalyticsQuery,
@@ -77,6 +78,7 @@ from toolsel.contracts.admin.registry import (
 
 __all__ = [
     "CONDITION_KEYS",
+    "HEATMAP_CELLS_MAX",
     "OPERATORS",
     "RULE_TYPES",
     "AccuracyPoint",

@@ -2,6 +2,8 @@
 
 from datetime import date
 
+from pydantic import Field
+
 from toolsel.contracts.common import AdminRequest, Frozen, Message
 
 
@@ -29,8 +31,15 @@ class HeatCell(Frozen):
     count: int
 
 
+HEATMAP_CELLS_MAX = 5000
+"""Cells a heatmap reply carries at most, the most selected first: pages are the requests' own words, so a flood
+of distinct ones would otherwise make the reply too large for one message."""
+
+
 class Heatmap(Message):
-    cells: list[HeatCell]
+    cells: list[HeatCell] = Field(max_length=HEATMAP_CELLS_MAX)
+    left_out: int = 0
+    """Cells past ``HEATMAP_CELLS_MAX``, the least selected, not in ``cells``."""
 
 
 class AccuracyPoint(Frozen):

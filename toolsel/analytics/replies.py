@@ -5,6 +5,7 @@ import polars as pl
 
 from toolsel.analytics import metrics
 from toolsel.contracts.admin import (
+    HEATMAP_CELLS_MAX,
     AccuracyPoint,
     AccuracyTrend,
     HeatCell,
@@ -22,8 +23,11 @@ def metrics_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> Selection
 
 
 def heatmap_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> Heatmap:
-    """(``outcomes`` unused: every reply is made from the same two frames.)"""
-    return Heatmap(cells=[HeatCell(**row) for row in metrics.heatmap(selections).iter_rows(named=True)])
+    """The most selected ``HEATMAP_CELLS_MAX`` cells, and how many more there were. (``outcomes`` unused: every
+    reply is made from the same two frames.)"""
+    cells = metrics.heatmap(selections)
+    kept = cells.head(HEATMAP_CELLS_MAX)
+    return Heatmap(cells=[HeatCell(**row) for row in kept.iter_rows(named=True)], left_out=cells.height - kept.height)
 
 
 def accuracy_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> AccuracyTrend:

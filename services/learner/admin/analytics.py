@@ -1,5 +1,6 @@
 """Analytics admin: the event history of a window read from the store, measured with polars."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -27,7 +28,8 @@ def router(state: LearnerState) -> NatsRouter:
         """Read the window's selections and outcomes and measure them."""
         check_admin(query.admin_token, state.settings.admin_token)
         selections = await from_store(state.pool, "selections", query.since, query.until)
-        return measure(selections, await from_store(state.pool, "outcomes", query.since, query.until))
+        outcomes = await from_store(state.pool, "outcomes", query.since, query.until)
+        return await asyncio.to_thread(measure, selections, outcomes)  # seconds over a long history: not on the loop
 
     def subscriber(subject: str, description: str) -> Callable[[Handler], Any]:
         title = subject.removeprefix(f"{subjects.RPC_PREFIX}.")

@@ -3,8 +3,9 @@ from datetime import date
 import polars as pl
 import pytest
 
-from tests.unit.analytics.frames import OUTCOMES, SELECTIONS, frame
-from toolsel.analytics import metrics
+from tests.unit.analytics.frames import OUTCOMES, SELECTIONS, frame, selection
+from toolsel.analytics import metrics, replies
+from toolsel.contracts.admin import HEATMAP_CELLS_MAX
 
 
 def test_selection_metrics_by_hand() -> None:
@@ -45,6 +46,16 @@ def test_heatmap_counts_tool_and_page() -> None:
         {"tool": "m/send", "page": "/travel", "count": 1},
         {"tool": "t/fly", "page": "/travel", "count": 1},
     ]
+
+
+def test_a_heatmap_reply_keeps_the_most_selected_cells_and_counts_the_rest() -> None:
+    """Pages are the requests' own words: a flood of distinct ones made a reply too large for one message."""
+    rows = [selection("s0", 1, "/mail", "hybrid", 1.0, ["m/send", "m/send"], 0)]
+    rows += [selection(f"s{i}", 1, f"/flood/{i}", "hybrid", 1.0, ["t/fly"], 0) for i in range(1, HEATMAP_CELLS_MAX + 9)]
+    reply = replies.heatmap_reply(frame("selections", rows), frame("outcomes", []))
+    assert len(reply.cells) == HEATMAP_CELLS_MAX
+    assert reply.cells[0].model_dump() == {"tool": "m/send", "page": "/mail", "count": 2}
+    assert reply.left_out == 9
 
 
 def test_accuracy_trend_is_the_daily_share_of_outcomes_whose_calls_were_selected() -> None:
