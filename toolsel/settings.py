@@ -471,8 +471,8 @@ class Settings(BaseSettings):
     to the others); each tenant's pairs are bounded as its usage memory is (``learning_credits_per_actor`` per
     actor and tool, ``usage_examples_per_tool`` per tool)."""
     tune_holdout_share: float = Field(default=0.2, gt=0.0, lt=1.0)
-    """The most recent share of the selections with outcomes or reviews, held back: never trained on, the current
-    model and the candidate are measured on them."""
+    """The most recent share of each tenant's selections with outcomes or reviews, held back: never trained on, the
+    current model and the candidate are measured on them."""
     tune_margin: float = Field(default=0.005, ge=-1.0, le=1.0)
     """How much higher the candidate's held-back NDCG@10 must be than the current model's for a tune to switch."""
     tune_threads: int = Field(default=1, ge=1)

@@ -101,12 +101,14 @@ async def test_a_tenants_private_tools_and_their_queries_never_enter_training(
         settings = get_settings().model_copy(update={"tune_holdout_share": 0.1})
         picked = split(found, settings)
         assert sorted((p.query, p.tool_id) for p in picked.pairs) == [
-            ("email the offsite agenda to the team", f"{shared}/send_email"),
             ("is it going to snow in Oslo", f"{shared}/get_weather"),
         ]
-        assert [(j.tenant, j.query) for j in picked.held_out] == [(b, "weather in Rome tomorrow")]
+        assert {(j.tenant, j.query) for j in picked.held_out} == {  # each tenant's most recent
+            (a, "email the offsite agenda to the team"),
+            (b, "weather in Rome tomorrow"),
+        }
         assert picked.left_out_private == 2
-        assert picked.by_tenant == {a: 1, b: 1}
+        assert picked.by_tenant == {b: 1}
         assert not any(private in p.tool_id or p.query in private_queries for p in picked.pairs)
     finally:
         await client.remove_plugin(shared)
@@ -117,7 +119,8 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 async def used_store(url: str, mislabelled: bool) -> None:
     """A store with the test tools shared and each one's example queries used: the older ones' calls went to the
-    tool after it when ``mislabelled`` (what a model must not learn), the three most recent to the right tool."""
+    tool after it when ``mislabelled`` (what a model must not learn), the four most recent (the two held back of
+    each tenant) to the right tool."""
     pool = await create_pool(url)
     names = list(TOOLS)
     uses = [(query, names[i]) for i, name in enumerate(names) for query in TOOLS[name][1]]
@@ -149,7 +152,7 @@ async def used_store(url: str, mislabelled: bool) -> None:
             for n, (query, name) in enumerate(uses):
                 at = START + timedelta(minutes=n)
                 wrong = names[(names.index(name) + 1) % len(names)]
-                called = wrong if mislabelled and n < len(uses) - 3 else name
+                called = wrong if mislabelled and n < len(uses) - 4 else name
                 selection = SelectionEvent(
                     occurred_at=at,
                     tenant_id=f"tenant-{n % 2}",
@@ -298,8 +301,8 @@ async def test_a_candidate_that_meets_the_margin_is_switched_to_and_the_store_em
     card = json.loads((out / "model_card.json").read_text())
     name = card["name"]
     assert card["evaluation"]["shadow_test"]["switched"] is True
-    assert card["evaluation"]["shadow_test"]["held_out_queries"] == 3
-    assert card["sources"][-1]["pairs_by_tenant"] == {"tenant-0": 6, "tenant-1": 6}
+    assert card["evaluation"]["shadow_test"]["held_out_queries"] == 4  # each tenant's two most recent
+    assert card["sources"][-1]["pairs_by_tenant"] == {"tenant-0": 6, "tenant-1": 5}
     assert card["base_model"] == Settings().embedding_model
     assert f"TOOLSEL_EMBEDDING_MODEL={name} TOOLSEL_MODEL_DIR={out}" in " ".join(done.stdout.split())
     pool = await create_pool(winner.url)

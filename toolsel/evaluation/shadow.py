@@ -2,6 +2,7 @@
 current model's vectors and by the candidate's, scored alike; the candidate replaces the current model only when it
 wins by the margin."""
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,16 @@ def rankings(
 
 
 def scores(ranked: Sequence[Sequence[str]], judged: Sequence[Judged]) -> Scores:
-    """Mean R@5 and NDCG@10 of the rankings against each query's relevant tools."""
+    """R@5 and NDCG@10 of the rankings against each query's relevant tools: each tenant's mean, then their mean,
+    so that a tenant with many held-back queries does not alone decide what the candidate is judged on (a model
+    that wins on its queries and loses on every other tenant's would otherwise switch for all)."""
     if not judged:
         return Scores(0.0, 0.0, 0)
-    r5 = [recall_at(r, j.relevant, 5) for r, j in zip(ranked, judged, strict=True)]
-    ndcg = [ndcg_at(r, j.relevant, 10) for r, j in zip(ranked, judged, strict=True)]
-    return Scores(float(np.mean(r5)), float(np.mean(ndcg)), len(judged))
+    per_tenant: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r, j in zip(ranked, judged, strict=True):
+        per_tenant[j.tenant].append((recall_at(r, j.relevant, 5), ndcg_at(r, j.relevant, 10)))
+    means = np.array([np.mean(values, axis=0) for values in per_tenant.values()])
+    return Scores(float(means[:, 0].mean()), float(means[:, 1].mean()), len(judged))
 
 
 async def measure(settings: Settings, chosen: UseSplit, found: Use) -> Scores:

@@ -89,13 +89,19 @@ class UseSplit:
 
 
 def split_recent(evidence: Sequence[Evidence], share: float) -> tuple[list[Evidence], list[Evidence]]:
-    """The evidence of older selections, and of the most recent ``share`` of the selections (by their latest
-    event), held back."""
+    """The evidence of older selections, and of the most recent ``share`` of each tenant's selections (by their
+    latest event), held back: per tenant, so that a tenant's burst of traffic before a tune does not make the
+    held-back queries all its own, and the candidate is judged on every tenant's."""
     latest: dict[str, tuple[datetime, str]] = {}
+    tenant_of: dict[str, str] = {}
     for e in evidence:
         latest[e.selection] = max(latest.get(e.selection, (e.at, e.selection)), (e.at, e.selection))
-    ordered = sorted(latest, key=lambda s: latest[s])
-    held = set(ordered[len(ordered) - math.ceil(share * len(ordered)) :]) if share > 0 else set()
+        tenant_of[e.selection] = e.tenant
+    by_tenant: dict[str, list[str]] = defaultdict(list)
+    for selection in sorted(latest, key=lambda s: latest[s]):
+        by_tenant[tenant_of[selection]].append(selection)
+    held = {s for ordered in by_tenant.values() for s in ordered[len(ordered) - math.ceil(share * len(ordered)) :]}
+    held = held if share > 0 else set()
     return [e for e in evidence if e.selection not in held], [e for e in evidence if e.selection in held]
 
 

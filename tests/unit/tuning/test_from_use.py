@@ -44,6 +44,18 @@ def test_the_most_recent_selections_are_held_back_and_their_queries_never_traine
     assert len(split.pairs) == 8
 
 
+def test_each_tenant_holds_back_its_own_most_recent_share_and_counts_as_much() -> None:
+    """A tenant's burst of traffic before a tune does not make the held-back queries all its own: each tenant's
+    recent share is held back, and each tenant's mean counts once, however many queries it has."""
+    quiet = [said(n, f"p/t{n % 8}", tenant="quiet") for n in range(10)]
+    burst = [said(100 + n, f"p/t{n % 8}", tenant="burst") for n in range(40)]
+    _, recent = split_recent([*quiet, *burst], 0.2)
+    assert Counter(e.tenant for e in recent) == {"quiet": 2, "burst": 8}
+    judged = [Judged("quiet", "q", frozenset({"p/a"}))] + [Judged("burst", "q", frozenset({"p/b"}))] * 9
+    measured = scores([["p/a"]] + [["p/c"]] * 9, judged)
+    assert (measured.r5, measured.queries) == (0.5, 10)  # not 0.1: the quiet tenant's one query counts as much
+
+
 def test_a_selection_that_touched_a_private_tool_is_left_out_whole() -> None:
     evidence = [said(1, "p/t1"), said(2, "p/t2"), said(2, "a-private/secret"), said(3, "p/t3", positive=False)]
     evidence += [said(3, "a-private/secret"), said(50, "p/t4")]
@@ -65,11 +77,11 @@ def test_the_budget_is_shared_equally_between_tenants() -> None:
     big = [said(n, f"p/t{n % 8}", tenant="big") for n in range(300)]
     small = [said(1000 + n, f"p/t{n % 8}", tenant="small") for n in range(20)]
     split = pairs_from_use([*big, *small, said(5000, "p/t0")], SHARED, Limits(100, 1000, 1000), share=0.001)
-    assert split.by_tenant == {"big": 300, "small": 20}
+    assert split.by_tenant == {"big": 299, "small": 19}  # each tenant's most recent selection held back
     assert len(split.pairs) == 100
     assert Counter(p.query.startswith("query 1") and int(p.query.split()[1]) >= 1000 for p in split.pairs) == {
-        True: 20,
-        False: 80,
+        True: 19,
+        False: 81,
     }
 
 
