@@ -115,7 +115,11 @@ class PosteriorUpdate(ToolRef):
     """The last counted success in this tenant and context (recency is learnt where it happened)."""
 
 
+POSTERIOR_UPDATES_MAX = 100_000
+"""Posterior updates one ``PosteriorsUpdated`` carries at most (the learner sends a larger batch's in several)."""
+
+
 class PosteriorsUpdated(Message):
     """The learner's new Beta posteriors after a committed batch, so selectors need no database read."""
 
-    updates: list[PosteriorUpdate] = Field(max_length=100_000)
+    updates: list[PosteriorUpdate] = Field(max_length=POSTERIOR_UPDATES_MAX)

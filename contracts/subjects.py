@@ -207,3 +207,8 @@ def request_subjects() -> tuple[str, ...]:
         *ADMIN_SUBJECTS,
         *(health(s) for s in SERVICES),
     )
+
+
+def learner_durable(kind: str) -> str:
+    """The learner's durable consumer of an event kind (``selection``, ``outcome``, ...), and its queue group."""
+    return f"{LEARNER_DURABLE_PREFIX}-{kind}"

@@ -17,7 +17,7 @@ from faststream.message import StreamMessage
 from faststream.middlewares import BaseMiddleware, ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
 from nats.aio.client import DEFAULT_MAX_PAYLOAD_SIZE, Client
-from nats.js.api import StreamConfig
+from nats.js.api import ConsumerInfo, StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
@@ -79,7 +79,7 @@ async def ensure_streams(url: str) -> None:
 
 
 SCOPED_DURABLES = (
-    *(f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}" for kind in ("outcome", "review", "feedback")),
+    *(subjects.learner_durable(kind) for kind in ("outcome", "review", "feedback")),
     subjects.INDEXER_DURABLE,
 )
 """The durable consumers of what clients send under their scopes."""
@@ -223,10 +223,14 @@ def rpc_router() -> NatsRouter:
     return NatsRouter(middlewares=[_rpc_errors(), ReplyTooLarge], decoder=_decoded_or_raw)
 
 
-async def consumer_backlog(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
+def backlog(info: ConsumerInfo) -> int:
     """Events a consumer has still to deliver, or has delivered and waits to have acknowledged."""
-    info = await client.jetstream().consumer_info(stream, durable)
     return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+
+async def consumer_backlog(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> int:
+    """``backlog`` of a consumer, asked of the server."""
+    return backlog(await client.jetstream().consumer_info(stream, durable))
 
 
 async def consumer_settled(client: Client, durable: str, stream: str = subjects.EVENTS_STREAM) -> bool:
@@ -235,7 +239,7 @@ async def consumer_settled(client: Client, durable: str, stream: str = subjects.
     come before the events it will count."""
     js = client.jetstream()
     info = await js.consumer_info(stream, durable)
-    if int(info.num_pending or 0) + int(info.num_ack_pending or 0):
+    if backlog(info):
         return False
     subject = info.config.filter_subject
     if not subject:

@@ -17,25 +17,23 @@ from collections.abc import Iterator, Sequence
 from pydantic_core import to_json
 
 from toolsel.contracts import PosteriorsUpdated, PosteriorUpdate, ToolStateChanged, UsageUpdated
+from toolsel.contracts.events import POSTERIOR_UPDATES_MAX
 from toolsel.messaging import room
 from toolsel.services.learner.state import LearnerState
 
 log = logging.getLogger("toolsel.learner")
 
-MAX_UPDATES: int = PosteriorsUpdated.model_json_schema()["properties"]["updates"]["maxItems"]
-"""The most updates the contract lets one ``PosteriorsUpdated`` carry."""
-
 
 def posterior_messages(updates: Sequence[PosteriorUpdate], limit: int) -> list[PosteriorsUpdated]:
     """``updates`` in order, in as few messages as fit: each takes at most ``limit`` bytes as JSON and carries at most
-    ``MAX_UPDATES``, but for an update too large alone (it goes alone, for NATS to refuse)."""
+    ``POSTERIOR_UPDATES_MAX``, but for an update too large alone (it goes alone, for NATS to refuse)."""
     start = len(to_json(PosteriorsUpdated(updates=[]))) - 1  # each update brings its comma, but the first
     messages: list[PosteriorsUpdated] = []
     chunk: list[PosteriorUpdate] = []
     size = start
     for update in updates:
         cost = len(to_json(update)) + 1
-        if chunk and (size + cost > limit or len(chunk) == MAX_UPDATES):
+        if chunk and (size + cost > limit or len(chunk) == POSTERIOR_UPDATES_MAX):
             messages.append(PosteriorsUpdated(updates=chunk))
             chunk, size = [], start
         chunk.append(update)

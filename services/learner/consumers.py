@@ -41,7 +41,7 @@ from pydantic import BaseModel, ValidationError
 from toolsel.contracts import subjects
 from toolsel.contracts.events import Sent
 from toolsel.contracts.identity import Scope
-from toolsel.messaging import RequestError, dead_letter, events_stream, failure, gives_up, transient, undecoded
+from toolsel.messaging import RequestError, backlog, dead_letter, events_stream, failure, gives_up, transient, undecoded
 from toolsel.services.learner.batcher import Batcher
 from toolsel.services.learner.state import Applied, LearnerState, Marks
 from toolsel.settings import Settings
@@ -75,11 +75,6 @@ class EventKind(Generic[E]):
     def filter(self) -> str:
         """The subject its durable consumer reads."""
         return subjects.any_scope(self.subject) if self.scoped else self.subject
-
-
-def durable(kind: str) -> str:
-    """The durable consumer of an event kind, and its queue group."""
-    return f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}"
 
 
 def marks(kinds: Iterable[EventKind[Any]]) -> dict[str, Marks]:
@@ -129,7 +124,7 @@ def deadline(meta: Msg.Metadata, settings: Settings, now: float) -> float | None
 def applied_through(info: ConsumerInfo, mark: int | None) -> bool:
     """Whether a consumer has applied every event before the stream sequence ``mark``: it has none left to deliver
     or to see acknowledged, or all are acknowledged up to ``mark`` (None: unknown, so not)."""
-    if not int(info.num_pending or 0) + int(info.num_ack_pending or 0):
+    if not backlog(info):
         return True
     floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
     return mark is not None and floor >= mark
@@ -138,7 +133,9 @@ def applied_through(info: ConsumerInfo, mark: int | None) -> bool:
 async def _applied_by(state: LearnerState, kind: str, moment: float) -> bool:
     """Whether ``kind``'s consumer has applied every event stored by ``moment``; not while that cannot be told."""
     try:
-        info = await state.broker.connection.jetstream().consumer_info(subjects.EVENTS_STREAM, durable(kind))
+        info = await state.broker.connection.jetstream().consumer_info(
+            subjects.EVENTS_STREAM, subjects.learner_durable(kind)
+        )
     except NotFoundError:  # no consumer of that kind: nothing is coming
         return True
     except (nats.errors.Error, OSError, IncorrectState) as error:
@@ -247,8 +244,8 @@ def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
         subscriber = events.subscriber(
             kind.filter,
             stream=stream,
-            durable=durable(kind.name),
-            queue=durable(kind.name),
+            durable=subjects.learner_durable(kind.name),
+            queue=subjects.learner_durable(kind.name),
             max_workers=in_flight,
             config=ConsumerConfig(ack_wait=settings.learner_ack_wait_s, max_ack_pending=in_flight),
             ack_policy=AckPolicy.MANUAL,

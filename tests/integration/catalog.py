@@ -8,7 +8,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from uuid import uuid4
 
 import nats
@@ -17,7 +17,7 @@ import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from toolsel.client import ToolselClient
-from toolsel.contracts import CategorySpec, PageMappingSpec, PluginSync, SyncReport, ToolSpec, subjects
+from toolsel.contracts import CategorySpec, PageMappingSpec, PluginSync, SelectionEvent, SyncReport, ToolSpec, subjects
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -173,3 +173,21 @@ def many_tools(count: int, description_words: int = 8, examples: int = 1) -> lis
         )
         for i in range(count)
     ]
+
+
+def selection_event(**fields: Any) -> SelectionEvent:
+    """A stored selection's event as the learner reads it: tenant acme's, no tool offered, what a test does not
+    name left plain."""
+    plain: dict[str, Any] = {
+        "tenant_id": "acme",
+        "query": "send mail",
+        "tier": "free",
+        "context_key": "free::general",
+        "method": "hybrid",
+        "tools": [],
+        "candidate_count": 0,
+        "latency_ms": 1.0,
+        "tokens_selected": 0,
+        "tokens_catalog": 0,
+    }
+    return SelectionEvent(**plain | fields)

@@ -17,7 +17,7 @@ from faststream.nats import NatsBroker
 from nats.aio.client import Client
 from nats.js.api import DeliverPolicy
 
-from tests.integration.catalog import eventually
+from tests.integration.catalog import eventually, selection_event
 from toolsel.contracts import OutcomeEvent, SelectionEvent, subjects
 from toolsel.contracts.identity import tenant_scope
 from toolsel.embedded import EmbeddedNats
@@ -90,7 +90,9 @@ class Learner:
         """Whether the selection consumer's acknowledgements have reached this selection."""
 
         async def reached() -> bool:
-            info = await self.operator.jetstream().consumer_info(subjects.EVENTS_STREAM, consumers.durable("selection"))
+            info = await self.operator.jetstream().consumer_info(
+                subjects.EVENTS_STREAM, subjects.learner_durable("selection")
+            )
             return info.ack_floor is not None and info.ack_floor.stream_seq >= self.sequences[selection_id]
 
         return await eventually(reached)
@@ -102,19 +104,7 @@ class Learner:
 
 
 def selection() -> SelectionEvent:
-    return SelectionEvent(
-        tenant_id="acme",
-        owner=AGENT.token,
-        query="send mail",
-        tier="free",
-        context_key="free::general",
-        method="hybrid",
-        tools=[],
-        candidate_count=0,
-        latency_ms=1.0,
-        tokens_selected=0,
-        tokens_catalog=0,
-    )
+    return selection_event(owner=AGENT.token)
 
 
 @pytest.fixture

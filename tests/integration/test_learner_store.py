@@ -10,7 +10,7 @@ import asyncpg
 import numpy as np
 import pytest
 
-from tests.integration.catalog import eventually
+from tests.integration.catalog import eventually, selection_event
 from toolsel.contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
 from toolsel.messaging import Unavailable, transient
 from toolsel.services.learner.degradation import DegradationPolicy
@@ -63,18 +63,7 @@ async def test_tools_are_found_by_key_through_the_registrys_unique_index(registr
 
 async def asked(pool: asyncpg.Pool) -> SelectionEvent:
     """A stored selection of acme's that offered tool p1/t1."""
-    selection = SelectionEvent(
-        tenant_id="acme",
-        query="send mail",
-        tier="free",
-        context_key="free::general",
-        method="hybrid",
-        tools=[SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)],
-        candidate_count=1,
-        latency_ms=1.0,
-        tokens_selected=0,
-        tokens_catalog=0,
-    )
+    selection = selection_event(tools=[SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)], candidate_count=1)
     await events.insert_selections(pool, [selection])
     return selection
 

@@ -37,7 +37,7 @@ REPUBLISH_S = 120.0
 
 def durable(kind: str) -> str:
     """The consumer of an event kind."""
-    return subjects.INDEXER_DURABLE if kind == "sync" else f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}"
+    return subjects.INDEXER_DURABLE if kind == "sync" else subjects.learner_durable(kind)
 
 
 def selection_of(tenant: str, plugin: str, name: str) -> SelectionEvent:

@@ -160,7 +160,7 @@ async def spoof(stage: Stage, attempts: int) -> dict[str, Any]:
                 codes.append(await _typed(spy.sync(takeover)))
                 feedback.append(FeedbackEvent(plugin_id=victim, name=name, tenant_id=victim, rating=0.0))
             await spy.report(feedback)
-            await stage.settle(f"{subjects.LEARNER_DURABLE_PREFIX}-feedback", SETTLE_S)
+            await stage.settle(subjects.learner_durable("feedback"), SETTLE_S)
             await letters.quiet()
             sent = {str(e.event_id) for e in feedback}
             refused_feedback = sum(
@@ -198,7 +198,7 @@ async def id_reuse(stage: Stage, outcomes: int, selections: int) -> dict[str, An
         async with dead_letters(stage) as letters:
             await pair.spy.report(hostile)
             for kind in ("outcome", "review"):
-                await stage.settle(f"{subjects.LEARNER_DURABLE_PREFIX}-{kind}", SETTLE_S)
+                await stage.settle(subjects.learner_durable(kind), SETTLE_S)
             await letters.quiet()
             ids = {str(e.event_id) for e in hostile}
             refused = sum(
@@ -226,7 +226,7 @@ async def msg_id_claim(stage: Stage, selections: int) -> dict[str, Any]:
             sent = [str(reply.selection_id), f"selection:{reply.selection_id}", f"selection.{reply.selection_id}"]
             await asyncio.gather(*(js.publish(subject, body, headers={"Nats-Msg-Id": claim}) for claim in sent))
             claims += len(sent)
-        await stage.settle(f"{subjects.LEARNER_DURABLE_PREFIX}-selection", SETTLE_S)
+        await stage.settle(subjects.learner_durable("selection"), SETTLE_S)
 
         async def all_stored() -> bool:
             return len(await events.selection_keys(stage.pool, ids)) == len(ids)

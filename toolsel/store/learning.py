@@ -158,7 +158,9 @@ LEARNT_TABLES = (
 """The order every transaction takes these tables in: an outcome batch's (``outcomes.add_counters`` locks failure
 credits, then session credits, posteriors, quality, and quarantines last). Two transactions that take tables in
 one order wait for each other, one after the other; in two orders they deadlock and one is aborted."""
-LOCK_FOR_REBUILD = "LOCK TABLE failure_credits, session_credits, tool_bandit_stats, tool_quality IN EXCLUSIVE MODE"
+REBUILT_TABLES = frozenset({"failure_credits", "session_credits", "tool_bandit_stats", "tool_quality"})
+"""What a rebuild replays the events into."""
+LOCK_FOR_REBUILD = f"LOCK TABLE {', '.join(t for t in LEARNT_TABLES if t in REBUILT_TABLES)} IN EXCLUSIVE MODE"
 """In ``LEARNT_TABLES`` order (a list of tables is locked one by one, in its order)."""
 RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
 RESET_CREDITS = ("DELETE FROM session_credits", "DELETE FROM failure_credits")

@@ -188,16 +188,15 @@ VERSION_SNAPSHOT = "SELECT snapshot FROM tool_versions WHERE tool_id = $1 AND ve
 
 # categories and page mappings
 
-UPSERT_CATEGORIES = """
+INSERT_CATEGORY = """
 INSERT INTO tool_categories (plugin_id, name, parent, description, workflow_hint) VALUES ($1, $2, $3, $4, $5)
+"""
+UPSERT_CATEGORIES = f"""{INSERT_CATEGORY}
 ON CONFLICT (plugin_id, name) DO UPDATE SET parent = excluded.parent, description = excluded.description,
     workflow_hint = excluded.workflow_hint, updated_at = now()
 """
 
-ADD_CATEGORIES = """
-INSERT INTO tool_categories (plugin_id, name, parent, description, workflow_hint) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (plugin_id, name) DO NOTHING
-"""
+ADD_CATEGORIES = f"{INSERT_CATEGORY} ON CONFLICT (plugin_id, name) DO NOTHING"
 
 DELETE_UNDECLARED_CATEGORIES = "DELETE FROM tool_categories WHERE plugin_id = $1 AND NOT (name = ANY($2::text[]))"
 
@@ -212,19 +211,17 @@ CATEGORY_PARENTS = "SELECT plugin_id, name, parent FROM tool_categories"
 
 DELETE_PAGE_MAPPINGS = "DELETE FROM tool_page_mappings WHERE plugin_id = $1"
 
-UPSERT_PAGE_MAPPING = """
+INSERT_PAGE_MAPPING = """
 INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority)
 VALUES ($1, $2, $3, coalesce($4::integer, 0))
+"""
+UPSERT_PAGE_MAPPING = f"""{INSERT_PAGE_MAPPING}
 ON CONFLICT (plugin_id, page_pattern, category) DO UPDATE
 SET priority = coalesce($4::integer, tool_page_mappings.priority)
 RETURNING priority
 """
 
-ADD_PAGE_MAPPING = """
-INSERT INTO tool_page_mappings (plugin_id, page_pattern, category, priority)
-VALUES ($1, $2, $3, coalesce($4::integer, 0))
-ON CONFLICT (plugin_id, page_pattern, category) DO NOTHING
-"""
+ADD_PAGE_MAPPING = f"{INSERT_PAGE_MAPPING} ON CONFLICT (plugin_id, page_pattern, category) DO NOTHING"
 
 PAGE_MAPPINGS = """
 SELECT plugin_id, page_pattern, category, priority FROM tool_page_mappings

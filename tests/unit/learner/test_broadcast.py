@@ -31,9 +31,10 @@ from toolsel.contracts import (
     UsageUpdated,
     subjects,
 )
+from toolsel.contracts.events import POSTERIOR_UPDATES_MAX as MAX_UPDATES
 from toolsel.messaging import HEADERS_ROOM, room
 from toolsel.services.learner import consumers, handlers
-from toolsel.services.learner.broadcast import MAX_UPDATES, posterior_messages
+from toolsel.services.learner.broadcast import posterior_messages
 from toolsel.services.learner.outcomes import OutcomeResult
 from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings
