@@ -408,6 +408,10 @@ class Settings(BaseSettings):
     """Bytes one sender may hold staged over all its uploads not yet completed (twice the largest sync: a retry
     under a fresh upload fits beside the one it replaces), so that no sender fills the store with uploads it
     never completes."""
+    sync_clock_skew_s: float = Field(default=300.0, ge=0)
+    """How far ahead of the indexer's clock a sync may be dated. A sync is ordered by its date (one made before the
+    last applied is refused as a revert), so one dated in the future would refuse every later sync of its plugin
+    and tenant, ``toolsel plugins remove`` included, until that date."""
     tenant_pins_max: int = Field(default=100, ge=0)
     """How many tools a tenant may pin or unpin for itself (``toolsel pins``): each choice is a rule every
     selection of the tenant weighs, so a tenant cannot grow the rule table without bound."""

@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -83,13 +84,22 @@ def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
             )
 
 
-def repeated(sync: PluginSync, last: registry.AppliedSync | None) -> bool:
+def repeated(sync: PluginSync, last: registry.AppliedSync | None, now: datetime, skew: timedelta) -> bool:
     """Whether ``sync`` was applied already (the same event delivered again: it changes nothing); refused
     (``conflict``) when it was made before the last one applied for the plugin and tenant, which it would revert (a
-    sync event redelivered after a newer one)."""
+    sync event redelivered after a newer one). Syncs are ordered by their dates, so one dated beyond ``skew`` ahead
+    of ``now`` is refused (``invalid_request``), and a last sync so dated, applied before that bound was kept, orders
+    nothing: it would refuse every sync after it."""
+    if sync.occurred_at > now + skew:
+        raise RequestError(
+            ErrorCode.INVALID_REQUEST,
+            f"the sync is dated {sync.occurred_at.isoformat()}, more than {skew.total_seconds():g} s ahead of the"
+            f" indexer's clock ({now.isoformat()}): check the sender's clock; nothing was written",
+            "occurred_at",
+        )
     if last is None or sync.event_id == last.event_id:
         return last is not None
-    if sync.occurred_at < last.occurred_at:
+    if sync.occurred_at < last.occurred_at <= now + skew:
         raise RequestError(
             ErrorCode.CONFLICT,
             f"a newer sync of {sync.plugin_id} was applied (made {last.occurred_at.isoformat()}); this one, made"
@@ -99,7 +109,9 @@ def repeated(sync: PluginSync, last: registry.AppliedSync | None) -> bool:
     return False
 
 
-async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool) -> SyncReport:
+async def apply_sync(
+    pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool, clock_skew: timedelta
+) -> SyncReport:
     """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
     The sync manages the plugin's tools of its own tenant only; while other tenants' tools of the plugin stay
     live, the categories and page mappings it lacks are added and those it has are kept as they are: one tenant's
@@ -107,7 +119,8 @@ async def apply_sync(pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable
     started = time.perf_counter()
     async with pool.acquire() as conn, conn.transaction():
         await registry.lock_plugin(conn, sync.plugin_id)
-        if repeated(sync, await registry.last_sync(conn, sync.plugin_id, sync.tenant_id)):
+        last = await registry.last_sync(conn, sync.plugin_id, sync.tenant_id)
+        if repeated(sync, last, datetime.now(UTC), clock_skew):
             return SyncReport(event_id=sync.event_id, plugin_id=sync.plugin_id, unchanged=len(sync.tools))
         applied = registry.AppliedSync(sync.event_id, sync.occurred_at)
         await registry.record_sync(conn, sync.plugin_id, sync.tenant_id, applied)
@@ -154,7 +167,12 @@ async def run_sync(
         log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)
         raise
     started = time.perf_counter()
-    report = await apply_sync(state.pool, sync, flagged_selectable=settings.flagged_tools_selectable)
+    report = await apply_sync(
+        state.pool,
+        sync,
+        flagged_selectable=settings.flagged_tools_selectable,
+        clock_skew=timedelta(seconds=settings.sync_clock_skew_s),
+    )
     embedded = await state.embed()
     took_ms = (time.perf_counter() - started) * 1000
     version = await catalog.catalog_version(state.pool)

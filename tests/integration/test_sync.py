@@ -306,6 +306,22 @@ async def test_a_sync_applied_again_or_made_before_the_last_one_changes_nothing(
     assert (await client.sync(later)).unchanged == 2  # a newer sync of the same tools: applied, nothing to change
 
 
+async def test_a_sync_dated_in_the_future_is_refused_and_locks_nothing_out(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """Syncs are ordered by their dates: one from a sender whose clock ran a year ahead, once applied, refused every
+    later sync of its plugin and tenant (``toolsel plugins remove`` too) until that date, and no command cleared it."""
+    plugin, tenant = unique("skewed"), unique("tenant")
+    ahead = plugin_sync(plugin, tenant, [tool("send_email")])
+    ahead = ahead.model_copy(update={"occurred_at": ahead.occurred_at + timedelta(days=365)})
+    with pytest.raises(ToolselError) as refused:
+        await client.sync(ahead)
+    assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.INVALID_REQUEST, "occurred_at")
+    assert await pool.fetchval("SELECT count(*) FROM tools WHERE plugin_id = $1", plugin) == 0
+    assert await pool.fetchval("SELECT count(*) FROM plugin_syncs WHERE plugin_id = $1", plugin) == 0
+    assert (await client.sync(plugin_sync(plugin, tenant, [tool("send_email")]))).inserted == 1
+
+
 async def test_an_indexer_embeds_at_start_what_an_earlier_one_left_pending(
     client: ToolselClient, pool: asyncpg.Pool, stack: Stack
 ) -> None:
