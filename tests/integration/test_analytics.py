@@ -3,6 +3,7 @@
 import json
 import subprocess
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -20,7 +21,7 @@ from tests.integration.catalog import (
     unique,
 )
 from toolsel.client import ToolselClient
-from toolsel.contracts import OutcomeEvent, ToolCall, subjects
+from toolsel.contracts import FeedbackEvent, OutcomeEvent, ToolCall, subjects
 from toolsel.contracts.admin import AnalyticsQuery, Heatmap, SelectionMetrics
 from toolsel.stack import Endpoints
 
@@ -103,6 +104,32 @@ async def test_export_is_incremental_and_readable_by_polars(
     local = run_cli(endpoints, "analytics", "heatmap", "--export", str(out), "--json")
     assert local.returncode == 0, local.stderr
     assert any(c["tool"].startswith(f"{plugin}/") for c in json.loads(local.stdout)["cells"])
+
+
+async def test_an_export_follows_when_feedback_arrived_not_the_date_its_sender_gave(
+    endpoints: Endpoints, client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """The mark of the feedback table followed ``occurred_at``, which the sender dates: one feedback dated in 2999
+    moved it there, and no export to that directory wrote another feedback row."""
+    plugin, tenant = unique("fbx"), unique("t")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("send_email")]))
+    ahead = FeedbackEvent(
+        plugin_id=plugin,
+        name="send_email",
+        tenant_id=tenant,
+        rating=1.0,
+        occurred_at=datetime(2999, 12, 31, tzinfo=UTC),
+    )
+    later = FeedbackEvent(plugin_id=plugin, name="send_email", tenant_id=tenant, rating=0.5)
+    out = Path(tempfile.mkdtemp(prefix="toolsel-export-"))
+    stored = "SELECT count(*) = 1 FROM tool_feedback WHERE event_id = $1"
+    for event in (ahead, later):
+        await client.report([event])
+        assert await eventually(lambda e=event: pool.fetchval(stored, e.event_id))  # type: ignore[misc]
+        exported = run_cli(endpoints, "export", "--out", str(out))
+        assert exported.returncode == 0, exported.stderr
+    feedback = pl.read_parquet(out / "feedback", hive_partitioning=True)
+    assert {str(ahead.event_id), str(later.event_id)} <= set(feedback["event_id"])
 
 
 async def test_analytics_over_the_store(client: ToolselClient, pool: asyncpg.Pool) -> None:

@@ -56,13 +56,34 @@ def within(df: pl.DataFrame, since: date | None, until: date | None) -> pl.DataF
     return df
 
 
+def conformed(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``df`` in the table's schema of this release: the columns and nested fields an earlier release did not
+    write are null, and columns it does not know are dropped, so that files written across an upgrade read as one
+    table."""
+    columns = []
+    for name, dtype in SCHEMAS[table].items():
+        if name not in df.columns:
+            columns.append(pl.lit(None, dtype=dtype).alias(name))
+        elif isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
+            written = df.schema[name]
+            have = {f.name for f in written.inner.fields} if isinstance(written, pl.List) else set()  # type: ignore[union-attr]
+            fields = [
+                pl.element().struct.field(f.name) if f.name in have else pl.lit(None, dtype=f.dtype).alias(f.name)
+                for f in dtype.inner.fields
+            ]
+            columns.append(pl.col(name).list.eval(pl.struct(fields)))
+        else:
+            columns.append(pl.col(name))
+    return df.select(columns).cast(dict(SCHEMAS[table]))  # type: ignore[arg-type]
+
+
 def from_export(directory: Path, table: str, since: date | None = None, until: date | None = None) -> pl.DataFrame:
-    """One table of an export (``DIR/<table>/date=YYYY-MM-DD/*.parquet``), without the partition column."""
+    """One table of an export (``DIR/<table>/date=YYYY-MM-DD/*.parquet``), without the partition column, its
+    files in this release's schema whichever release wrote them."""
     files = sorted((directory / table).glob("date=*/*.parquet"))
     if not files:
         return empty(table)
-    df = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
-    return within(df.select(SCHEMAS[table].names()).cast(dict(SCHEMAS[table])), since, until)  # type: ignore[arg-type]
+    return within(pl.concat([conformed(pl.read_parquet(f), table) for f in files], how="vertical"), since, until)
 
 
 async def quality_from_store(pool: asyncpg.Pool) -> pl.DataFrame:

@@ -80,6 +80,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "comment": pl.String,
             "author": pl.String,
             "occurred_at": UTC_TIME,
+            "applied_at": UTC_TIME,
         }
     ),
 }

@@ -45,16 +45,17 @@ EVENT_SOURCES: Final = {
     "reviews": """SELECT event_id::text AS event_id, selection_id::text AS selection_id, occurred_at, applied_at,
         none_of_these, reviews::text AS reviews FROM reviews e""",
     "feedback": """SELECT e.event_id::text AS event_id, t.plugin_id, t.name, e.tenant_id, e.rating, e.comment,
-        e.author, e.occurred_at FROM tool_feedback e JOIN tools t ON t.id = e.tool_id""",
+        e.author, e.occurred_at, e.applied_at FROM tool_feedback e JOIN tools t ON t.id = e.tool_id""",
 }
 """The event history's tables as analytics reads them (nested lists as JSON text)."""
 ARRIVAL: Final = {
     "selections": "occurred_at",
     "outcomes": "applied_at",
     "reviews": "applied_at",
-    "feedback": "occurred_at",
+    "feedback": "applied_at",
 }
-"""When a row reached the store, as closely as it says: what an incremental export follows."""
+"""When a row reached the store, by the store's clock or the selector's (never a sender's): what an incremental
+export follows."""
 EVENT_TABLES: Final = tuple(EVENT_SOURCES)
 
 

@@ -5,15 +5,20 @@ import polars as pl
 
 from tests.unit.analytics.frames import OUTCOMES, SELECTIONS, at
 from toolsel.analytics.export import (
+    SCHEMA_DIGEST,
+    STATE_FILE,
     Mark,
+    State,
     exported_ids,
     next_mark,
     read_after,
     read_state,
+    upgrade_files,
     write_partitions,
     write_state,
 )
 from toolsel.analytics.load import from_export
+from toolsel.analytics.schema import SCHEMAS
 
 HOUR = timedelta(hours=1)
 
@@ -32,9 +37,15 @@ def test_partitions_by_day_read_back_by_polars(tmp_path: Path) -> None:
 
 
 def test_state_round_trip(tmp_path: Path) -> None:
-    state = {"outcomes": Mark(None, at(2)), "feedback": Mark(date(2025, 6, 1), at(3))}
-    write_state(tmp_path, state)
-    assert read_state(tmp_path) == state
+    marks = {"outcomes": Mark(None, at(2)), "feedback": Mark(date(2025, 6, 1), at(3))}
+    write_state(tmp_path, marks)
+    assert read_state(tmp_path) == State(SCHEMA_DIGEST, marks)
+
+
+def test_a_state_written_before_the_schema_was_recorded_reads_as_of_an_unknown_schema(tmp_path: Path) -> None:
+    (tmp_path / STATE_FILE).write_text('{"outcomes": {"since": null, "arrived": "2025-06-02T12:00:00+00:00"}}')
+    assert read_state(tmp_path) == State(None, {"outcomes": Mark(None, at(2))})
+    assert read_state(tmp_path / "none").schema is None
 
 
 def test_read_after_uses_the_mark_unless_the_window_reaches_further_back() -> None:
@@ -46,6 +57,33 @@ def test_read_after_uses_the_mark_unless_the_window_reaches_further_back() -> No
 
 
 def test_next_mark_widens_the_window_and_keeps_the_latest_arrival() -> None:
-    assert next_mark(None, None, OUTCOMES.head(0), "applied_at") is None
-    assert next_mark(None, date(2025, 6, 2), OUTCOMES, "applied_at") == Mark(date(2025, 6, 2), at(2, 13))
-    assert next_mark(Mark(date(2025, 6, 2), at(5)), None, OUTCOMES, "applied_at") == Mark(None, at(5))
+    assert next_mark(None, None, None, OUTCOMES.head(0), "applied_at") is None
+    assert next_mark(None, date(2025, 6, 2), None, OUTCOMES, "applied_at") == Mark(date(2025, 6, 2), at(2, 13))
+    assert next_mark(Mark(date(2025, 6, 2), at(5)), None, None, OUTCOMES, "applied_at") == Mark(None, at(5))
+
+
+def test_a_window_closed_by_until_leaves_the_mark_as_it_was() -> None:
+    """A June export read a June outcome applied late; a mark moved to it hid the July outcomes applied before it
+    from the next export."""
+    assert next_mark(None, date(2025, 6, 1), date(2025, 6, 30), OUTCOMES, "applied_at") is None
+    mark = Mark(None, at(1))
+    assert next_mark(mark, date(2025, 6, 1), date(2025, 6, 30), OUTCOMES, "applied_at") == mark
+
+
+def _as_an_earlier_release_wrote(selections: pl.DataFrame) -> pl.DataFrame:
+    """Without the columns and nested fields added since: ``intent``, and ``similarity`` of each tool."""
+    fields = [f.name for f in SCHEMAS["selections"]["tools"].inner.fields if f.name != "similarity"]
+    tools = pl.col("tools").list.eval(pl.struct([pl.element().struct.field(f) for f in fields]))
+    return selections.drop("intent").with_columns(tools)
+
+
+def test_files_of_an_earlier_release_read_beside_this_ones_and_are_upgraded_in_place(tmp_path: Path) -> None:
+    write_partitions(tmp_path, "selections", _as_an_earlier_release_wrote(SELECTIONS.head(2)), "old")
+    write_partitions(tmp_path, "selections", SELECTIONS.tail(2), "new")
+    read = from_export(tmp_path, "selections")
+    assert read.schema == SCHEMAS["selections"]
+    assert read.sort("selection_id")["intent"].to_list() == [None, None, *SELECTIONS.tail(2)["intent"].to_list()]
+    assert upgrade_files(tmp_path) == len(list(tmp_path.glob("selections/*/*.parquet")))
+    hive = pl.read_parquet(tmp_path / "selections", hive_partitioning=True)
+    assert hive.drop("date").schema == SCHEMAS["selections"]
+    assert sorted(hive["selection_id"]) == ["s1", "s2", "s3", "s4"]
