@@ -72,6 +72,8 @@ class Plan:
     lessons: list[list[Lesson]]
     """Each stored review's lessons, in the order the reviews were applied."""
     vectors: dict[str, Vector]
+    embed: Embed
+    """The model the vectors come from: what a learner added while they were embedded is embedded with it."""
 
 
 def replayed(
@@ -111,14 +113,13 @@ def folded(
 
 
 async def read(
-    pool: asyncpg.Pool, rules: UsageRules
+    conn: asyncpg.Connection, rules: UsageRules
 ) -> tuple[list[tuple[int, str | None]], list[asyncpg.Record], list[list[Lesson]]]:
     """The examples' and the log's texts, and every stored review's lessons in the order applied."""
-    async with pool.acquire() as conn:
-        examples = await usage.example_texts(conn)
-        log = await reviews.log_texts(conn)
-        history = await events.review_history(conn)
-    tools = await learning.registered(pool, [k for row, _ in history for k in row["keys"]])
+    examples = await usage.example_texts(conn)
+    log = await reviews.log_texts(conn)
+    history = await events.review_history(conn)
+    tools = await learning.registered(conn, [k for row, _ in history for k in row["keys"]])
     lessons = []
     for row, given in history:
         scope = rules.scope(row["tenant_id"])
@@ -127,25 +128,47 @@ async def read(
     return examples, log, lessons
 
 
-async def plan(pool: asyncpg.Pool, rules: UsageRules, embed: Embed, chunk: int, progress: Progress) -> Plan:
-    """Read what the store keeps and embed every text it needs with the new model, ``chunk`` texts at a time."""
-    examples, log, lessons = await read(pool, rules)
-    texts = sorted(
+def texts_of(
+    examples: Sequence[tuple[int, str | None]], log: Sequence[asyncpg.Record], lessons: Sequence[Sequence[Lesson]]
+) -> list[str]:
+    """Every text the examples, the log and the lessons need a vector of, each once, sorted."""
+    return sorted(
         {t for _, t in examples if t is not None}
         | {r["query"] for r in log if r["query"] is not None}
         | {lesson.example.query for review in lessons for lesson in review}
     )
+
+
+async def plan(pool: asyncpg.Pool, rules: UsageRules, embed: Embed, chunk: int, progress: Progress) -> Plan:
+    """Read what the store keeps and embed every text it needs with the new model, ``chunk`` texts at a time."""
+    async with pool.acquire() as conn:
+        examples, log, lessons = await read(conn, rules)
+    texts = texts_of(examples, log, lessons)
     vectors: dict[str, Vector] = {}
     progress(0, len(texts))
     for start in range(0, len(texts), chunk):
         part = texts[start : start + chunk]
         vectors |= dict(zip(part, await embed(part), strict=True))
         progress(len(vectors), len(texts))
-    return Plan(examples, log, lessons, vectors)
+    return Plan(examples, log, lessons, vectors, embed)
+
+
+async def caught_up(conn: asyncpg.Connection, planned: Plan, rules: UsageRules) -> Plan:
+    """The plan as the store stands now, in the caller's transaction with the learnt texts locked: a learner that
+    ran while the plan was embedded (a rebuild does not stop them) added examples, verdicts and reviews the plan
+    lacks, which the write would drop from the index and the residuals, or keep with the old model's vectors.
+    Their texts, usually few, are embedded here."""
+    examples, log, lessons = await read(conn, rules)
+    missing = [t for t in texts_of(examples, log, lessons) if t not in planned.vectors]
+    vectors = planned.vectors | (dict(zip(missing, await planned.embed(missing), strict=True)) if missing else {})
+    return Plan(examples, log, lessons, vectors, planned.embed)
 
 
 async def write(conn: asyncpg.Connection, planned: Plan, rules: UsageRules, merge_similarity: float) -> Relearnt:
-    """Store the planned vectors and everything computed from them, in the caller's transaction."""
+    """Store the planned vectors and everything computed from them, in the caller's transaction, with what was
+    learnt since the plan was read (``caught_up``); learners wait until it commits."""
+    await learning.lock_learnt_texts(conn)
+    planned = await caught_up(conn, planned, rules)
     vectors = planned.vectors
     known = [(i, t) for i, t in planned.examples if t is not None]
     await usage.drop_examples(conn, [i for i, t in planned.examples if t is None])
@@ -154,7 +177,6 @@ async def write(conn: asyncpg.Connection, planned: Plan, rules: UsageRules, merg
     await reviews.drop_log(conn, [r["id"] for r in planned.log if r["query"] is None])
     await reviews.set_log_vectors(conn, [r["id"] for r in log], [vectors[r["query"]] for r in log])
     entries = folded(log, vectors, merge_similarity)
-    await reviews.lock_index(conn)
     await reviews.replace_index(conn, entries)
     residuals, totals = replayed(planned.lessons, vectors, rules)
     await usage.forget_vectors(conn)

@@ -11,13 +11,24 @@ import numpy as np
 import pytest
 
 from tests.integration.catalog import eventually, selection_event
-from toolsel.contracts import OutcomeEvent, SelectedTool, SelectionEvent, ToolCall
+from toolsel.contracts import (
+    OutcomeEvent,
+    ReviewEvent,
+    SelectedTool,
+    SelectionEvent,
+    ToolCall,
+    ToolReview,
+    Verdict,
+)
 from toolsel.messaging import Unavailable, transient
+from toolsel.services.learner import relearn
 from toolsel.services.learner.degradation import DegradationPolicy
+from toolsel.services.learner.fitness import Multipliers
 from toolsel.services.learner.outcomes import OutcomeRules, apply_outcomes
 from toolsel.services.learner.rebuild import Rebuilt, rebuild
 from toolsel.services.learner.review_index import Entry, add_review
-from toolsel.services.learner.reviews import compact_review_index
+from toolsel.services.learner.reviews import apply_reviews, compact_review_index
+from toolsel.services.learner.usage import UsageRules
 from toolsel.settings import Settings
 from toolsel.store import create_pool, events, learning, reviews
 from toolsel.store.learning import PosteriorKey
@@ -61,9 +72,10 @@ async def test_tools_are_found_by_key_through_the_registrys_unique_index(registr
     assert (scans["seq_scan"], scans["idx_scan"] > 0) == (0, True)
 
 
-async def asked(pool: asyncpg.Pool) -> SelectionEvent:
+async def asked(pool: asyncpg.Pool, query: str = "send mail") -> SelectionEvent:
     """A stored selection of acme's that offered tool p1/t1."""
-    selection = selection_event(tools=[SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)], candidate_count=1)
+    offered = [SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)]
+    selection = selection_event(query=query, tools=offered, candidate_count=1)
     await events.insert_selections(pool, [selection])
     return selection
 
@@ -158,3 +170,30 @@ async def test_a_review_merged_while_the_index_is_compacted_is_kept(empty_databa
         assert await store.fetchval("SELECT sum(reviews) FROM review_index") == 2
     finally:
         await store.close()
+
+
+async def test_a_relearning_keeps_what_a_learner_applied_while_it_was_planned(registry: asyncpg.Pool) -> None:
+    """A rebuild does not stop the learners, and its plan embeds every learnt text first (minutes on a real store): a
+    review applied meanwhile stayed in the log but left the index, and its example kept the old model's vector."""
+    settings = Settings()
+    rules, multipliers = UsageRules.from_settings(settings), Multipliers.from_settings(settings)
+    embedded: list[str] = []
+
+    async def counting(queries: Sequence[str]) -> np.ndarray:
+        embedded.extend(queries)
+        return await model(queries)
+
+    async def reviewed(query: str) -> None:
+        verdict = ToolReview(plugin_id="p1", name="t1", verdict=Verdict.PERFECT)
+        review = ReviewEvent(selection_id=(await asked(registry, query)).selection_id, reviews=[verdict])
+        await apply_reviews(registry, [review], model, multipliers, settings.review_merge_similarity, rules)
+
+    await reviewed("send mail")
+    planned = await relearn.plan(registry, rules, counting, 64, lambda *_: None)
+    await reviewed("email my boss")
+    assert await registry.fetchval("SELECT sum(reviews) FROM review_index") == 2
+    async with registry.acquire() as conn, conn.transaction():
+        learnt = await relearn.write(conn, planned, rules, settings.review_merge_similarity)
+    assert await registry.fetchval("SELECT sum(reviews) FROM review_index") == 2
+    assert (learnt.verdicts, learnt.examples) == (2, 2)
+    assert embedded == ["send mail", "email my boss"]  # the plan's text, then the one it lacked

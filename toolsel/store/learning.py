@@ -162,6 +162,10 @@ REBUILT_TABLES = frozenset({"failure_credits", "session_credits", "tool_bandit_s
 """What a rebuild replays the events into."""
 LOCK_FOR_REBUILD = f"LOCK TABLE {', '.join(t for t in LEARNT_TABLES if t in REBUILT_TABLES)} IN EXCLUSIVE MODE"
 """In ``LEARNT_TABLES`` order (a list of tables is locked one by one, in its order)."""
+LOCK_LEARNT_TEXTS = "LOCK TABLE reviews, review_log, review_index, tool_usage_examples IN SHARE ROW EXCLUSIVE MODE"
+"""What a relearning reads and rewrites, held against the learners' writes (and a compaction's), in the order a
+review batch first writes them (its reviews, its log, the index, then the usage memory's examples; an outcome batch
+writes only the last): one waits for the other, neither deadlocks."""
 RESET_POSTERIORS = "DELETE FROM tool_bandit_stats"
 RESET_CREDITS = ("DELETE FROM session_credits", "DELETE FROM failure_credits")
 RESET_COUNTERS = """
@@ -331,6 +335,11 @@ async def open_quarantines(conn: asyncpg.Connection, tool: int) -> list[QualityK
 
 
 # rebuild
+
+
+async def lock_learnt_texts(conn: asyncpg.Connection) -> None:
+    """Hold the learnt texts and what is derived from them until commit (``LOCK_LEARNT_TEXTS``)."""
+    await conn.execute(LOCK_LEARNT_TEXTS)
 
 
 async def reset_counters(conn: asyncpg.Connection) -> None:
