@@ -16,6 +16,7 @@ from pgvector import Vector
 from pgvector.asyncpg import register_vector
 
 from toolsel import embedding_space
+from toolsel.cli.tools import ServicesStarted, _switch
 from toolsel.contracts import ToolSpec
 from toolsel.embedded import local_nats_url
 from toolsel.embedder import EARLIER_TOOLS_MODELS, TOOLS_MODEL_NAME, load_embedder
@@ -186,6 +187,26 @@ async def test_a_switch_refuses_while_services_run_or_with_a_model_of_the_wrong_
         assert "makes 384-d vectors and TOOLSEL_EMBEDDING_DIM says 768" in " ".join(missized.stderr.split())
         assert (await counts(pool))["tool_usage_vectors"] == 1  # nothing was dropped
         assert await pool.fetchval("SELECT embedding_status FROM tools WHERE id = $1", tool) == "current"
+    finally:
+        await pool.close()
+
+
+async def test_a_service_started_while_the_switch_embedded_the_learnt_queries_stops_it(empty_database: str) -> None:
+    """A service started after the switch's first check passes its own check against the old model, and would go
+    on writing that model's vectors into the switched store."""
+    pool, tool = await learnt_store(empty_database)
+    try:
+        before = await counts(pool)
+
+        async def a_learner_answers() -> list[str]:
+            return ["learner"]
+
+        with pytest.raises(ServicesStarted):
+            await _switch(empty_database, PACKAGED.model_copy(update={"embedding_model": STOCK}), a_learner_answers)
+        assert await counts(pool) == before
+        assert await pool.fetchval("SELECT embedding_status FROM tools WHERE id = $1", tool) == "current"
+        async with pool.acquire() as conn:
+            assert await space.recorded(conn) == (PACKAGED.embedding_model, PACKAGED.embedding_dim)
     finally:
         await pool.close()
 

@@ -2,7 +2,7 @@
 ``TOOLSEL_ADMIN_TOKEN`` from the environment)."""
 
 import json
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -266,7 +266,15 @@ def switch_embedding_model(current: Settings | None = None) -> None:
     if current.database_url:
         if current.nats_url and (answering := run(answering_services)):
             fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
-        switched, embedded = run(lambda: _switch(str(current.database_url), current))
+        again = answering_services if current.nats_url else None
+        try:
+            switched, embedded = run(lambda: _switch(str(current.database_url), current, again))
+        except ServicesStarted as started:
+            fail(
+                f"{', '.join(started.services)} started on {current.nats_url} while the learnt queries were embedded:"
+                " nothing was switched; stop every service and run the switch again",
+                USAGE,
+            )
     else:
         try:
             with stopped_stack_database(current.home) as url:
@@ -297,7 +305,20 @@ async def answering_services() -> list[str]:
     return [name for name, reply in replies.items() if isinstance(reply, HealthReply)]
 
 
-async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched["Relearnt"], int]:
+class ServicesStarted(RuntimeError):
+    """Services answered once the switch had embedded the learnt queries: they started with the old model."""
+
+    def __init__(self, services: list[str]) -> None:
+        super().__init__(", ".join(services))
+        self.services = services
+
+
+async def _switch(
+    url: str, current: Settings, answering: Callable[[], Awaitable[list[str]]] | None = None
+) -> tuple[embedding_space.Switched["Relearnt"], int]:
+    """Embed the learnt queries with the new model (minutes on a large store), then, unless a service started
+    meanwhile (``answering``: it checked the store's model before the switch recorded the new one, and would go on
+    writing the old model's vectors), switch in one transaction."""
     from toolsel.cli.learning import plan_relearning
     from toolsel.runtime import load_model
     from toolsel.services.indexer.embedding import embed_pending
@@ -307,6 +328,8 @@ async def _switch(url: str, current: Settings) -> tuple[embedding_space.Switched
     pool = await create_pool(url)
     try:
         planned, rules = await plan_relearning(pool, current, embedder)
+        if answering is not None and (started := await answering()):
+            raise ServicesStarted(started)
         switched = await embedding_space.switch(
             pool, current, lambda conn: relearn.write(conn, planned, rules, current.review_merge_similarity)
         )
