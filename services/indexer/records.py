@@ -110,11 +110,10 @@ async def _apply(conn: asyncpg.Connection, origin: Origin, plan: SyncPlan, flagg
 
 
 async def _report(pool: asyncpg.Pool, plugin_id: str, name: str, plan: SyncPlan) -> ToolWriteReport:
-    """The tool as it now stands; a version was written for an insert or an update (not for a soft-delete)."""
+    """The tool as it now stands, and the version its insert, update or soft-delete wrote (None: nothing changed)."""
     detail = await show_tool(pool, ToolKey(plugin_id=plugin_id, name=name))
     fields = ["created"] if plan.insert else plan.update[0][3] if plan.update else ["deleted_at"] if plan.delete else []
-    written = bool(plan.insert or plan.update)
-    return ToolWriteReport(tool=detail.tool, version=detail.versions if written else None, changed_fields=fields)
+    return ToolWriteReport(tool=detail.tool, version=detail.versions if fields else None, changed_fields=fields)
 
 
 async def register_tool(pool: asyncpg.Pool, request: ToolRegister, flagged_selectable: bool) -> ToolWriteReport:

@@ -46,8 +46,9 @@ async def stored_tools(conn: asyncpg.Connection, plugin_id: str) -> dict[str, St
 async def write_plan(
     conn: asyncpg.Connection, origin: Origin, plan: SyncPlan, stored: dict[str, StoredTool], flagged_selectable: bool
 ) -> int:
-    """Insert, update (each with a version snapshot) and soft-delete per the plan, a few statements for the
-    whole plan whatever its size; returns how many updates were flagged for review."""
+    """Insert, update and soft-delete per the plan, each with a version snapshot (a deletion's too: the history
+    says when and why a tool went, and a rollback to a version before it is seen to revive it), a few statements
+    for the whole plan whatever its size; returns how many updates were flagged for review."""
     inserted = await registry.insert_tools(
         conn,
         origin.plugin_id,
@@ -64,11 +65,12 @@ async def write_plan(
         status = status_after_update(status, review, flagged_selectable)
         rewrites.append(registry.ToolRewrite(tool_id, spec, digest, embedding_hash(spec), review, status))
     await registry.update_tools(conn, origin.tenant_id, origin.plugin_version, rewrites)
-    versions = [(inserted[spec.name], ["created"], digest) for spec, digest in plan.insert]
-    versions += [(tool_id, fields, digest) for tool_id, _, digest, fields in plan.update]
-    await registry.snapshot_versions(conn, versions, origin.reason)
     if plan.delete:
         await registry.soft_delete(conn, plan.delete)
+    versions = [(inserted[spec.name], ["created"], digest) for spec, digest in plan.insert]
+    versions += [(tool_id, fields, digest) for tool_id, _, digest, fields in plan.update]
+    versions += [(tool_id, ["deleted_at"], by_id[tool_id].content_hash) for tool_id in plan.delete]
+    await registry.snapshot_versions(conn, versions, origin.reason)
     return sum(r.flag_review for r in rewrites)
 
 

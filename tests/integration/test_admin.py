@@ -103,7 +103,9 @@ async def test_register_update_and_soft_delete_go_through_the_sync_writer(
         subjects.ADMIN_TOOLS_DELETE, ToolKey(plugin_id=plugin, name="send_email"), ToolWriteReport
     )
     assert deleted.tool.deleted_at is not None
-    assert deleted.version is None
+    assert (deleted.version, deleted.changed_fields) == (3, ["deleted_at"])
+    versions = await client.tool_versions(plugin, "send_email")
+    assert [v.reason for v in versions.versions] == ["admin register", "admin update", "admin delete"]
     gone = await eventually(lambda: _not_selected(client, "email my boss the report", tenant, "send_email"))
     assert gone
 

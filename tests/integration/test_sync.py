@@ -237,15 +237,20 @@ async def test_one_sync_inserts_updates_revives_and_deletes_each_with_its_own_ve
     assert history == [
         ("create_event", 1, ["created"]),
         ("get_weather", 1, ["created"]),
-        ("get_weather", 2, ["deleted_at"]),  # revived: the spec is as it was
+        ("get_weather", 2, ["deleted_at"]),  # deleted: the history says when, and by which sync
+        ("get_weather", 3, ["deleted_at"]),  # revived: the spec is as it was
         ("search_flights", 1, ["created"]),
+        ("search_flights", 2, ["deleted_at"]),
         ("send_email", 1, ["created"]),
         ("send_email", 2, ["description"]),
         ("translate_text", 1, ["created"]),
     ]
+    snapshots = {(r["name"], r["version"]): json.loads(r["snapshot"]) for r in rows}
+    assert snapshots["get_weather", 2]["deleted_at"] is not None
     latest = {r["name"]: json.loads(r["snapshot"]) for r in rows}  # each name's last version
     assert latest["send_email"]["spec"]["description"] == "Send an email, with attachments."
     assert latest["get_weather"]["deleted_at"] is None
+    assert latest["search_flights"]["deleted_at"] is not None
     assert all("embedding" not in snapshot for snapshot in latest.values())
     assert all(r["same_hash"] for r in rows if (r["name"], r["version"]) != ("send_email", 1))
     live = await pool.fetch(
