@@ -67,10 +67,12 @@ log = logging.getLogger(__name__)
 __all__ = ["SyncTooLarge", "SyncToolselClient", "ToolselClient", "ToolselError"]
 
 
-async def _quiet(error: Exception) -> None:
-    """A connection error is raised to the caller (or retried): logged in a line at debug level, not printed with
-    its traceback (``toolsel status`` with NATS down printed four)."""
-    log.debug("NATS: %s: %s", type(error).__name__, error)
+REFUSED_CREDENTIALS = "authorization violation"
+"""How NATS says, in its error line, that it refused the connection's user or password."""
+
+
+def refused_credentials(error: Exception) -> bool:
+    return REFUSED_CREDENTIALS in str(error).lower()
 
 
 REMOVED_VERSION = "0.0.0"
@@ -109,6 +111,7 @@ class ToolselClient(AsyncMethods):
         sync_timeout_s: float = SYNC_TIMEOUT_S,
         connect_timeout_s: float = 2.0,
         reconnect_attempts: int = 3,
+        stay_connected: bool = False,
         sync_max_bytes: int | None = None,
         nats_logs: bool = False,
     ):
@@ -121,6 +124,10 @@ class ToolselClient(AsyncMethods):
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_attempts = reconnect_attempts
         """-1: reconnect for as long as it takes (a client that must outlive a NATS restart)."""
+        self.stay_connected = stay_connected
+        """Once connected, reconnect for as long as it takes: a client a server holds for its life (the MCP server,
+        the dashboard) was closed for good by an outage longer than its attempts, and answered every request after
+        it with ``NoStack`` until restarted. Connecting still fails after ``reconnect_attempts``."""
         self.sync_max_bytes = sync_max_bytes or Settings().sync_max_bytes
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self.scope = scope_of_user(urlsplit(self.url).username) if self.url else scope_of_user(user)
@@ -132,17 +139,38 @@ class ToolselClient(AsyncMethods):
             settings = Settings()
             self.url = settings.nats_url or local_nats_url(settings.home, self.user)
             self.scope = scope_of_user(urlsplit(self.url).username)
+        nc, refused = Client(), False
+
+        async def connection_error(error: Exception) -> None:
+            """Raised to the caller (or retried): logged in a line at debug level, not printed with its traceback
+            (``toolsel status`` with NATS down printed four). Credentials refused while connecting are not tried
+            again: they would be refused again."""
+            nonlocal refused
+            log.debug("NATS: %s: %s", type(error).__name__, error)
+            if refused_credentials(error) and not nc.is_connected:
+                refused = True
+                nc.options["allow_reconnect"] = False
+
         try:
-            self._nc = await nats.connect(
+            await nc.connect(
                 self.url,
                 name="toolsel-client",
-                connect_timeout=self.connect_timeout_s,
+                connect_timeout=self.connect_timeout_s,  # type: ignore[arg-type]  # annotated int; used as a float
                 max_reconnect_attempts=self.reconnect_attempts,
-                error_cb=_quiet,
+                error_cb=connection_error,
                 inbox_prefix=self.scope.inbox_prefix,
             )
         except (nats.errors.Error, OSError) as error:
+            if refused:
+                user = urlsplit(self.url).username or "no user"
+                raise NotPermitted.saying(
+                    f"NATS at {redacted(self.url)} refused the credentials of {user}: check the URL's user and"
+                    " password (a revoked identity's are refused)"
+                ) from None
             raise self._failure(error, "the connection") from None
+        if self.stay_connected:
+            nc.options["max_reconnect_attempts"] = -1
+        self._nc = nc
         return self
 
     def _failure(self, error: Exception, subject: str, timeout_s: float | None = None) -> Exception:
@@ -163,8 +191,11 @@ class ToolselClient(AsyncMethods):
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self._nc is not None:
-            await self._nc.drain()
+        if self._nc is not None and not self._nc.is_closed:
+            try:
+                await self._nc.drain()
+            except nats.errors.Error:  # the connection went while draining: nothing is left to flush
+                await self._nc.close()
 
     @property
     def nc(self) -> Client:

@@ -55,7 +55,7 @@ def mcp(
     gateway = Gateway(settings())
 
     async def stdio() -> None:
-        async with ToolselClient() as connected:
+        async with ToolselClient(stay_connected=True) as connected:
             own = connected.scope.tenant
             if own is not None and tenant not in (None, own):
                 fail(f"--tenant {tenant}: this identity serves its own tenant {own} only", USAGE)
@@ -67,7 +67,7 @@ def mcp(
 
     async def http() -> None:
         tokens = IdentityTokens(settings().home)
-        async with client() as operator:
+        async with client(stay_connected=True) as operator:
             toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
             await serve(create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins), chosen, host, port)
 

@@ -107,13 +107,15 @@ def operator_token(current: Settings) -> str | None:
 
 
 @asynccontextmanager
-async def client() -> AsyncIterator[ToolselClient]:
-    """A client of the configured (or running) stack, carrying the operators' token; exit 2 when there is none."""
+async def client(stay_connected: bool = False) -> AsyncIterator[ToolselClient]:
+    """A client of the configured (or running) stack, carrying the operators' token; exit 2 when there is none.
+    ``stay_connected`` for a server that holds it for its life (``ToolselClient.stay_connected``)."""
     current = settings()
     endpoints = configured_endpoints(current)
     if endpoints is None:
         fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
-    async with ToolselClient(endpoints.nats_url, admin_token=operator_token(current)) as connected:
+    token = operator_token(current)
+    async with ToolselClient(endpoints.nats_url, admin_token=token, stay_connected=stay_connected) as connected:
         yield connected
 
 
@@ -252,7 +254,12 @@ def with_database(job: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
     url = database_url(settings())
 
     async def main() -> T:
-        pool = await create_pool(url)
+        try:
+            pool = await create_pool(url)
+        except asyncpg.exceptions.InvalidAuthorizationSpecificationError as refused:
+            fail(f"PostgreSQL at {redacted(url)} refused the connection: {refused}", FAILED)
+        except (OSError, asyncpg.exceptions.CannotConnectNowError, asyncpg.PostgresConnectionError) as unreachable:
+            fail(f"cannot reach PostgreSQL at {redacted(url)}: {unreachable}", NO_STACK)
         try:
             return await job(pool)
         finally:

@@ -69,7 +69,10 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with broker.lifespan_context(app), ToolselClient(nats_url, admin_token=admin_token) as client:
+        async with (
+            broker.lifespan_context(app),
+            ToolselClient(nats_url, admin_token=admin_token, stay_connected=True) as client,
+        ):
             app.state.client = client
             yield
 

@@ -1,0 +1,57 @@
+"""The client's connection on a real nats-server of its own: credentials NATS refuses are a refusal at once, not
+"no stack" after the reconnect attempts; a client a server holds for its life outlives an outage longer than its
+attempts; and leaving a client whose connection was lost raises nothing of nats-py's."""
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.catalog import eventually
+from toolsel.client import ToolselClient
+from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
+from toolsel.errors import NotPermitted
+from toolsel.messaging import DEFAULT_AGENT
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    nats_server = EmbeddedNats(tmp_path / "nats")
+    nats_server.start()
+    yield nats_server
+    nats_server.stop()
+
+
+async def test_credentials_nats_refuses_are_not_permitted_and_not_tried_again(server: EmbeddedNats) -> None:
+    wrong = server.url.replace("nats://", f"nats://{DEFAULT_AGENT.user}:wrong@")
+    with pytest.raises(NotPermitted, match=r"refused the credentials of default\.agent") as refused:
+        async with ToolselClient(wrong, reconnect_attempts=3):
+            pass
+    assert "wrong" not in str(refused.value)  # the password is not repeated
+
+
+async def test_a_client_that_stays_connected_outlives_an_outage_longer_than_its_attempts(
+    server: EmbeddedNats,
+) -> None:
+    url = agent_url(server)
+    held = ToolselClient(url, reconnect_attempts=1, stay_connected=True)
+    plain = ToolselClient(url, reconnect_attempts=1)
+    async with held, plain:
+        server.stop()
+        assert await eventually(lambda: _async(plain.nc.is_closed), timeout_s=30)  # its attempts ran out
+        await asyncio.sleep(3)  # past the held client's attempts too
+        server.start()
+        assert await eventually(lambda: _async(held.nc.is_connected), timeout_s=30)
+        await held.nc.flush(timeout=5)
+    # leaving the plain client, whose connection is closed, raised nats-py's ConnectionClosedError
+
+
+async def _async(value: bool) -> bool:
+    return value
+
+
+def agent_url(server: EmbeddedNats) -> str:
+    return login_url(server.url, DEFAULT_AGENT.user, nats_credentials(server.directory)[DEFAULT_AGENT.user])
