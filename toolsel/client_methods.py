@@ -212,13 +212,16 @@ class ClientMethods:
     review = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id", "reviews"))
     none_of_these = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id",), none_of_these=True)
     feedback = Event(subjects.FEEDBACK_ROOT, FeedbackEvent, args=("plugin_id", "name", "rating"))
-    list_pins = Request(subjects.PINS_ROOT, PinRequest, PinList, admin=False, action="list")
-    pin_tool = Request(subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="pin")
+    # an agent's requests wait the client's timeout (``timeout_s=None``), not an admin request's minutes
+    list_pins = Request(subjects.PINS_ROOT, PinRequest, PinList, admin=False, timeout_s=None, action="list")
+    pin_tool = Request(
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="pin"
+    )
     unpin_tool = Request(
-        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="unpin"
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="unpin"
     )
     clear_pin = Request(
-        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="clear"
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="clear"
     )
 
     # registry area (indexer)

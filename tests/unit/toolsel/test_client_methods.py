@@ -172,3 +172,11 @@ def test_an_operator_client_acts_for_an_identity_on_its_own_connection() -> None
     acting = operator.acting_as(tenant_scope("beta", "web"))
     assert acting.subject(subjects.SELECT_ROOT) == "toolsel.rpc.select.t.beta.web"
     assert operator.subject(subjects.SELECT_ROOT) == subjects.SELECT
+
+
+def test_an_agents_requests_wait_the_clients_timeout_not_an_admin_requests_minutes() -> None:
+    """``pin_tool`` with the indexer stopped kept an MCP client waiting 300 s, an admin request's allowance, where a
+    select with the selector stopped failed after the client's 10 s."""
+    agents = {name: row for name, row in table().items() if isinstance(row, Request) and not row.admin}
+    assert {"select", "list_pins", "pin_tool", "unpin_tool", "clear_pin"} <= set(agents)
+    assert {name: row.timeout_s for name, row in agents.items()} == dict.fromkeys(agents)
