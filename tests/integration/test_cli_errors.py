@@ -59,6 +59,20 @@ def test_an_unknown_tool_or_plugin_is_one_line_with_exit_code_1(endpoints: Endpo
     assert "unknown plugin 'nobody-here'" in _one_error_line(run_cli(endpoints, "plugins", "remove", "nobody-here"), 1)
 
 
+def test_an_export_to_a_path_it_cannot_write_or_from_a_database_it_cannot_reach_says_which(
+    endpoints: Endpoints, tmp_path: Path
+) -> None:
+    """A bad --out was a FileNotFoundError with exit 1, and an unreachable PostgreSQL was blamed on NATS."""
+    a_file = tmp_path / "not-a-directory"
+    a_file.write_text("{}")
+    line = _one_error_line(run_cli(endpoints, "export", "--out", str(a_file / "out")), 2)
+    assert line.startswith(f"error: --out {a_file / 'out'}")
+    down = Endpoints(endpoints.nats_url, "postgresql://toolsel:secret@127.0.0.1:1/toolsel")
+    line = _one_error_line(run_cli(down, "export", "--out", str(tmp_path / "out")), 3)
+    assert "cannot reach PostgreSQL at postgresql://toolsel:***@127.0.0.1:1/toolsel" in line
+    assert "NATS" not in line
+
+
 def test_a_wrong_admin_token_is_one_line(endpoints: Endpoints) -> None:
     line = _one_error_line(run_cli(endpoints, "tools", "list", admin_token="wrong"), 1)
     assert "missing or wrong admin token" in line

@@ -54,6 +54,10 @@ def export_(
     writes only what is new. Reads PostgreSQL directly (TOOLSEL_DATABASE_URL or the running stack's)."""
     from toolsel.analytics.export import export
 
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as unusable:
+        fail(f"--out {out}: {unusable.strerror or unusable}", USAGE)
     written = with_database(lambda pool: export(pool, out, _day(since), _day(until)))
     console.print(rows_table(f"exported to {out}", [{"table": t, "rows": n} for t, n in written.items()]))
 
