@@ -422,6 +422,10 @@ class Settings(BaseSettings):
     start by less than ``restart_backoff_max_s``."""
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
     """The longest wait before ``toolsel up`` restarts a service."""
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+    """How long a stopping service lets the requests and events in hand finish before it cancels them
+    (FastStream's ``graceful_timeout``): a select in hand is answered and its selection event published, a batch in
+    hand is applied and acknowledged, not delivered again."""
     selection_buffer_size: int = Field(default=100_000, ge=1)
     """Selection events a selector holds while NATS or JetStream is unavailable (replies do not wait for them);
     beyond it new ones are dropped and counted in its health reply."""
@@ -432,14 +436,26 @@ class Settings(BaseSettings):
 
     # the MCP gateway (``toolsel mcp`` calling the tools it found)
     gateway_timeout_s: float = Field(default=30.0, gt=0)
-    """The longest a call that ``toolsel mcp`` proxies to a tool's MCP server may take, connecting included; a call
-    past it fails (and is reported as failed)."""
+    """The longest a call that ``toolsel mcp`` proxies to a tool's MCP server may take, connecting included, from
+    when it holds one of its identity's slots (``gateway_calls_per_identity``); a call past it fails (and is
+    reported as failed)."""
+    gateway_calls_per_identity: int = Field(default=4, ge=1)
+    """Calls one identity may have in flight through the gateway at once (each starts a stdio server's process or
+    opens an HTTP session); over HTTP one ``toolsel mcp`` serves every identity, and none may take it all. A call
+    past it waits for a slot rather than being refused: a model calls several tools at once and expects each to
+    be answered, and each call in flight ends within ``gateway_timeout_s``."""
+    gateway_result_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Largest answer (its JSON, in bytes) the gateway passes back from a tool; a larger one becomes an error result
+    naming this limit (and is reported as failed). 4 MiB is about a million tokens of text, more than a model
+    reads at once, with room for a few images. An answer is read whole before it is measured: how much arrives is
+    bounded by ``gateway_timeout_s``."""
     gateway_commands: list[list[str]] = Field(default_factory=list)
     """The stdio MCP servers the gateway may start, each as the start of a command line (``[["uvx",
     "mcp-server-time"]]``): a tool's declared command must begin with one. Empty: it starts none. A plugin's
     declaration is its tenant's word; this list is the operator's."""
     gateway_urls: list[str] = Field(default_factory=list)
-    """The HTTP MCP servers the gateway may reach: a tool's declared URL must begin with one of these. Empty: none."""
+    """The HTTP MCP servers the gateway may reach: a tool's declared URL must be under one of these (the same scheme,
+    host and port, and a path below, as httpx sends it; never with dot segments). Empty: none."""
     gateway_secrets: dict[str, dict[str, str]] = Field(default_factory=dict)
     """plugin_id -> credentials for its MCP servers: environment variables of a stdio server's process, headers
     of an HTTP server's requests. Kept here, never in a declaration (which agents read)."""

@@ -1,7 +1,8 @@
 """toolsel as the gateway of the tools it finds: an agent on the MCP SDK's client searches, sees the found tools in
 ``tools/list``, calls them through toolsel on real MCP servers (tests/integration/upstream_mcp.py: one that works,
 one that fails, one that hangs, one that answers garbage), and each call's outcome reaches the learner without the
-agent reporting anything."""
+agent reporting anything. The gateway's own limits (the size of an answer, the calls in flight per identity) and
+its errors are tested on the same servers without a stack."""
 
 import asyncio
 import json
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import asyncpg
 import mcp.types
@@ -22,8 +24,9 @@ from tests.integration.catalog import eventually, plugin_sync, sync_and_wait, un
 from tests.integration.test_mcp import agent_environment, call, free_port, identity_of, serving_http, with_token
 from tests.integration.upstream_mcp import KEY
 from toolsel.client import ToolselClient
-from toolsel.contracts import ToolSpec
-from toolsel.mcp.gateway import Gateway
+from toolsel.contracts import ToolRef, ToolSpec
+from toolsel.contracts.execution import mcp_server
+from toolsel.mcp.gateway import Gateway, Proxied
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.toolshed import Toolshed
@@ -79,6 +82,13 @@ async def outcomes_of(pool: asyncpg.Pool, selection_id: str, count: int) -> dict
 
 def text(result: mcp.types.CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+def proxied(server: dict[str, Any]) -> Proxied:
+    """A tool of ``server`` (a declaration) as the gateway serves it once found, without a search."""
+    declared = mcp_server(server)
+    listed = mcp.types.Tool(name=f"weather__{declared.tool}", input_schema={"type": "object"})
+    return Proxied(ToolRef(plugin_id="weather", name=declared.tool), uuid4(), declared, listed)
 
 
 async def test_found_tools_are_called_through_toolsel_and_report_their_own_outcomes(
@@ -217,3 +227,45 @@ async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_t
             answer = await agent.call_tool(forecast["name"], {"city": "Lima"})
     assert (answer.is_error, text(answer)) == (False, "sunny in Lima")
     assert (await outcomes_of(pool, found["selection_id"], 1))["forecast"]["success"] is True
+
+
+async def test_an_answer_larger_than_the_limit_is_an_error_naming_it() -> None:
+    gate = gateway("weather", gateway_result_max_bytes=4096)
+    bulky = proxied({"transport": "stdio", "command": UPSTREAM, "tool": "bulky"})
+    (small, fits), (large, refused) = [await gate.call(bulky, {"size": size}) for size in (100, 10_000)]
+    assert (small.is_error, text(small), fits.success) == (False, "x" * 100, True)
+    assert large.is_error
+    assert "more than the gateway passes back (4096 bytes, TOOLSEL_GATEWAY_RESULT_MAX_BYTES)" in text(large)
+    assert (refused.success, refused.error) == (False, text(large))
+
+
+async def test_an_identitys_calls_past_its_slots_wait_and_another_identitys_do_not() -> None:
+    """Six calls of one identity with two slots run two at a time, each within the time limit from its slot (the
+    last two begin past it from the first); another identity's two run beside them at once."""
+    port = free_port()
+    with upstream_http(port) as url:
+        assert await eventually(lambda: listening(port), timeout_s=30), "the upstream server did not listen"
+        crowd = proxied({"transport": "http", "url": url, "tool": "crowd"})
+        mine = gateway("weather", gateway_calls_per_identity=2, gateway_timeout_s=2.8)
+        theirs = mine.for_identity()
+        calls = [mine.call(crowd, {"caller": "mine"}) for _ in range(6)]
+        calls += [theirs.call(crowd, {"caller": "theirs"}) for _ in range(2)]
+        answers = await asyncio.gather(*calls)
+    assert [made.error for _, made in answers] == [None] * 8
+    assert max(made.latency_ms for _, made in answers) < 2800  # the tool's own, not the wait for a slot
+    seen = [result.structured_content["result"] for result, _ in answers if result.structured_content]
+    assert max(own for own, _ in seen[:6]) == 2
+    assert max(own for own, _ in seen[6:]) == 2
+    assert max(every for _, every in seen) > 2
+
+
+async def test_a_failing_servers_error_names_its_cause() -> None:
+    """The MCP SDK raises a server's failures inside exception groups; the agent and the learner read the cause."""
+    gate, port = gateway("weather"), free_port()
+    with upstream_http(port) as url:
+        assert await eventually(lambda: listening(port), timeout_s=30), "the upstream server did not listen"
+        elsewhere = proxied({"transport": "http", "url": url.replace("/mcp", "/elsewhere"), "tool": "forecast"})
+        missing, _ = await gate.call(elsewhere, {"city": "Rome"})
+    refused, made = await gate.call(proxied({"transport": "http", "url": url, "tool": "forecast"}), {"city": "Rome"})
+    assert text(missing) == "the tool's MCP server failed: MCPError: Not Found"
+    assert text(refused) == made.error == "the tool's MCP server failed: ConnectError: All connection attempts failed"

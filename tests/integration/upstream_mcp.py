@@ -1,10 +1,12 @@
 """A real MCP server (the official SDK) for the gateway's tests: one tool that works, and one that fails, one that
-hangs and one that answers what is not MCP. ``python upstream_mcp.py`` serves stdio; ``--port N`` streamable HTTP.
-``forecast`` works only with the credential the gateway must pass (WEATHER_KEY in its environment over stdio, the
-``X-Weather-Key`` header over HTTP)."""
+hangs and one that answers what is not MCP; one that answers as many bytes as asked, and one that counts the calls in
+flight. ``python upstream_mcp.py`` serves stdio; ``--port N`` streamable HTTP. ``forecast`` works only with the
+credential the gateway must pass (WEATHER_KEY in its environment over stdio, the ``X-Weather-Key`` header over
+HTTP)."""
 
 import os
 import sys
+from collections import Counter
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -46,6 +48,28 @@ def scramble(city: str) -> str:
     """Writes what is not JSON-RPC where the answer should go, then ends."""
     os.write(1, b"\x00garbage, not JSON-RPC\n{{{\n")
     os._exit(0)
+
+
+@server.tool()
+def bulky(size: int) -> str:
+    """Answers ``size`` bytes."""
+    return "x" * size
+
+
+in_flight: Counter[str] = Counter()
+
+
+@server.tool()
+async def crowd(caller: str) -> list[int]:
+    """Answers after a second with how many calls were in flight as it began: ``caller``'s and all (over HTTP, where
+    one process serves every call)."""
+    in_flight[caller] += 1
+    seen = [in_flight[caller], in_flight.total()]
+    try:
+        await anyio.sleep(1)
+    finally:
+        in_flight[caller] -= 1
+    return seen
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ the tool: success, error and latency, without the agent reporting anything.
 
 A declaration is its tenant's word, so the gateway starts only the commands and reaches only the URLs the
 operator allows (``TOOLSEL_GATEWAY_COMMANDS``, ``TOOLSEL_GATEWAY_URLS``), and the credentials a server needs are
-the operator's settings (``TOOLSEL_GATEWAY_SECRETS``), never part of what agents read."""
+the operator's settings (``TOOLSEL_GATEWAY_SECRETS``), never part of what agents read. Each identity has a few
+calls in flight at once (``TOOLSEL_GATEWAY_CALLS_PER_IDENTITY``) and gets answers up to a size
+(``TOOLSEL_GATEWAY_RESULT_MAX_BYTES``)."""
 
+import copy
 import logging
 import time
 from collections import OrderedDict
@@ -25,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent, Tool
 
 from toolsel.contracts import ScoredTool, ToolCall, ToolRef
-from toolsel.contracts.execution import HttpServer, StdioServer, mcp_server
+from toolsel.contracts.execution import HttpServer, StdioServer, dot_segments, mcp_server
 from toolsel.settings import Settings
 from toolsel.tool_shapes import description, function_name, parameters_schema
 
@@ -48,15 +51,45 @@ class Proxied:
 
 def url_allowed(url: str, allowed: Iterable[str]) -> bool:
     """``url`` is under one of the ``allowed`` URLs: the same scheme, host and port, and a path below its path
-    (``https://mcp.example.com`` does not admit ``https://mcp.example.com.evil.net``)."""
-    given = urlsplit(url)
-    for prefix in allowed:
-        base = urlsplit(prefix)
-        same_origin = (given.scheme, given.hostname, given.port) == (base.scheme, base.hostname, base.port)
+    (``https://mcp.example.com`` does not admit ``https://mcp.example.com.evil.net``). Paths are compared as httpx
+    sends them and a server reads them (normalised, percent-decoded); a URL with dot segments in any form
+    (``dot_segments``), or one httpx cannot send, is never allowed."""
+    try:
+        given, written = httpx2.URL(url), urlsplit(url).path
+        bases = [httpx2.URL(prefix) for prefix in allowed]
+    except (httpx2.InvalidURL, ValueError):
+        return False
+    if dot_segments(written):
+        return False
+    for base in bases:
+        same_origin = (given.scheme, given.host, given.port) == (base.scheme, base.host, base.port)
         path = base.path.rstrip("/")
         if same_origin and (given.path == path or given.path.startswith(f"{path}/") or not path):
             return True
     return False
+
+
+def failure_text(failure: BaseException) -> str:
+    """``Type: message`` of what went wrong. The MCP SDK's task groups wrap the real failure in exception groups
+    ("unhandled errors in a TaskGroup"), which name no cause, so a group reads as its members'."""
+    if isinstance(failure, BaseExceptionGroup):
+        return "; ".join(failure_text(member) for member in failure.exceptions)
+    message = str(failure)
+    return f"{type(failure).__name__}: {message}" if message else type(failure).__name__
+
+
+def result_fault(result: CallToolResult, max_bytes: int) -> str | None:
+    """Why the tool's answer is a failure (larger than the gateway passes back, or an error the tool returned), or
+    None when it is not."""
+    size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    if size > max_bytes:
+        return (
+            f"the tool's answer is {size} bytes, more than the gateway passes back "
+            f"({max_bytes} bytes, TOOLSEL_GATEWAY_RESULT_MAX_BYTES)"
+        )
+    if result.is_error:
+        return " ".join(getattr(block, "text", "") for block in result.content) or "the tool failed"
+    return None
 
 
 def with_credential(secrets: Mapping[str, dict[str, str]], credentials: Mapping[str, str]) -> dict[str, dict[str, str]]:
@@ -73,13 +106,24 @@ def with_credential(secrets: Mapping[str, dict[str, str]], credentials: Mapping[
 
 
 class Gateway:
-    """Which declared servers may be reached, and the call itself."""
+    """Which declared servers may be reached, and the call itself, for one identity (``for_identity``: another)."""
 
     def __init__(self, settings: Settings):
         self.timeout_s = settings.gateway_timeout_s
         self.commands = [list(command) for command in settings.gateway_commands]
         self.urls = list(settings.gateway_urls)
         self.secrets = with_credential(settings.gateway_secrets, settings.plugin_secrets)
+        self.result_max_bytes = settings.gateway_result_max_bytes
+        self.calls_per_identity = settings.gateway_calls_per_identity
+        self.slots = anyio.Semaphore(self.calls_per_identity)
+        """The calls this identity may have in flight; more wait (``TOOLSEL_GATEWAY_CALLS_PER_IDENTITY`` says why)."""
+
+    def for_identity(self) -> "Gateway":
+        """The same rules with slots of their own, for another identity: over HTTP one process serves every
+        identity, and one identity's calls must not hold the slots of all."""
+        own = copy.copy(self)
+        own.slots = anyio.Semaphore(self.calls_per_identity)
+        return own
 
     def refusal(self, server: StdioServer | HttpServer) -> str | None:
         """Why the gateway will not call this server, or None when it may."""
@@ -124,20 +168,21 @@ class Gateway:
             return await upstream.call_tool(server.tool, arguments)
 
     async def call(self, proxied: Proxied, arguments: dict[str, Any]) -> tuple[CallToolResult, ToolCall]:
-        """Call the tool on its server within ``timeout_s``: its result (an error result when the server failed,
-        hung or answered what is not MCP) and the call as an outcome reports it."""
-        started = time.monotonic()
-        error: str | None = None
-        try:
-            with anyio.fail_after(self.timeout_s):
-                result = await self._answer(proxied, arguments)
-            if result.is_error:
-                error = " ".join(getattr(block, "text", "") for block in result.content) or "the tool failed"
-        except TimeoutError:
-            error = f"no answer from the tool's MCP server within {self.timeout_s:g} s"
-        except Exception as failure:
-            error = f"the tool's MCP server failed: {type(failure).__name__}: {failure}"
-        latency_ms = (time.monotonic() - started) * 1000
+        """Call the tool on its server within ``timeout_s`` once one of the identity's slots is free: its result (an
+        error result when the server failed, hung, answered what is not MCP or more than ``result_max_bytes``) and
+        the call as an outcome reports it. The time limit and the latency start with the slot, so that they are the
+        tool's own and not the wait behind the identity's other calls."""
+        async with self.slots:
+            started = time.monotonic()
+            try:
+                with anyio.fail_after(self.timeout_s):
+                    result = await self._answer(proxied, arguments)
+                error = result_fault(result, self.result_max_bytes)
+            except TimeoutError:
+                error = f"no answer from the tool's MCP server within {self.timeout_s:g} s"
+            except Exception as failure:
+                error = f"the tool's MCP server failed: {failure_text(failure)}"
+            latency_ms = (time.monotonic() - started) * 1000
         if error is not None:
             result = CallToolResult(content=[TextContent(type="text", text=error)], is_error=True)
         call = ToolCall(

@@ -29,7 +29,8 @@ class IdentityTokens(TokenVerifier):
 
 
 class PerIdentity:
-    """Picks the toolshed of the identity whose token the current request carries."""
+    """Picks the toolshed of the identity whose token the current request carries (each calls through the gateway
+    with slots of its own, ``Gateway.for_identity``)."""
 
     def __init__(
         self,
@@ -55,6 +56,6 @@ class PerIdentity:
                 user_id=identity.user_id,
                 tier=identity.tier,
                 role=identity.role,
-                gateway=self.gateway,
+                gateway=None if self.gateway is None else self.gateway.for_identity(),
             )
         return self.sheds[identity]

@@ -11,6 +11,9 @@ from uuid import uuid4
 import mcp.types
 import pytest
 from mcp import Client
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.types.version import LATEST_MODERN_VERSION
 from starlette.testclient import TestClient
 
@@ -75,6 +78,26 @@ def served(tmp_path: Path) -> Iterator[tuple[TestClient, Any, dict[str, str]]]:
     server = create_server(PerIdentity(Stack(), tokens, 10, 600, gateway), tokens, URL)  # type: ignore[arg-type]
     with TestClient(http_app(server, "127.0.0.1"), base_url=URL) as client:
         yield client, server, bearers
+
+
+def test_each_identity_calls_through_gateway_slots_of_its_own(tmp_path: Path) -> None:
+    """One process serves every identity: one identity's calls in flight hold none of another's slots."""
+    bearers = [identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")]
+    gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
+    toolsheds = PerIdentity(Stack(), IdentityTokens(tmp_path), 10, 600, gateway)  # type: ignore[arg-type]
+
+    def slots_of(bearer: str) -> object:
+        token = auth_context_var.set(AuthenticatedUser(AccessToken(token=bearer, client_id="agent", scopes=[])))
+        try:
+            served = toolsheds().gateway
+        finally:
+            auth_context_var.reset(token)
+        assert served is not None
+        return served.slots
+
+    acme, evil = (slots_of(bearer) for bearer in bearers)
+    assert acme is not evil
+    assert slots_of(bearers[0]) is acme
 
 
 def messages(answer: Any) -> list[dict[str, Any]]:
