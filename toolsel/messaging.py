@@ -6,7 +6,7 @@ import hmac
 import logging
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
@@ -17,7 +17,9 @@ from faststream.message import StreamMessage
 from faststream.middlewares import BaseMiddleware, ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
 from nats.aio.client import DEFAULT_MAX_PAYLOAD_SIZE, Client
+from nats.aio.msg import Msg
 from nats.js.api import ConsumerInfo, StreamConfig
+from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
@@ -25,6 +27,7 @@ from toolsel import __version__
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
 from toolsel.contracts.identity import Scope, tenant_scope
 
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
@@ -85,18 +88,56 @@ SCOPED_DURABLES = (
 """The durable consumers of what clients send under their scopes."""
 
 
+async def _consumers(js: JetStreamContext, durables: Sequence[str]) -> AsyncIterator[ConsumerInfo]:
+    """The events stream's durable consumers of these names that exist."""
+    for durable in durables:
+        try:
+            yield await js.consumer_info(subjects.EVENTS_STREAM, durable)
+        except NotFoundError:
+            continue
+
+
 async def _rescope_consumers(connection: Client) -> None:
     """A durable consumer made before senders' scopes reads its kind's bare root, where no one publishes now:
     have it read every scope of it instead (what it was bound to stays)."""
     js = connection.jetstream()
-    for durable in SCOPED_DURABLES:
-        try:
-            info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
-        except NotFoundError:
-            continue
+    async for info in _consumers(js, SCOPED_DURABLES):
         if info.config.filter_subject in subjects.SCOPED_ROOTS:
             config = replace(info.config, filter_subject=subjects.any_scope(info.config.filter_subject))
             await js.add_consumer(subjects.EVENTS_STREAM, config=config)
+
+
+async def refit_consumers(url: str, durables: Sequence[str], ack_wait_s: float, max_ack_pending: int) -> list[str]:
+    """Give the events stream's durable consumers that exist this ack wait and bound of pending acks; returns those
+    changed. A consumer keeps the settings it was made with (nats-py binds to it as it is), so a learner restarted
+    with others told the server it was in progress on its own schedule while the server redelivered on the old one:
+    events were delivered several times, and their growing delivery counts dead-lettered them early."""
+    connection = await nats.connect(url)
+    changed = []
+    try:
+        js = connection.jetstream()
+        async for info in _consumers(js, durables):
+            was = (info.config.ack_wait, info.config.max_ack_pending)
+            if was != (ack_wait_s, max_ack_pending):
+                log.warning(
+                    "consumer %s: ack wait, pending acks %s -> %s", info.name, was, (ack_wait_s, max_ack_pending)
+                )
+                config = replace(info.config, ack_wait=ack_wait_s, max_ack_pending=max_ack_pending)
+                await js.add_consumer(subjects.EVENTS_STREAM, config=config)
+                changed.append(info.name)
+    finally:
+        await connection.close()
+    return changed
+
+
+async def in_progress_while(msg: Msg, work: "asyncio.Future[R]", every_s: float) -> R:
+    """Await ``work``, telling the server every ``every_s`` seconds that the message is still being worked on
+    (its ack-wait restarts): an event is redelivered only when its consumer is gone, not because it is slow."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=every_s)
+        if done:
+            return work.result()
+        await msg.in_progress()
 
 
 class RequestError(Exception):
@@ -251,13 +292,15 @@ async def consumer_settled(client: Client, durable: str, stream: str = subjects.
     return (int(info.delivered.stream_seq or 0) if info.delivered else 0) >= last
 
 
-def make_broker(url: str, name: str) -> NatsBroker:
+def make_broker(url: str, name: str, graceful_timeout: float | None = None) -> NatsBroker:
+    """A service's broker; on stop its handlers in hand get ``graceful_timeout`` seconds to finish."""
     return NatsBroker(
         url,
         name=f"toolsel-{name}",
         max_reconnect_attempts=-1,
         specification_url="nats://localhost:4222",
         log_level=logging.DEBUG,
+        graceful_timeout=graceful_timeout,
     )
 
 
@@ -415,8 +458,13 @@ class Outbox(Generic[T]):
         self._empty = asyncio.Event()
         self._empty.set()
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def put(self, event: T) -> None:
+        if self._closed:  # nothing would publish it: counted, never queued in silence
+            self.dropped += 1
+            log.error("an event came after the outbox closed: %d dropped so far", self.dropped)
+            return
         if len(self.queue) >= self.capacity:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
@@ -430,7 +478,9 @@ class Outbox(Generic[T]):
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self, timeout_s: float) -> None:
-        """Give what is buffered ``timeout_s`` to go out, then stop; what is left is counted as dropped."""
+        """Give what is buffered ``timeout_s`` to go out, then stop; what is left, and what comes after, is counted
+        as dropped."""
+        self._closed = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._empty.wait(), timeout_s)
         if self._task is not None:

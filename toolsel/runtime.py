@@ -30,7 +30,7 @@ def nats_url(settings: Settings) -> str:
 
 def service_broker(settings: Settings, name: str) -> NatsBroker:
     """The NATS broker of one service, named ``toolsel-<name>`` in the server's connection list."""
-    return make_broker(nats_url(settings), name)
+    return make_broker(nats_url(settings), name, settings.shutdown_grace_s)
 
 
 def service_app(broker: NatsBroker, name: str, description: str, lifespan: Lifespan) -> FastStream:

@@ -24,6 +24,7 @@ from toolsel.messaging import (
     events_stream,
     failure,
     gives_up,
+    in_progress_while,
     rpc_router,
     undecoded,
     validation_reply,
@@ -38,6 +39,10 @@ from toolsel.settings import Settings
 from toolsel.tenancy import sender
 
 DESCRIPTION = "Keeps the tool registry true to what plugins declare; embeds what changed."
+SYNC_IN_PROGRESS_EVERY_S = 10.0
+"""How often an indexer applying a sync event tells the server it is still at it, within the consumer's ack wait
+(the server's default, 30 s): a sync whose embedding took longer was delivered again to another indexer, which
+embedded it twice and published a second, contradicting report."""
 
 log = logging.getLogger("toolsel.indexer")
 
@@ -99,7 +104,9 @@ def create_app(settings: Settings) -> FastStream:
         sync applied already is not applied twice (``apply_sync``)."""
         try:
             scope = sender(msg.raw_message.subject, subjects.SYNC_EVENTS_ROOT)
-            report = await run_sync(state, PluginSync.model_validate_json(msg.body), json.loads(msg.body), scope)
+            sync = PluginSync.model_validate_json(msg.body)
+            running = asyncio.ensure_future(run_sync(state, sync, json.loads(msg.body), scope))
+            report = await in_progress_while(msg.raw_message, running, SYNC_IN_PROGRESS_EVERY_S)
         except ValidationError as invalid:
             await dead_letter(broker, "sync", msg.body, validation_reply(invalid).error.message)
             return

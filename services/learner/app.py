@@ -70,6 +70,7 @@ def create_app(settings: Settings) -> FastStream:
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         state.store = await open_store(settings)
+        await consumers.refit(settings, EVENT_KINDS)
         if settings.quarantine_release_after_s > 0:
             state.release_timer = asyncio.get_running_loop().create_task(release_when_due(state))
         freeze_start_up_heap()

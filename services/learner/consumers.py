@@ -19,7 +19,6 @@ message is the same for every kind, here:
   it is in progress every half ack-wait, so that a slow batch is not redelivered and applied again.
 """
 
-import asyncio
 import functools
 import logging
 import time
@@ -41,7 +40,19 @@ from pydantic import BaseModel, ValidationError
 from toolsel.contracts import subjects
 from toolsel.contracts.events import Sent
 from toolsel.contracts.identity import Scope
-from toolsel.messaging import RequestError, backlog, dead_letter, events_stream, failure, gives_up, transient, undecoded
+from toolsel.messaging import (
+    RequestError,
+    backlog,
+    dead_letter,
+    events_stream,
+    failure,
+    gives_up,
+    in_progress_while,
+    refit_consumers,
+    transient,
+    undecoded,
+)
+from toolsel.runtime import nats_url
 from toolsel.services.learner.batcher import Batcher
 from toolsel.services.learner.state import Applied, LearnerState, Marks
 from toolsel.settings import Settings
@@ -49,7 +60,6 @@ from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.learner")
 E = TypeVar("E", bound=BaseModel)
-R = TypeVar("R")
 MAX_BACKOFF_S = 5.0
 
 
@@ -205,16 +215,6 @@ def admitted(event: E, scope: Scope) -> E:
     return event
 
 
-async def in_progress_while(msg: Msg, work: "asyncio.Future[R]", every_s: float) -> R:
-    """Await ``work``, telling the server every ``every_s`` seconds that the message is still being worked on
-    (its ack-wait restarts): an event is redelivered only when its learner is gone, not because it is slow."""
-    while True:
-        done, _ = await asyncio.wait({work}, timeout=every_s)
-        if done:
-            return work.result()
-        await msg.in_progress()
-
-
 async def _failed(state: LearnerState, kind: str, msg: Msg, error: Exception) -> None:
     """Redeliver an event whose batch failed for want of a server, or that failed alone (for now); dead-letter
     one that keeps failing alone."""
@@ -231,6 +231,18 @@ DURABLE_PUSH_WARNING = "The JetStream Push consumer with the `durable` option"
 name, so every learner takes its share of the events (silenced where the consumers are made)."""
 
 
+def in_hand(settings: Settings) -> int:
+    """Events a learner's consumer may hold unacknowledged: four batches, each in a handler telling the server it
+    is in progress."""
+    return 4 * settings.learner_batch_size
+
+
+async def refit(settings: Settings, kinds: Iterable[EventKind[Any]]) -> list[str]:
+    """The durable consumers of ``kinds``, where they exist, set as ``router`` makes them (``refit_consumers``)."""
+    durables = [subjects.learner_durable(kind.name) for kind in kinds]
+    return await refit_consumers(nats_url(settings), durables, settings.learner_ack_wait_s, in_hand(settings))
+
+
 def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
     """A durable consumer per kind (a queue group per durable: learners share the work). Every event the server
     has delivered and awaits the acknowledgement of is in a handler, which tells the server it is in progress: with
@@ -239,7 +251,7 @@ def router(state: LearnerState, kinds: Iterable[EventKind[Any]]) -> NatsRouter:
     events, stream = NatsRouter(), events_stream()
     settings = state.settings
     warnings.filterwarnings("ignore", message=DURABLE_PUSH_WARNING, category=RuntimeWarning)
-    in_flight = 4 * settings.learner_batch_size
+    in_flight = in_hand(settings)
     for kind in kinds:
         subscriber = events.subscriber(
             kind.filter,

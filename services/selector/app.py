@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from uuid import uuid4
 
 import asyncpg
 from faststream import FastStream
 from faststream.nats import NatsRouter
 from faststream.nats.annotations import NatsMessage
+from faststream.nats.subscriber.usecases import LogicSubscriber
 
 from toolsel.contracts import (
     OutcomeEvent,
@@ -118,7 +120,8 @@ def create_app(settings: Settings) -> FastStream:
     outbox: Outbox[tuple[str, SelectionEvent]] = Outbox(
         publish, settings.selection_buffer_size, settings.selection_publish_batch, settings.selection_retry_max_s
     )
-    broker.include_router(_requests(state, outbox, lambda: getattr(broker.connection, "max_payload", None)))
+    requests, selects = _requests(state, outbox, lambda: getattr(broker.connection, "max_payload", None))
+    broker.include_router(requests)
     broker.include_router(_broadcasts(state))
 
     @asynccontextmanager
@@ -134,7 +137,10 @@ def create_app(settings: Settings) -> FastStream:
 
     @app.on_shutdown
     async def flush() -> None:
-        """Before the broker closes, so that what is buffered still has a connection to go out on."""
+        """Before the broker closes, so that what is buffered still has a connection to go out on; after the select
+        subscriber has stopped (its selects in hand answered, ``TOOLSEL_SHUTDOWN_GRACE_S``), or what it answered
+        meanwhile would never be published, and its outcomes and reviews would be dead-lettered as orphans."""
+        await selects.stop()
         await outbox.close(OUTBOX_SHUTDOWN_S)
 
     return app
@@ -142,12 +148,12 @@ def create_app(settings: Settings) -> FastStream:
 
 def _requests(
     state: SelectorState, outbox: Outbox[tuple[str, SelectionEvent]], max_payload: Callable[[], object]
-) -> NatsRouter:
-    """Select requests (a queue group: copies share them) and health. A reply is cut to what one message of
-    ``max_payload`` bytes (the NATS server's limit) carries, less room for its headers."""
+) -> tuple[NatsRouter, LogicSubscriber[Any]]:
+    """Select requests (a queue group: copies share them) and health, and the select subscriber (a stopping selector
+    stops it first). A reply is cut to what one message of ``max_payload`` bytes (the NATS server's limit) carries,
+    less room for its headers."""
     rpc = rpc_router()
-
-    @rpc.subscriber(
+    selects = rpc.subscriber(
         subjects.any_scope(subjects.SELECT_ROOT),
         queue=subjects.SELECTOR_QUEUE,
         max_workers=state.selector.settings.select_concurrency,
@@ -157,6 +163,8 @@ def _requests(
             " request gets a typed error reply."
         ),
     )
+
+    @selects
     async def select(request: SelectRequest, msg: NatsMessage) -> SelectReply:
         started = time.perf_counter()
         scope = sender(msg.raw_message.subject, subjects.SELECT_ROOT)
@@ -182,7 +190,7 @@ def _requests(
         }
 
     add_health(rpc, "selector", health)
-    return rpc
+    return rpc, selects
 
 
 async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:

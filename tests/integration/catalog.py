@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import nats
 import nats.errors
@@ -191,3 +191,23 @@ def selection_event(**fields: Any) -> SelectionEvent:
         "tokens_catalog": 0,
     }
     return SelectionEvent(**plain | fields)
+
+
+async def stored_selections(url: str, tenant: str) -> set[UUID]:
+    """The selection ids of ``tenant`` in the events stream."""
+    nc = await nats.connect(url)
+    try:
+        sub = await nc.jetstream().subscribe(
+            subjects.SELECTION_EVENTS, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL), ordered_consumer=True
+        )
+        found: set[UUID] = set()
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=1.0)
+            except nats.errors.TimeoutError:
+                return found
+            event = SelectionEvent.model_validate_json(msg.data)
+            if event.tenant_id == tenant:
+                found.add(event.selection_id)
+    finally:
+        await nc.close()

@@ -6,13 +6,16 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import nats
 import pytest
+from nats.js.api import ConsumerConfig
 
 from tests.integration.catalog import eventually
 from toolsel.client import ToolselClient
+from toolsel.contracts import subjects
 from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
 from toolsel.errors import NotPermitted
-from toolsel.messaging import DEFAULT_AGENT
+from toolsel.messaging import DEFAULT_AGENT, ensure_streams, refit_consumers
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +58,26 @@ async def _async(value: bool) -> bool:
 
 def agent_url(server: EmbeddedNats) -> str:
     return login_url(server.url, DEFAULT_AGENT.user, nats_credentials(server.directory)[DEFAULT_AGENT.user])
+
+
+async def test_a_consumer_made_with_other_delivery_settings_is_given_the_configured_ones(server: EmbeddedNats) -> None:
+    """nats-py binds to a durable consumer as it was made: a learner restarted with another ack wait or batch size
+    told the server it was in progress on its own schedule while the server redelivered on the old one."""
+    learner = login_url(server.url, "learner", nats_credentials(server.directory)["learner"])
+    await ensure_streams(learner)
+    durable = subjects.learner_durable("outcome")
+    nc = await nats.connect(learner)
+    try:
+        js = nc.jetstream()
+        made = ConsumerConfig(
+            durable_name=durable, filter_subject=subjects.OUTCOME_EVENTS, ack_wait=1.0, max_ack_pending=20
+        )
+        await js.add_consumer(subjects.EVENTS_STREAM, config=made)
+        absent = subjects.learner_durable("review")
+        assert await refit_consumers(learner, [durable, absent], 6.0, 200) == [durable]
+        info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
+        assert (info.config.ack_wait, info.config.max_ack_pending) == (6.0, 200)
+        assert info.config.filter_subject == subjects.OUTCOME_EVENTS  # what it reads stays
+        assert await refit_consumers(learner, [durable], 6.0, 200) == []
+    finally:
+        await nc.close()

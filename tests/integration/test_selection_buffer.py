@@ -5,15 +5,20 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from uuid import UUID
 
-import nats
 import pytest
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from tests.conftest import running_stack
-from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import (
+    TOOLS,
+    eventually,
+    plugin_sync,
+    stored_selections,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from toolsel import identities
 from toolsel.client import ToolselClient
-from toolsel.contracts import SelectionEvent, subjects
 from toolsel.messaging import Outbox
 from toolsel.stack import Stack
 
@@ -25,26 +30,6 @@ CLIENTS = 8
 def own_stack() -> Iterator[Stack]:
     """Its own stack: this test restarts NATS under it."""
     yield from running_stack()
-
-
-async def _stored(url: str, tenant: str) -> set[UUID]:
-    """The selection ids of ``tenant`` in the events stream."""
-    nc = await nats.connect(url)
-    try:
-        sub = await nc.jetstream().subscribe(
-            subjects.SELECTION_EVENTS, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL), ordered_consumer=True
-        )
-        found: set[UUID] = set()
-        while True:
-            try:
-                msg = await sub.next_msg(timeout=1.0)
-            except nats.errors.TimeoutError:
-                return found
-            event = SelectionEvent.model_validate_json(msg.data)
-            if event.tenant_id == tenant:
-                found.add(event.selection_id)
-    finally:
-        await nc.close()
 
 
 async def test_no_selection_event_is_lost_when_nats_restarts(own_stack: Stack) -> None:
@@ -86,9 +71,11 @@ async def test_no_selection_event_is_lost_when_nats_restarts(own_stack: Stack) -
             await asyncio.gather(*agents)
 
     async def all_stored() -> bool:
-        return set(answered) <= await _stored(url, tenant)
+        return set(answered) <= await stored_selections(url, tenant)
 
-    assert await eventually(all_stored, timeout_s=30), f"{len(set(answered) - await _stored(url, tenant))} lost"
+    assert await eventually(all_stored, timeout_s=30), (
+        f"{len(set(answered) - await stored_selections(url, tenant))} lost"
+    )
     async with ToolselClient(url) as client:
         health = await client.health("selector")
     assert health.details["selection_events_dropped"] == 0

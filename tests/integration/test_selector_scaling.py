@@ -1,12 +1,22 @@
 """Selectors scale out by running more copies: they share the select subject through a queue group."""
 
 import asyncio
+import signal
 import time
 from pathlib import Path
+from uuid import UUID
 
-from tests.integration.catalog import TOOLS, plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import (
+    TOOLS,
+    eventually,
+    plugin_sync,
+    stored_selections,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from toolsel.client import ToolselClient
-from toolsel.stack import Stack
+from toolsel.stack import Endpoints, Stack
 
 
 def _starts(log: Path) -> int:
@@ -43,3 +53,50 @@ async def test_a_second_selector_answers_when_the_first_stops(client: ToolselCli
         second.wait(30)
     answered = await client.select(query="weather in Oslo", tenant_id=tenant, k=1, dry_run=True)
     assert answered.tools[0].name == "get_weather"
+
+
+AGENTS = 8
+"""Agents selecting at once while a selector stops."""
+
+
+async def test_a_selector_stopped_while_answering_publishes_every_selection_it_answered(
+    client: ToolselClient, stack: Stack, endpoints: Endpoints
+) -> None:
+    """A rolling restart's SIGTERM closed the selection outbox before the select subscriber stopped: the selects
+    answered in between never reached the stream, and their outcomes were dead-lettered as orphans."""
+    tenant = unique("tenant")
+    await sync_and_wait(client, plugin_sync(unique("stop"), tenant, [tool(n) for n in TOOLS]))
+    logs = stack.settings.home / "logs"
+    second = stack.spawn("selector", log_name="selector-stopping")
+    answered: list[UUID] = []
+    stopping = asyncio.Event()
+
+    async def agent() -> None:
+        while not stopping.is_set():
+            try:
+                reply = await client.select(query="email the report to my boss", tenant_id=tenant, k=2)
+            except Exception:  # no answer: no selection the agent knows of
+                await asyncio.sleep(0.05)
+            else:
+                answered.append(reply.selection_id)
+
+    try:
+        await _wait_for_start(logs / "selector-stopping.log", 0)
+        agents = [asyncio.create_task(agent()) for _ in range(AGENTS)]
+        await asyncio.sleep(2)
+        second.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(second.wait, 60)
+        await asyncio.sleep(1)
+        stopping.set()
+        await asyncio.gather(*agents)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait(30)
+    assert answered
+
+    async def all_stored() -> bool:
+        return set(answered) <= await stored_selections(endpoints.nats_url, tenant)
+
+    lost = set(answered) - await stored_selections(endpoints.nats_url, tenant)
+    assert await eventually(all_stored, timeout_s=30), f"{len(lost)} of {len(answered)} answered selections lost"

@@ -1,12 +1,14 @@
-"""Validation errors become typed replies naming the field, without the handler's parameter name."""
+"""Validation errors become typed replies naming the field, without the handler's parameter name; slow work keeps
+telling the server its message is in progress."""
 
+import asyncio
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
 from toolsel.contracts import ErrorCode, PluginSync, SelectRequest
-from toolsel.messaging import RequestError, validation_reply
+from toolsel.messaging import RequestError, in_progress_while, validation_reply
 
 
 class SelectHandlerArgs(BaseModel):
@@ -75,3 +77,25 @@ def test_request_error_carries_a_typed_detail() -> None:
         "no such tool",
         "name",
     )
+
+
+class Progress:
+    """A message that counts what its consumer told the server."""
+
+    def __init__(self) -> None:
+        self.in_progress_told = 0
+
+    async def in_progress(self) -> None:
+        self.in_progress_told += 1
+
+
+async def test_work_longer_than_the_interval_tells_the_server_it_is_in_progress_and_returns_its_result() -> None:
+    """An indexer applying a sync whose embedding outlasted the consumer's ack wait got it delivered again to
+    another indexer, which published a second report."""
+    msg = Progress()
+    work = asyncio.ensure_future(asyncio.sleep(0.25, result="report"))
+    assert await in_progress_while(msg, work, every_s=0.05) == "report"  # type: ignore[arg-type]
+    assert msg.in_progress_told >= 3
+    quick = Progress()
+    assert await in_progress_while(quick, asyncio.ensure_future(asyncio.sleep(0, result=1)), 5) == 1  # type: ignore[arg-type]
+    assert quick.in_progress_told == 0
