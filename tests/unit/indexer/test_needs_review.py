@@ -32,3 +32,21 @@ def test_description_change_flags_only_approved_tools() -> None:
     assert needs_review(old, _spec(description="new"), approved=True)
     assert not needs_review(old, _spec(description="new"), approved=False)
     assert not needs_review(old, _spec(description="old"), approved=True)
+
+
+def test_a_new_execution_target_on_an_approved_tool_flags_it() -> None:
+    """Where a call goes (the server the MCP gateway calls with the plugin's secrets) was approved with the tool."""
+    server = {"transport": "http", "url": "https://tools.example/mcp", "tool": "t"}
+    old = {"schema_version": "1.0.0", "description": "same", "execution_type": "mcp", "execution_config": server}
+    moved = ToolSpec(
+        name="t",
+        description="same",
+        execution_type="mcp",
+        execution_config={**server, "url": "https://else.example/mcp"},
+    )
+    assert needs_review(old, moved, approved=True)
+    assert not needs_review(old, moved, approved=False)
+    same = ToolSpec(name="t", description="same", execution_type="mcp", execution_config=server)
+    assert not needs_review(old, same, approved=True)
+    assert needs_review(old, _spec(), approved=True)  # back to internal
+    assert not needs_review({"schema_version": "1.0.0", "description": "same"}, _spec(), approved=True)  # defaults
