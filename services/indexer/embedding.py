@@ -7,9 +7,10 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from toolsel.contracts import DriftEntry, DriftReport, DriftRequest, RecomputeRequest, ToolSpec
+from toolsel.contracts import DriftEntry, DriftReport, DriftRequest, RecomputeRequest
 from toolsel.embedder import Embedder
 from toolsel.services.indexer.drift import days_since, drift_reason
+from toolsel.services.indexer.hashing import stored_spec
 from toolsel.services.indexer.tool2vec import tool_vectors
 from toolsel.store import registry
 from toolsel.store.registry import Conn
@@ -31,7 +32,7 @@ async def embed_pending(pool: Conn, embedder: Embedder, page: int = PAGE) -> Emb
     runs in a worker thread, so the event loop keeps answering."""
     done, model_s = 0, 0.0
     while rows := await registry.tools_to_embed(pool, page):
-        specs = [ToolSpec.model_validate_json(r["spec"]) for r in rows]
+        specs = [stored_spec(r["spec"]) for r in rows]
         started = time.perf_counter()
         vectors = await asyncio.to_thread(tool_vectors, specs, embedder)
         model_s += time.perf_counter() - started

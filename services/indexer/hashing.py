@@ -1,10 +1,18 @@
 """Content hashes over a canonical JSON of a tool: equal content, equal hash, whatever the key order."""
 
 import hashlib
+import json
+import logging
 import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
 
 from toolsel.contracts import ToolSpec
 from toolsel.contracts.registry import canonical_json
+
+log = logging.getLogger("toolsel.indexer")
 
 
 def sha256_hex(text: str) -> str:
@@ -60,3 +68,17 @@ def embedding_hash(spec: ToolSpec) -> str:
     else its text: a change there, and only there, re-embeds."""
     source = {"examples": spec.example_queries} if spec.example_queries else {"text": embedding_text(spec)}
     return sha256_hex(canonical_json(source))
+
+
+def stored_spec(raw: str | Mapping[str, Any]) -> ToolSpec:
+    """A spec the registry holds, as it was accepted when it was stored. A later release may refuse at sync what an
+    earlier one accepted (a rule added since); such a spec is read as it is, or one stored tool would fail every
+    embedding pass (and the tools pending beside it), and every tune, until its plugin synced again."""
+    data = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    try:
+        return ToolSpec.model_validate(data)
+    except ValidationError as refused:
+        log.warning(
+            "stored tool %s is refused at sync now (%s): read as stored", data.get("name"), refused.errors()[0]["msg"]
+        )
+        return ToolSpec.model_construct(**data)

@@ -2,6 +2,7 @@
 inputs, and a tool whose inputs changed meanwhile keeps waiting. Runs inside a transaction it rolls back, with a
 stand-in model, so the stack's own indexer never sees these tools."""
 
+import json
 from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
@@ -74,3 +75,27 @@ async def test_a_tool_changed_while_it_was_embedded_keeps_waiting(conn: asyncpg.
     await registry.store_vectors(conn, [(ids["tool_1"], vector, embedding_hash(first))])  # for the old inputs
     row = await conn.fetchrow("SELECT embedding, embedding_status FROM tools WHERE id = $1", ids["tool_1"])
     assert (row["embedding"], row["embedding_status"]) == (None, "stale")
+
+
+async def test_a_tool_stored_before_a_rule_that_now_refuses_it_is_still_embedded(conn: asyncpg.Connection) -> None:
+    """A release that refuses at sync what an earlier one accepted (here an MCP server's URL with dot segments)
+    left such a stored tool failing every embedding pass, and the tools pending beside it waiting for good."""
+    plugin = unique("older")
+    allowed = ToolSpec(
+        name="old_mcp",
+        description="Reads a file.",
+        execution_type="mcp",
+        execution_config={"transport": "http", "url": "https://tools.example/mcp", "tool": "read"},
+    )
+    ids = await registry.insert_tools(
+        conn, plugin, "*", "1.0.0", [(allowed, "h" * 64, embedding_hash(allowed)), (spec(3), "h" * 64, "e" * 64)]
+    )
+    refused_now = {
+        **allowed.model_dump(mode="json"),
+        "execution_config": {**allowed.execution_config, "url": "https://tools.example/mcp/../admin"},
+    }
+    await conn.execute("UPDATE tools SET spec = $2::jsonb WHERE id = $1", ids["old_mcp"], json.dumps(refused_now))
+    done = await embed_pending(conn, HashModel())
+    assert done.tools >= 2
+    statuses = await conn.fetch("SELECT embedding_status FROM tools WHERE id = ANY($1::bigint[])", list(ids.values()))
+    assert {r["embedding_status"] for r in statuses} == {"current"}

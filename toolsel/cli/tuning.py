@@ -16,7 +16,6 @@ from rich.table import Table
 
 from toolsel.cli.running import FAILED, USAGE, fail, run, settings
 from toolsel.cli.tools import answering_services, switch_embedding_model
-from toolsel.contracts import ToolSpec
 from toolsel.render import console
 from toolsel.settings import Settings
 from toolsel.store import create_pool
@@ -184,12 +183,12 @@ def tune(
 def _read_use(current: Settings) -> tuple["Use", bool]:
     """What the store holds for a tune, and whether services may be running beside it: from TOOLSEL_DATABASE_URL,
     a running stack's database, or a stopped stack's (started for the read)."""
-    from toolsel.services.indexer.hashing import embedding_text
+    from toolsel.services.indexer.hashing import embedding_text, stored_spec
     from toolsel.stack import StackRunning, running_stack, stopped_stack_database
     from toolsel.tuning.tune import read_use
 
-    def text_of(spec: object) -> str:
-        return embedding_text(ToolSpec.model_validate(spec))
+    def text_of(spec: dict[str, object]) -> str:
+        return embedding_text(stored_spec(spec))
 
     async def read(url: str) -> "Use":
         pool = await create_pool(url)
