@@ -286,10 +286,10 @@ class Settings(BaseSettings):
     """Each outcome keeps this share of a posterior's evidence above the prior (about the last 1/(1-d) outcomes
     count): a tool that starts failing falls quickly and one that recovers comes back. 1: nothing is forgotten."""
     learning_credits_per_actor: int = Field(default=3, ge=0)
-    """Successes of one actor (its session, else its user, else the selection) that count toward a tool's
-    posterior and usage memory, per tenant; as many of its failed calls count toward the tool's posterior, quality
-    and health, and as many of its reviews teach the tool's usage memory and residual (every review is still
-    logged): a flood of fake successes, failures or verdicts moves a tool a bounded amount."""
+    """Successful calls of one actor (its session, else its user, else the selection) that count toward a tool's
+    posterior, usage memory, quality and health, per tenant; as many of its failed calls count, and as many of its
+    reviews teach the tool's usage memory and residual (every review is still logged): a flood of fake successes
+    (rated 0 they score as failures), failures or verdicts moves a tool a bounded amount."""
     usage_examples_per_tool: int = Field(default=64, ge=1)
     """Learnt query examples kept per tool, scope and polarity (positive, negative); the oldest are dropped."""
     usage_half_life: float = Field(default=64.0, gt=0.0)

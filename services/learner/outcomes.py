@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
 import asyncpg
@@ -95,8 +95,6 @@ class Observation:
 @dataclass
 class Stepped:
     posteriors: dict[PosteriorKey, Posterior]
-    credits: dict[CreditKey, int]
-    """Credits used per (tenant, actor, tool), as they now stand."""
     examples: list[Example]
     """Positive usage examples: one per outcome and tool with a counted success."""
 
@@ -184,17 +182,26 @@ def offered_only(
     return result
 
 
-def capped_failures(
+class Credits(NamedTuple):
+    """Credits used per (tenant, actor, tool), one count for successful calls and one for failed ones."""
+
+    successes: dict[CreditKey, int]
+    failures: dict[CreditKey, int]
+
+
+def capped_calls(
     batch: Sequence[OutcomeEvent],
     selections: Mapping[UUID, Mapping[str, Any]],
     ids: Mapping[str, int],
-    used: Mapping[CreditKey, int],
+    used: Credits,
     limit: int,
-) -> tuple[list[OutcomeEvent], dict[CreditKey, int]]:
-    """The outcomes with only the failed calls that count: at most ``limit`` per (tenant, actor, tool), as
-    successes; the rest of one actor's failures count nowhere (not in posteriors, quality or health). Returns
-    them with the credits as they now stand."""
-    credits = dict(used)
+) -> tuple[list[OutcomeEvent], Credits]:
+    """The outcomes with only the calls that count: at most ``limit`` successful and ``limit`` failed calls per
+    (tenant, actor, tool); the rest of one actor's calls count nowhere (not in posteriors, quality or health).
+    Both are bounded: ratings and latencies ride on calls, so one actor's unbounded successes (rated 0, they score
+    as failures) took a tool to quarantine for its whole tenant. Returns them with the credits as they now
+    stand."""
+    credits = Credits(dict(used.successes), dict(used.failures))
     result = []
     for event in batch:
         row = selections[event.selection_id]
@@ -202,21 +209,25 @@ def capped_failures(
         calls = [
             c
             for c in event.calls
-            if c.success or c.key not in ids or spend(credits, (tenant, who, ids[c.key]), 1, limit)
+            if c.key not in ids
+            or spend(credits.successes if c.success else credits.failures, (tenant, who, ids[c.key]), 1, limit)
         ]
         result.append(event if len(calls) == len(event.calls) else event.model_copy(update={"calls": calls}))
     return result, credits
 
 
-def failure_keys(
-    batch: Sequence[OutcomeEvent], selections: Mapping[UUID, Mapping[str, Any]], ids: Mapping[str, int]
+def credit_keys(
+    batch: Sequence[OutcomeEvent],
+    selections: Mapping[UUID, Mapping[str, Any]],
+    ids: Mapping[str, int],
+    success: bool,
 ) -> list[CreditKey]:
-    """The (tenant, actor, tool) of each failed call to a registered tool."""
+    """The (tenant, actor, tool) of each successful (or failed) call to a registered tool."""
     return [
         (selections[e.selection_id]["tenant_id"], actor(selections[e.selection_id]), ids[c.key])
         for e in batch
         for c in e.calls
-        if not c.success and c.key in ids
+        if c.success is success and c.key in ids
     ]
 
 
@@ -249,27 +260,22 @@ def observations(
 
 def spend(credits: dict[CreditKey, int], key: CreditKey, wanted: int, limit: int) -> int:
     """Take up to ``wanted`` of the ``limit`` credits an actor has on a tool, less those ``credits`` holds as used
-    (updated); returns how many it took: how many of its lessons count. Outcomes and reviews share the bound."""
+    (updated); returns how many it took: how many of its lessons count. Outcomes' successful calls, their failed
+    calls and reviews are each bounded so, in their own credit table."""
     taken = min(wanted, max(0, limit - credits.get(key, 0)))
     if taken:
         credits[key] = credits.get(key, 0) + taken
     return taken
 
 
-def step(
-    seen: Sequence[Observation],
-    standing: Mapping[PosteriorKey, Posterior],
-    used: Mapping[CreditKey, int],
-    rules: OutcomeRules,
-) -> Stepped:
-    """Apply observations in order: a success counts while its actor has credits on the tool; a posterior with
-    new evidence is discounted then moved; a counted success is a positive usage example."""
+def step(seen: Sequence[Observation], standing: Mapping[PosteriorKey, Posterior], rules: OutcomeRules) -> Stepped:
+    """Apply observations in order (their calls already within their actors' credits: ``capped_calls``): a
+    posterior with new evidence is discounted then moved; a success is a positive usage example."""
     posteriors = {key: replace(p) for key, p in standing.items()}
-    credits = dict(used)
     examples: list[Example] = []
     for o in seen:
         p = posteriors[o.key]
-        counted = spend(credits, o.credit, o.reward.success, rules.usage.credits_per_actor)
+        counted = o.reward.success
         if counted:
             if p.last_success_at is None or o.occurred_at > p.last_success_at:
                 p.last_success_at = o.occurred_at
@@ -281,7 +287,7 @@ def step(
         if counted or o.reward.beta:
             p.alpha = discounted(p.alpha, rules.prior_alpha, rules.discount, float(counted))
             p.beta = discounted(p.beta, rules.prior_beta, rules.discount, o.reward.beta)
-    return Stepped(posteriors, credits, examples)
+    return Stepped(posteriors, examples)
 
 
 def call_counters(
@@ -329,17 +335,30 @@ class Counted:
 async def _posteriors(
     conn: asyncpg.Connection, seen: Sequence[Observation], rules: OutcomeRules
 ) -> tuple[list[asyncpg.Record], list[Example]]:
-    """Lock the credits and posteriors these observations touch, step them, write them back."""
-    used = await learning.lock_credits(conn, learning.OUTCOME_CREDITS, [o.credit for o in seen if o.reward.success])
+    """Lock the posteriors these observations touch, step them, write them back."""
     locked = await learning.lock_posteriors(conn, [o.key for o in seen], rules.prior_alpha, rules.prior_beta)
     standing = {k: Posterior(r["alpha"], r["beta"], r["last_success_at"]) for k, r in locked.items()}
-    stepped = step(seen, standing, used, rules)
-    await learning.write_credits(conn, learning.OUTCOME_CREDITS, stepped.credits, used)
+    stepped = step(seen, standing, rules)
     rows = [
         (*key, p.alpha, p.beta, p.last_success_at, p.selections, p.successes, p.failures)
         for key, p in stepped.posteriors.items()
     ]
     return await learning.write_posteriors(conn, rows), stepped.examples
+
+
+async def _lock_call_credits(
+    conn: asyncpg.Connection,
+    batch: Sequence[OutcomeEvent],
+    selections: Mapping[UUID, Mapping[str, Any]],
+    ids: Mapping[str, int],
+) -> Credits:
+    """The credits these calls may spend, locked until commit: failures' first, then successes' (``LEARNT_TABLES``
+    order)."""
+    failed = credit_keys(batch, selections, ids, success=False)
+    succeeded = credit_keys(batch, selections, ids, success=True)
+    failures = await learning.lock_credits(conn, learning.FAILURE_CREDITS, failed) if failed else {}
+    successes = await learning.lock_credits(conn, learning.OUTCOME_CREDITS, succeeded) if succeeded else {}
+    return Credits(successes, failures)
 
 
 async def add_counters(
@@ -354,10 +373,10 @@ async def add_counters(
     offered = offered_only(batch, selections, tools)
     ids = {key: t.id for key, t in tools.items()}
     names = {v: k for k, v in ids.items()}
-    failed = failure_keys(offered, selections, ids)
-    used = await learning.lock_credits(conn, learning.FAILURE_CREDITS, failed) if failed else {}
-    counting, credits = capped_failures(offered, selections, ids, used, rules.usage.credits_per_actor)
-    await learning.write_credits(conn, learning.FAILURE_CREDITS, credits, used)
+    used = await _lock_call_credits(conn, offered, selections, ids)
+    counting, credits = capped_calls(offered, selections, ids, used, rules.usage.credits_per_actor)
+    await learning.write_credits(conn, learning.FAILURE_CREDITS, credits.failures, used.failures)
+    await learning.write_credits(conn, learning.OUTCOME_CREDITS, credits.successes, used.successes)
     updated, examples = await _posteriors(
         conn, observations(counting, selections, tools, rules.not_called_penalty), rules
     )

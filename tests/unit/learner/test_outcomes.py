@@ -10,13 +10,14 @@ import pytest
 
 from toolsel.contracts import OutcomeEvent, ToolCall
 from toolsel.services.learner.outcomes import (
+    Credits,
     OutcomeRules,
     Posterior,
     Stepped,
     actor,
     call_counters,
-    capped_failures,
-    failure_keys,
+    capped_calls,
+    credit_keys,
     not_after,
     observations,
     offered_only,
@@ -26,7 +27,7 @@ from toolsel.services.learner.outcomes import (
 )
 from toolsel.services.learner.reward import discounted
 from toolsel.services.learner.usage import POSITIVE, UsageRules
-from toolsel.store.learning import CreditKey, Registered
+from toolsel.store.learning import Registered
 
 TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}
 RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("tenant", 64, 64.0, 3))
@@ -70,10 +71,13 @@ def _prior() -> Posterior:
     return Posterior(RULES.prior_alpha, RULES.prior_beta, None)
 
 
-def _learn(selection: Selection, *events: OutcomeEvent, used: dict[CreditKey, int] | None = None) -> Stepped:
+def _learn(selection: Selection, *events: OutcomeEvent, used: Credits | None = None) -> tuple[Stepped, Credits]:
     selections: dict[UUID, Selection] = {selection["selection_id"]: selection}
-    seen = observations(offered_only(events, selections, TOOLS), selections, TOOLS, RULES.not_called_penalty)
-    return step(seen, {o.key: _prior() for o in seen}, used or {}, RULES)
+    ids = {key: t.id for key, t in TOOLS.items()}
+    offered = offered_only(events, selections, TOOLS)
+    counting, credits = capped_calls(offered, selections, ids, used or Credits({}, {}), RULES.usage.credits_per_actor)
+    seen = observations(counting, selections, TOOLS, RULES.not_called_penalty)
+    return step(seen, {o.key: _prior() for o in seen}, RULES), credits
 
 
 def test_only_offered_tools_the_tenant_may_see_can_be_taught() -> None:
@@ -93,7 +97,7 @@ def test_calls_to_tools_not_offered_or_not_visible_count_nowhere() -> None:
 
 def test_a_posterior_is_kept_per_tool_tenant_and_context() -> None:
     selection = _selection(["a/mine", "s/shared"])
-    stepped = _learn(selection, _outcome(selection, _call("a/mine", True)))
+    stepped, _ = _learn(selection, _outcome(selection, _call("a/mine", True)))
     assert set(stepped.posteriors) == {(1, "acme", "free::general"), (2, "acme", "free::general")}
     mine = stepped.posteriors[(1, "acme", "free::general")]
     assert (mine.alpha, mine.beta, mine.successes, mine.last_success_at) == (2.0, 1.0, 1, T0)
@@ -126,7 +130,7 @@ def test_a_tool_that_starts_failing_falls_and_one_that_recovers_comes_back() -> 
     def mean_after(*successes: bool) -> float:
         events = [_outcome(selection, _call("a/mine", ok), at=i) for i, ok in enumerate(successes)]
         seen = observations(offered_only(events, selections, TOOLS), selections, TOOLS, 0.0)
-        (p,) = step(seen, {seen[0].key: Posterior(1.0, 1.0, None)}, {}, rules).posteriors.values()
+        (p,) = step(seen, {seen[0].key: Posterior(1.0, 1.0, None)}, rules).posteriors.values()
         return p.alpha / (p.alpha + p.beta)
 
     worked = (True,) * 200
@@ -137,20 +141,20 @@ def test_a_tool_that_starts_failing_falls_and_one_that_recovers_comes_back() -> 
 
 def test_one_actor_counts_at_most_its_credits_per_tool() -> None:
     selection = _selection(["a/mine"])
-    stepped = _learn(selection, *(_outcome(selection, _call("a/mine", True), at=i) for i in range(100)))
+    stepped, credits = _learn(selection, *(_outcome(selection, _call("a/mine", True), at=i) for i in range(100)))
     (p,) = stepped.posteriors.values()
     assert p.successes == RULES.usage.credits_per_actor
     assert p.selections == 100
     assert p.alpha - RULES.prior_alpha <= RULES.usage.credits_per_actor
-    assert stepped.credits == {("acme", "session:s1", 1): RULES.usage.credits_per_actor}
+    assert credits == Credits({("acme", "session:s1", 1): RULES.usage.credits_per_actor}, {})
     assert len(stepped.examples) == RULES.usage.credits_per_actor
     assert {(e.tool_id, e.scope, e.polarity) for e in stepped.examples} == {(1, "acme", POSITIVE)}
 
 
 def test_credits_used_before_are_remembered_and_failures_still_count() -> None:
     selection = _selection(["a/mine"])
-    used = {("acme", "session:s1", 1): RULES.usage.credits_per_actor}
-    stepped = _learn(selection, _outcome(selection, _call("a/mine", True), _call("a/mine", False)), used=used)
+    used = Credits({("acme", "session:s1", 1): RULES.usage.credits_per_actor}, {})
+    stepped, _ = _learn(selection, _outcome(selection, _call("a/mine", True), _call("a/mine", False)), used=used)
     (p,) = stepped.posteriors.values()
     assert (p.alpha, p.beta, p.successes, p.failures) == (1.0, 2.0, 0, 1)
     assert stepped.examples == []
@@ -168,7 +172,7 @@ def test_shared_usage_is_kept_in_the_shared_scope() -> None:
     selection = _selection(["a/mine"])
     selections = {selection["selection_id"]: selection}
     seen = observations([_outcome(selection, _call("a/mine", True))], selections, TOOLS, 0.0)
-    stepped = step(seen, {seen[0].key: _prior()}, {}, rules)
+    stepped = step(seen, {seen[0].key: _prior()}, rules)
     assert [e.scope for e in stepped.examples] == ["*"]
     assert list(stepped.posteriors) == [(1, "acme", "free::general")]  # posteriors stay the tenant's
 
@@ -176,7 +180,7 @@ def test_shared_usage_is_kept_in_the_shared_scope() -> None:
 def test_a_tool_offered_for_a_part_of_a_compound_query_learns_that_part() -> None:
     selection = _selection(["a/mine", "s/shared"], needs=["book a table", None])
     selection["query"] = "book a table, then check the weather in Oslo"
-    stepped = _learn(selection, _outcome(selection, _call("a/mine", True), _call("s/shared", True)))
+    stepped, _ = _learn(selection, _outcome(selection, _call("a/mine", True), _call("s/shared", True)))
     assert {e.tool_id: e.query for e in stepped.examples} == {
         1: "book a table",
         2: "book a table, then check the weather in Oslo",  # only the whole query retrieved it
@@ -194,25 +198,40 @@ def _failing(selection: Selection, n: int) -> list[OutcomeEvent]:
     return [OutcomeEvent(selection_id=selection["selection_id"], calls=calls) for _ in range(n)]
 
 
-def test_one_actors_failed_calls_count_a_bounded_number_of_times_its_successes_untouched() -> None:
+def test_one_actors_successful_and_failed_calls_each_count_a_bounded_number_of_times() -> None:
     selection = _selection(["a/mine"], session="s1")
     selections = {selection["selection_id"]: selection}
     ids = {key: t.id for key, t in TOOLS.items()}
     batch = _failing(selection, 5)
-    assert failure_keys(batch, selections, ids) == [("acme", "session:s1", 1)] * 5
-    counted, credits = capped_failures(batch, selections, ids, {("acme", "session:s1", 1): 1}, limit=3)
-    failures = [sum(not c.success for c in e.calls) for e in counted]
-    assert failures == [1, 1, 0, 0, 0]
-    assert [sum(c.success for c in e.calls) for e in counted] == [1] * 5
-    assert credits == {("acme", "session:s1", 1): 3}
+    assert credit_keys(batch, selections, ids, success=False) == [("acme", "session:s1", 1)] * 5
+    assert credit_keys(batch, selections, ids, success=True) == [("acme", "session:s1", 1)] * 5
+    used = Credits({}, {("acme", "session:s1", 1): 1})
+    counted, credits = capped_calls(batch, selections, ids, used, limit=3)
+    assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 0]
+    assert [sum(c.success for c in e.calls) for e in counted] == [1, 1, 1, 0, 0]
+    assert credits == Credits({("acme", "session:s1", 1): 3}, {("acme", "session:s1", 1): 3})
 
 
-def test_another_actors_failures_have_their_own_bound() -> None:
+def test_another_actors_calls_have_their_own_bound() -> None:
     first, second = _selection(["a/mine"], session=None), _selection(["a/mine"], session=None)
     selections = {s["selection_id"]: s for s in (first, second)}
     ids = {key: t.id for key, t in TOOLS.items()}
-    counted, _ = capped_failures([*_failing(first, 4), *_failing(second, 4)], selections, ids, {}, limit=2)
+    counted, _ = capped_calls([*_failing(first, 4), *_failing(second, 4)], selections, ids, Credits({}, {}), limit=2)
     assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]
+    assert [sum(c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]
+
+
+def test_one_actors_successes_rated_zero_cannot_drive_a_tools_health() -> None:
+    """A success rated 0 scores as a failure in the rolling score: 200 of them in one outcome took a tool through
+    warning and degraded to quarantine for the whole tenant, past the bound on failures."""
+    selection = _selection(["a/mine"], session="s1")
+    selections = {selection["selection_id"]: selection}
+    ids = {key: t.id for key, t in TOOLS.items()}
+    zero = ToolCall(plugin_id="a", name="mine", success=True, rating=0.0)
+    spam = [OutcomeEvent(selection_id=selection["selection_id"], calls=[zero] * 200)]
+    counted, _ = capped_calls(spam, selections, ids, Credits({}, {}), RULES.usage.credits_per_actor)
+    ((_, calls),) = call_counters(counted, selections, ids).items()
+    assert (calls.calls, calls.rating_count) == (RULES.usage.credits_per_actor, RULES.usage.credits_per_actor)
 
 
 def test_an_outcome_dated_ahead_is_taken_as_happening_now() -> None:
