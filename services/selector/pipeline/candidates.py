@@ -104,7 +104,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     rankings = [r[: s.retrieval_candidates] for r in ranked]
     merged = retrieval.round_robin(rankings, s.retrieval_candidates)
     reach = merged[:0] if reach is None else reach
-    near = nearest(held, fused, visible.seen, merged)
+    near = nearest(fused, visible.seen)
     label = intent(held, near)
     key = context_key(s.context_key_template, request.tier, request.page, label)
     rows = _rows_read(held, request, rankings, visible.pinned, reach)
@@ -158,20 +158,13 @@ def _rows_read(
     return np.unique(np.concatenate([candidates, pinned, reach, np.array(related, dtype=np.int64)]))
 
 
-def nearest(held: Held, fused: Fused, seen: stages.Mask, merged: stages.Rows) -> int | None:
-    """The row of the tool nearest the query's meaning by declared vectors alone, among every tool the request may
-    see: neither the session's exclusions, the request's filters nor what use taught changes it (None: nothing to
-    go by). Reuses the vector signal's cosine; the rows it replaced with a learnt blend read the whole query's
-    cosine with their declared vectors, which retrieval computed; without vectors, retrieval's first."""
-    cat, usage = held.catalog, held.usage
-    cosine = fused.per_query[0].signals.get("vector")
-    declared = seen & cat.has_vector
-    if fused.query_cosine is None or cosine is None or not declared.any():
-        return int(merged[0]) if merged.size else None
-    near = cosine.copy()
-    if usage is not None:
-        near[usage.rows] = fused.query_cosine[usage.rows]
-    return first_best(np.where(declared, near, -np.inf))
+def nearest(fused: Fused, seen: stages.Mask) -> int | None:
+    """The row of the tool nearest the query's meaning by what tools declare alone (``Fused.intent_evidence``),
+    among every tool the request may see: neither the session's exclusions, the request's filters, quarantine nor
+    what use taught changes it, so the same query files and reads its lessons under one key (None: nothing to go
+    by)."""
+    evidence = np.where(seen, fused.intent_evidence, -np.inf)
+    return first_best(evidence) if np.isfinite(evidence).any() else None
 
 
 TIE = 1e-6

@@ -2,6 +2,7 @@
 for the query; BM25 alone where vectors are not read (the BM25 mode, its fast path, or no vector to be had)."""
 
 from dataclasses import dataclass
+from functools import reduce
 
 import numpy as np
 
@@ -36,14 +37,15 @@ class Fused:
     method: str
     query_vector: stages.Vector | None
     degraded: list[str]
-    query_cosine: stages.Scores | None
-    """The whole query's vector's cosine with every row's declared vector, as retrieval computed it (None with no
-    vector): what the query's intent is read from for the tools usage memory gives a learnt vector."""
+    intent_evidence: stages.Scores
+    """Each row's evidence for the query's intent from what the tool declares alone, never from what use taught it:
+    the best cosine of the whole query and its sentences with its declared vector (clipped at 0, as the vector
+    signal reads it), or without vectors the BM25 of its declared text; -inf where a row has nothing to go by."""
 
     def arrays(self) -> list[np.ndarray]:
         """Every array it holds (the hot-query cache makes them read-only)."""
         found = [a for q in self.per_query for a in q.arrays()]
-        return [*found, *(a for a in (self.query_vector, self.query_cosine) if a is not None)]
+        return [*found, self.intent_evidence, *(a for a in (self.query_vector,) if a is not None)]
 
 
 def run(held: Held, parts: Parts) -> Fused:
@@ -58,7 +60,19 @@ def run(held: Held, parts: Parts) -> Fused:
             match = confidence.bm25_match(bm25, held.catalog.lexical.ceiling(part.context.query))
         out.append(Retrieved(relevance, part.signals, match))
     whole = parts.parts[0].context
-    return Fused(out, method, whole.vector, parts.degraded, whole.cosine)
+    return Fused(out, method, whole.vector, parts.degraded, intent_evidence(held, whole))
+
+
+def intent_evidence(held: Held, whole: QueryContext) -> stages.Scores:
+    """``Fused.intent_evidence`` for the whole query: its declared cosines, as retrieval computed them, else its
+    declared text's BM25 (learnt words left out: the label must not follow what use taught); -inf where a row has
+    nothing to go by."""
+    cat = held.catalog
+    if whole.cosine is None:
+        lexical = cat.lexical.scores(whole.query)
+        return np.where(lexical > 0.0, lexical, -np.inf)
+    best: stages.Scores = reduce(np.maximum, [whole.cosine, *(raw for _, raw in whole.sentences)])
+    return np.where(cat.has_vector, best.clip(min=0.0), -np.inf)
 
 
 def _relevance(held: Held, part: Part, mode: str, method: str) -> tuple[stages.Scores, str]:

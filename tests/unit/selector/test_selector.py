@@ -446,6 +446,77 @@ def test_the_intent_labels_the_query_by_its_nearest_tool_whatever_the_session_ex
     assert selector().select(SelectRequest(query="weather"))[0].context_key == "free:*:general"
 
 
+class SentenceEmbedder:
+    """Each text's own vector, for a request of two sentences whose second names one tool outright."""
+
+    dim = DIM
+
+    def __init__(self, vectors: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.vectors = vectors
+
+    def embed_request(self, query: str, parts: Sequence[str] = ()) -> list[npt.NDArray[np.float32]]:
+        return [self.vectors[text] for text in (query, *parts)]
+
+    def embed_requests(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[npt.NDArray[np.float32]]]:
+        return [self.embed_request(q, p) for q, p in requests]
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.vectors[text]
+
+    def cached(self, query: str, parts: Sequence[str] = ()) -> bool:
+        return True
+
+
+def _unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def test_a_request_of_sentences_keeps_its_intent_once_its_nearest_tool_is_learnt() -> None:
+    """The nearest tool by one of the request's sentences was labelled; once its success was learnt, only the
+    whole request's cosine was read for it, the label moved to another tool, and the lesson was never read again."""
+    whole = "We land in Paris on Friday and need somewhere to stay. Book the flight."
+    first, second = "We land in Paris on Friday and need somewhere to stay.", "Book the flight."
+    vectors = {
+        whole: _unit(0.6 * axis(3) + 0.8 * axis(4)),
+        first: _unit(0.2 * axis(3) + 0.7 * axis(4) + 0.69 * axis(7)),
+        second: axis(3),
+    }
+    sel = selector(context_key_template="{tier}:{page}:{intent}")
+    sel.embedder = SentenceEmbedder(vectors)  # type: ignore[assignment]
+    request = SelectRequest(query=whole, tenant_id="acme")
+    before, event = sel.select(request)
+    assert before.intent == "p/search_flights"  # "Book the flight." names it
+    sel.learn("p/search_flights", "acme", event.context_key, 4.0, 1.0, None)
+    sel.usage.merge([usage_record("p/search_flights", 3, version=1, scope="acme", positives=1)])
+    after = sel.select(request)[0]
+    assert (after.intent, after.context_key) == (before.intent, before.context_key)
+    flights = next(t for t in after.tools if t.name == "search_flights")
+    assert (flights.breakdown.alpha, flights.breakdown.beta) == (4.0, 1.0)  # the lesson is read
+
+
+@pytest.mark.parametrize("model", [True, False])
+def test_without_vectors_the_intent_is_the_declared_words_whatever_was_excluded_or_quarantined(model: bool) -> None:
+    """By BM25 alone (the request's retrieval, or no model), the label was the first tool left after the session's
+    exclusions and quarantine: what rejected or quarantined a tool was filed under a key the next ask did not read."""
+    template = {"context_key_template": "{tier}:{page}:{intent}"}
+    query = "weather forecast for Oslo"
+    plain = selector(**template)
+    excluded = {"exclude": [ToolRef(plugin_id="p", name="get_weather")]}
+    gone = [T(t.name, t.text, t.axis, category=t.category, quarantined=t.name == "get_weather") for t in TOOLS[:5]]
+    quarantined = selector(gone, **template)
+    if not model:
+        plain.embedder = quarantined.embedder = None
+    mode = "bm25" if model else "hybrid"
+    keys = {
+        plain.select(SelectRequest(query=query, tenant_id="acme", retrieval=mode))[0].context_key,
+        plain.select(SelectRequest(query=query, tenant_id="acme", retrieval=mode, filters=excluded))[0].context_key,
+        quarantined.select(SelectRequest(query=query, tenant_id="acme", retrieval=mode))[0].context_key,
+    }
+    assert keys == {"free:*:p/get_weather"}
+    nothing = plain.select(SelectRequest(query="zzz qqq", tenant_id="acme", retrieval=mode))[0]
+    assert nothing.intent == "none"
+
+
 def test_bm25_counts_in_the_fusion_as_much_as_its_confidence() -> None:
     # "flight" is in search_flights' text (BM25) but the query vector points at the weather tool
     sel = selector(bm25_confidence_scale=1000.0)  # BM25 barely trusted: the vectors decide
