@@ -276,11 +276,11 @@ class Settings(BaseSettings):
     learnt of in the request's scope first."""
 
     # learning (seeds 000, 002, 004)
-    prior_alpha: float = 1.0
-    """Beta prior of a tool's success: alpha."""
-    prior_beta: float = 1.0
-    """Beta prior of a tool's success: beta."""
-    not_called_penalty: float = 0.0
+    prior_alpha: float = Field(default=1.0, gt=0.0)
+    """Beta prior of a tool's success: alpha (a Beta distribution needs it above 0)."""
+    prior_beta: float = Field(default=1.0, gt=0.0)
+    """Beta prior of a tool's success: beta (above 0)."""
+    not_called_penalty: float = Field(default=0.0, ge=0.0)
     """Added to beta for a selected tool the model did not call (0: an impression, no update)."""
     posterior_discount: float = Field(default=0.98, gt=0.0, le=1.0)
     """Each outcome keeps this share of a posterior's evidence above the prior (about the last 1/(1-d) outcomes
