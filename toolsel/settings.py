@@ -290,6 +290,11 @@ class Settings(BaseSettings):
     posterior, usage memory, quality and health, per tenant; as many of its failed calls count, and as many of its
     reviews teach the tool's usage memory and residual (every review is still logged): a flood of fake successes
     (rated 0 they score as failures), failures or verdicts moves a tool a bounded amount."""
+    learning_credits_window_s: float = Field(default=86400.0, ge=0.0)
+    """An actor's credits on a tool refill with each window of this many seconds of its selections (timed by the
+    selector, so no sender can date its way to fresh ones): an actor of many sessions' length (a user asking
+    without a session, a long-lived agent) kept teaching its first three lessons of a tool for good, its later
+    successes and breakages counting nowhere. A flood moves a tool by at most the credits a window. 0: never."""
     usage_examples_per_tool: int = Field(default=64, ge=1)
     """Learnt query examples kept per tool, scope and polarity (positive, negative); the oldest are dropped."""
     usage_half_life: float = Field(default=64.0, gt=0.0)
@@ -489,7 +494,7 @@ class Settings(BaseSettings):
     tune_max_pairs: int = Field(default=10_000, ge=1)
     """Pairs from use a tune trains on at most, shared equally between the tenants (one with fewer gives the rest
     to the others); each tenant's pairs are bounded as its usage memory is (``learning_credits_per_actor`` per
-    actor and tool, ``usage_examples_per_tool`` per tool)."""
+    actor, window and tool, ``usage_examples_per_tool`` per tool)."""
     tune_holdout_share: float = Field(default=0.2, gt=0.0, lt=1.0)
     """The most recent share of each tenant's selections with outcomes or reviews, held back: never trained on, the
     current model and the candidate are measured on them."""

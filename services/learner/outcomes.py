@@ -84,7 +84,6 @@ class Observation:
     """One offered tool's reward in one outcome, with who asked and what."""
 
     key: PosteriorKey
-    credit: CreditKey
     reward: Reward
     event_id: UUID
     occurred_at: datetime
@@ -147,13 +146,16 @@ def not_owner(event: Referring) -> str:
     return f"selection {event.selection_id} was made by another identity than {event.sender.token}"
 
 
-def actor(selection: Mapping[str, Any]) -> str:
-    """Who a selection's outcomes speak for: its session, else its user, else the selection alone."""
+def actor(selection: Mapping[str, Any], window_s: float = 0.0) -> str:
+    """Who a selection's outcomes speak for, and in which window of ``window_s`` seconds of selections (its credits
+    refill with each; 0: one window for good): its session, else its user, else the selection alone."""
     if selection["session_id"]:
-        return f"session:{selection['session_id']}"
-    if selection["user_id"]:
-        return f"user:{selection['user_id']}"
-    return f"selection:{selection['selection_id']}"
+        who = f"session:{selection['session_id']}"
+    elif selection["user_id"]:
+        who = f"user:{selection['user_id']}"
+    else:
+        return f"selection:{selection['selection_id']}"
+    return f"{who}@{int(selection['asked_at'].timestamp() // window_s)}" if window_s > 0 else who
 
 
 def teachable(selection: Mapping[str, Any], tools: Mapping[str, Registered]) -> list[str]:
@@ -194,18 +196,18 @@ def capped_calls(
     selections: Mapping[UUID, Mapping[str, Any]],
     ids: Mapping[str, int],
     used: Credits,
-    limit: int,
+    usage: UsageRules,
 ) -> tuple[list[OutcomeEvent], Credits]:
-    """The outcomes with only the calls that count: at most ``limit`` successful and ``limit`` failed calls per
-    (tenant, actor, tool); the rest of one actor's calls count nowhere (not in posteriors, quality or health).
-    Both are bounded: ratings and latencies ride on calls, so one actor's unbounded successes (rated 0, they score
-    as failures) took a tool to quarantine for its whole tenant. Returns them with the credits as they now
-    stand."""
+    """The outcomes with only the calls that count: at most ``usage.credits_per_actor`` successful and as many
+    failed calls per (tenant, actor and its window, tool); the rest of one actor's calls count nowhere (not in
+    posteriors, quality or health). Both are bounded: ratings and latencies ride on calls, so one actor's unbounded
+    successes (rated 0, they score as failures) took a tool to quarantine for its whole tenant. Returns them with
+    the credits as they now stand."""
     credits = Credits(dict(used.successes), dict(used.failures))
     result = []
     for event in batch:
         row = selections[event.selection_id]
-        tenant, who = row["tenant_id"], actor(row)
+        tenant, who, limit = row["tenant_id"], actor(row, usage.credits_window_s), usage.credits_per_actor
         calls = [
             c
             for c in event.calls
@@ -221,10 +223,11 @@ def credit_keys(
     selections: Mapping[UUID, Mapping[str, Any]],
     ids: Mapping[str, int],
     success: bool,
+    window_s: float,
 ) -> list[CreditKey]:
-    """The (tenant, actor, tool) of each successful (or failed) call to a registered tool."""
+    """The (tenant, actor and its window, tool) of each successful (or failed) call to a registered tool."""
     return [
-        (selections[e.selection_id]["tenant_id"], actor(selections[e.selection_id]), ids[c.key])
+        (selections[e.selection_id]["tenant_id"], actor(selections[e.selection_id], window_s), ids[c.key])
         for e in batch
         for c in e.calls
         if c.success is success and c.key in ids
@@ -241,13 +244,11 @@ def observations(
     result = []
     for event in batch:
         row = selections[event.selection_id]
-        tenant, who = row["tenant_id"], actor(row)
         for reward in rewards_by_key(teachable(row, tools), event.calls, not_called_penalty):
             tool_id = tools[reward.tool_key].id
             result.append(
                 Observation(
-                    (tool_id, tenant, row["context_key"]),
-                    (tenant, who, tool_id),
+                    (tool_id, row["tenant_id"], row["context_key"]),
                     reward,
                     event.event_id,
                     event.occurred_at,
@@ -351,11 +352,12 @@ async def _lock_call_credits(
     batch: Sequence[OutcomeEvent],
     selections: Mapping[UUID, Mapping[str, Any]],
     ids: Mapping[str, int],
+    window_s: float,
 ) -> Credits:
     """The credits these calls may spend, locked until commit: failures' first, then successes' (``LEARNT_TABLES``
     order)."""
-    failed = credit_keys(batch, selections, ids, success=False)
-    succeeded = credit_keys(batch, selections, ids, success=True)
+    failed = credit_keys(batch, selections, ids, False, window_s)
+    succeeded = credit_keys(batch, selections, ids, True, window_s)
     failures = await learning.lock_credits(conn, learning.FAILURE_CREDITS, failed) if failed else {}
     successes = await learning.lock_credits(conn, learning.OUTCOME_CREDITS, succeeded) if succeeded else {}
     return Credits(successes, failures)
@@ -373,8 +375,8 @@ async def add_counters(
     offered = offered_only(batch, selections, tools)
     ids = {key: t.id for key, t in tools.items()}
     names = {v: k for k, v in ids.items()}
-    used = await _lock_call_credits(conn, offered, selections, ids)
-    counting, credits = capped_calls(offered, selections, ids, used, rules.usage.credits_per_actor)
+    used = await _lock_call_credits(conn, offered, selections, ids, rules.usage.credits_window_s)
+    counting, credits = capped_calls(offered, selections, ids, used, rules.usage)
     await learning.write_credits(conn, learning.FAILURE_CREDITS, credits.failures, used.failures)
     await learning.write_credits(conn, learning.OUTCOME_CREDITS, credits.successes, used.successes)
     updated, examples = await _posteriors(
@@ -522,6 +524,7 @@ async def apply_outcomes(
         if not fresh:
             return result
         counted = await add_counters(conn, fresh, selections, tools, rules)
+        await events.mark_applied(conn, [e.event_id for e in fresh])  # every lock its counters write under held
         result.posteriors = counted.posteriors
         result.transitions = await advance_health(conn, counted, policy)
         result.usage = await remember(conn, counted.examples, vectors, rules.usage)

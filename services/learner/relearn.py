@@ -122,9 +122,8 @@ async def read(
     tools = await learning.registered(conn, [k for row, _ in history for k in row["keys"]])
     lessons = []
     for row, given in history:
-        scope = rules.scope(row["tenant_id"])
         judged = verdicts(teachable(row, tools), given, row["none_of_these"]).items()
-        lessons.append([lesson(row["event_id"], row, k, v, tools[k].id, scope) for k, v in judged if v in POLARITY])
+        lessons.append([lesson(row["event_id"], row, k, v, tools[k].id, rules) for k, v in judged if v in POLARITY])
     return examples, log, lessons
 
 

@@ -60,20 +60,20 @@ class Lesson(NamedTuple):
 
 
 def lesson(
-    event_id: UUID, selection: Mapping[str, Any], key: str, verdict: Verdict, tool_id: int, scope: str
+    event_id: UUID, selection: Mapping[str, Any], key: str, verdict: Verdict, tool_id: int, usage: UsageRules
 ) -> Lesson:
     """What a teaching verdict (one in ``POLARITY``) on an offered tool teaches its usage memory (with the part of
     the query the tool was offered for: ``taught_with``), and whose credit it takes."""
     example = Example(
         tool_id,
-        scope,
+        usage.scope(selection["tenant_id"]),
         event_id,
         POLARITY[verdict],
         taught_with(selection, key),
         selection["selection_id"],
         step_start(selection, key),
     )
-    return Lesson((selection["tenant_id"], actor(selection), tool_id), example)
+    return Lesson((selection["tenant_id"], actor(selection, usage.credits_window_s), tool_id), example)
 
 
 def credited(
@@ -124,7 +124,7 @@ async def apply_reviews(
                 tool_id, query, scope = tools[key].id, row["query"], usage.scope(row["tenant_id"])
                 logged.append((event.event_id, tool_id, scope, vectors[query], verdict.value, multipliers.of(verdict)))
                 if verdict in POLARITY:
-                    lessons.append(lesson(event.event_id, row, key, verdict, tool_id, scope))
+                    lessons.append(lesson(event.event_id, row, key, verdict, tool_id, usage))
         if not logged:
             return result
         await reviews.log_reviews(conn, logged)

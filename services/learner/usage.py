@@ -109,6 +109,8 @@ class UsageRules:
     half_life: float
     credits_per_actor: int
     listwise: Listwise | None = None
+    credits_window_s: float = 0.0
+    """How often an actor's credits refill (``actor``; 0: never)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "UsageRules":
@@ -119,6 +121,7 @@ class UsageRules:
             settings.usage_half_life,
             settings.learning_credits_per_actor,
             listwise,
+            settings.learning_credits_window_s,
         )
 
     def scope(self, tenant_id: str) -> str:

@@ -197,3 +197,33 @@ async def test_a_relearning_keeps_what_a_learner_applied_while_it_was_planned(re
     assert await registry.fetchval("SELECT sum(reviews) FROM review_index") == 2
     assert (learnt.verdicts, learnt.examples) == (2, 2)
     assert embedded == ["send mail", "email my boss"]  # the plan's text, then the one it lacked
+
+
+async def test_a_rebuild_replays_outcome_batches_in_the_order_they_took_their_locks(
+    registry: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose transaction began first but took its locks after another batch on the same tool was
+    replayed first (by its start time): the posterior's discounts, and which calls an actor's credits counted, came
+    out otherwise than online."""
+    first, second = await asked(registry), await asked(registry, "email my boss")
+    fails = OutcomeEvent(selection_id=first.selection_id, calls=[ToolCall(plugin_id="p1", name="t1", success=False)])
+    works = OutcomeEvent(selection_id=second.selection_id, calls=[ToolCall(plugin_id="p1", name="t1", success=True)])
+    started, go_on = asyncio.Event(), asyncio.Event()
+    lock_credits = learning.lock_credits
+
+    async def after_the_other(conn: asyncpg.Connection, table: str, keys: Sequence[tuple[str, str, int]]) -> object:
+        started.set()  # its transaction began: applied_at is now
+        await go_on.wait()
+        return await lock_credits(conn, table, keys)
+
+    monkeypatch.setattr(learning, "lock_credits", after_the_other)
+    slow = asyncio.create_task(apply_outcomes(registry, [fails], RULES, POLICY, model))
+    await started.wait()
+    monkeypatch.setattr(learning, "lock_credits", lock_credits)
+    await apply_outcomes(registry, [works], RULES, POLICY, model)  # applied first, though begun after
+    go_on.set()
+    await slow
+    posterior = "SELECT alpha, beta FROM tool_bandit_stats"
+    online = tuple(await registry.fetchrow(posterior))
+    await rebuild(registry, RULES)
+    assert tuple(await registry.fetchrow(posterior)) == online

@@ -92,7 +92,7 @@ async def test_a_tenants_private_tools_and_their_queries_never_enter_training(
         sent.append(await chosen(client, b, "weather in Rome tomorrow", shared, "get_weather"))  # the most recent
 
         async def stored() -> Use | None:
-            found = await read_use(pool, text_of)
+            found = await read_use(pool, text_of, Settings().learning_credits_window_s)
             ours = [e for e in found.evidence if e.tenant in (a, b)]
             return Use(ours, found.texts, found.owners) if len(ours) == len(sent) + 1 else None
 

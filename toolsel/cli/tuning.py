@@ -193,7 +193,7 @@ def _read_use(current: Settings) -> tuple["Use", bool]:
     async def read(url: str) -> "Use":
         pool = await create_pool(url)
         try:
-            return await read_use(pool, text_of)
+            return await read_use(pool, text_of, current.learning_credits_window_s)
         finally:
             await pool.close()
 

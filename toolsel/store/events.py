@@ -26,12 +26,13 @@ ON CONFLICT (selection_id) DO NOTHING RETURNING selection_id
 """
 
 SELECTION_KEYS = """
-SELECT selection_id, tenant_id, owner, user_id, session_id, query, context_key,
+SELECT selection_id, occurred_at AS asked_at, tenant_id, owner, user_id, session_id, query, context_key,
        ARRAY(SELECT t ->> 'plugin_id' || '/' || (t ->> 'name') FROM jsonb_array_elements(tools) t) AS keys,
        ARRAY(SELECT t ->> 'sub_query' FROM jsonb_array_elements(tools) t) AS needs,
        ARRAY(SELECT (t ->> 'similarity')::float8 FROM jsonb_array_elements(tools) t) AS similarities
 FROM selection_events"""
-"""A stored selection: who asked (tenant, the owner's scope, user, session), its query and context, its tools'
+"""A stored selection: when (by the selector's clock), who asked (tenant, the owner's scope, user, session), its
+query and context, its tools'
 ``plugin/name`` keys in rank order and beside them the part of the query each was offered for (NULL: the whole
 query) and its recorded cosine (NULL: not recorded), unpacked by the database."""
 
@@ -46,10 +47,14 @@ ON CONFLICT (event_id) DO NOTHING RETURNING event_id
 OUTCOME_HISTORY = f"""
 SELECT o.event_id, o.occurred_at, o.calls, s.*
 FROM outcomes o JOIN ({SELECTION_KEYS}) s USING (selection_id)
-ORDER BY o.applied_at, o.event_id
+ORDER BY o.applied_order NULLS FIRST, o.applied_at, o.event_id
 """
-"""Every stored outcome with its selection (``SELECTION_KEYS``), in the order they were applied (a batch's
-outcomes in event-id order, as the learner applies them)."""
+"""Every stored outcome with its selection (``SELECTION_KEYS``), in the order they were applied (``applied_order``;
+a batch's outcomes in event-id order, as the learner applies them)."""
+MARK_APPLIED = """
+UPDATE outcomes SET applied_order = n.next FROM (SELECT nextval('outcome_apply_order') AS next) n
+WHERE event_id = ANY($1::uuid[])
+"""
 
 REVIEW_HISTORY = f"""
 SELECT r.event_id, r.reviews, r.none_of_these, s.*
@@ -137,6 +142,12 @@ async def outcome_history(conn: asyncpg.Connection, chunk: int) -> AsyncIterator
     cursor = await conn.cursor(OUTCOME_HISTORY)
     while rows := await cursor.fetch(chunk):
         yield rows
+
+
+async def mark_applied(conn: Conn, event_ids: Sequence[UUID]) -> None:
+    """Number a batch of outcomes in the order batches were applied: called once the batch holds every lock it
+    writes under, so a batch on the same tools that waited for it gets a later number (``OUTCOME_HISTORY``)."""
+    await conn.execute(MARK_APPLIED, list(event_ids))
 
 
 def history_events(rows: Sequence[asyncpg.Record]) -> list[OutcomeEvent]:

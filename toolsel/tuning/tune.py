@@ -30,9 +30,10 @@ class NoWeights(RuntimeError):
     """The current model has no torch weights to train from."""
 
 
-async def read_use(pool: asyncpg.Pool, text_of: Callable[[Any], str]) -> Use:
-    """The store's evidence and live tools; ``text_of`` makes a tool's embedded text from its stored spec."""
-    rows = await use.evidence(pool)
+async def read_use(pool: asyncpg.Pool, text_of: Callable[[Any], str], credits_window_s: float) -> Use:
+    """The store's evidence (actors in learning credits' windows) and live tools; ``text_of`` makes a tool's
+    embedded text from its stored spec."""
+    rows = await use.evidence(pool, credits_window_s)
     tools = await use.live_tool_specs(pool)
     evidence = [
         Evidence(r["selection"], r["tenant"], r["actor"], r["query"], r["tool"], r["positive"], r["at"]) for r in rows

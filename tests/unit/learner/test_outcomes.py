@@ -75,7 +75,7 @@ def _learn(selection: Selection, *events: OutcomeEvent, used: Credits | None = N
     selections: dict[UUID, Selection] = {selection["selection_id"]: selection}
     ids = {key: t.id for key, t in TOOLS.items()}
     offered = offered_only(events, selections, TOOLS)
-    counting, credits = capped_calls(offered, selections, ids, used or Credits({}, {}), RULES.usage.credits_per_actor)
+    counting, credits = capped_calls(offered, selections, ids, used or Credits({}, {}), RULES.usage)
     seen = observations(counting, selections, TOOLS, RULES.not_called_penalty)
     return step(seen, {o.key: _prior() for o in seen}, RULES), credits
 
@@ -203,10 +203,10 @@ def test_one_actors_successful_and_failed_calls_each_count_a_bounded_number_of_t
     selections = {selection["selection_id"]: selection}
     ids = {key: t.id for key, t in TOOLS.items()}
     batch = _failing(selection, 5)
-    assert credit_keys(batch, selections, ids, success=False) == [("acme", "session:s1", 1)] * 5
-    assert credit_keys(batch, selections, ids, success=True) == [("acme", "session:s1", 1)] * 5
+    assert credit_keys(batch, selections, ids, False, 0.0) == [("acme", "session:s1", 1)] * 5
+    assert credit_keys(batch, selections, ids, True, 0.0) == [("acme", "session:s1", 1)] * 5
     used = Credits({}, {("acme", "session:s1", 1): 1})
-    counted, credits = capped_calls(batch, selections, ids, used, limit=3)
+    counted, credits = capped_calls(batch, selections, ids, used, UsageRules("tenant", 64, 64.0, 3))
     assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 0]
     assert [sum(c.success for c in e.calls) for e in counted] == [1, 1, 1, 0, 0]
     assert credits == Credits({("acme", "session:s1", 1): 3}, {("acme", "session:s1", 1): 3})
@@ -216,7 +216,8 @@ def test_another_actors_calls_have_their_own_bound() -> None:
     first, second = _selection(["a/mine"], session=None), _selection(["a/mine"], session=None)
     selections = {s["selection_id"]: s for s in (first, second)}
     ids = {key: t.id for key, t in TOOLS.items()}
-    counted, _ = capped_calls([*_failing(first, 4), *_failing(second, 4)], selections, ids, Credits({}, {}), limit=2)
+    two = UsageRules("tenant", 64, 64.0, 2)
+    counted, _ = capped_calls([*_failing(first, 4), *_failing(second, 4)], selections, ids, Credits({}, {}), two)
     assert [sum(not c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]
     assert [sum(c.success for c in e.calls) for e in counted] == [1, 1, 0, 0, 1, 1, 0, 0]
 
@@ -229,7 +230,7 @@ def test_one_actors_successes_rated_zero_cannot_drive_a_tools_health() -> None:
     ids = {key: t.id for key, t in TOOLS.items()}
     zero = ToolCall(plugin_id="a", name="mine", success=True, rating=0.0)
     spam = [OutcomeEvent(selection_id=selection["selection_id"], calls=[zero] * 200)]
-    counted, _ = capped_calls(spam, selections, ids, Credits({}, {}), RULES.usage.credits_per_actor)
+    counted, _ = capped_calls(spam, selections, ids, Credits({}, {}), RULES.usage)
     ((_, calls),) = call_counters(counted, selections, ids).items()
     assert (calls.calls, calls.rating_count) == (RULES.usage.credits_per_actor, RULES.usage.credits_per_actor)
 
@@ -241,3 +242,22 @@ def test_an_outcome_dated_ahead_is_taken_as_happening_now() -> None:
     kept = not_after([past, ahead], now)
     assert [e.occurred_at for e in kept] == [now - timedelta(days=1), now]
     assert [e.event_id for e in kept] == [past.event_id, ahead.event_id]
+
+
+def test_an_actors_credits_refill_with_each_window_of_its_selections() -> None:
+    """A user asking without a session is one actor for good: its first three lessons of a tool were all it ever
+    taught, its later successes and breakages counting nowhere."""
+    day = UsageRules("tenant", 64, 64.0, 1, credits_window_s=86400.0)
+    monday, tuesday = (_selection(["a/mine"], session=None, user="u") for _ in range(2))
+    monday["asked_at"] = datetime(2026, 11, 23, 9, tzinfo=UTC)
+    tuesday["asked_at"] = datetime(2026, 11, 24, 9, tzinfo=UTC)
+    assert actor(monday, 86400.0) != actor(tuesday, 86400.0)
+    assert actor(monday) == actor(tuesday) == "user:u"  # no window: one actor for good
+    selections = {s["selection_id"]: s for s in (monday, tuesday)}
+    ids = {key: t.id for key, t in TOOLS.items()}
+    batch = [*_failing(monday, 2), *_failing(tuesday, 2)]
+    counted, credits = capped_calls(batch, selections, ids, Credits({}, {}), day)
+    assert [len(e.calls) for e in counted] == [2, 0, 2, 0]  # one success and one failure a day
+    assert len(credits.successes) == len(credits.failures) == 2
+    anonymous = _selection(["a/mine"], session=None)
+    assert actor(anonymous, 86400.0) == f"selection:{anonymous['selection_id']}"
