@@ -195,6 +195,10 @@ class Settings(BaseSettings):
     from its repair; a shorter one is left as it is (Elasticsearch's AUTO fuzziness, AUTO:5,8)."""
     spelling_two_edits_length: int = Field(default=8, ge=1)
     """A misspelt word this long or longer may be two edits from its repair."""
+    spelling_max_words: int = Field(default=8, ge=0)
+    """Words of one query the spelling stage looks up at most (each one the catalog's words do not hold is matched
+    against those of its length); the rest stay as they are. A typed request holds a few typos: a query of hundreds
+    of unknown words held a selector for tens of seconds, every tenant's selects waiting."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     sentence_vectors: bool = True

@@ -158,8 +158,18 @@ class LexicalIndex:
     @cached_property
     def words(self) -> list[str]:
         """The words some document holds: what a misspelt query word is matched against."""
-        by_id = list(self._vocab)
-        return [by_id[i] for i in np.flatnonzero(self._postings.idf > 0)]
+        return self.words_of(None)
+
+    def words_of(self, documents: Mask | None) -> list[str]:
+        """The words some of ``documents`` (every one: None) holds, in the index's order: a tenant's query is
+        repaired towards these alone, and searched among these alone (another tenant's words cost it nothing)."""
+        by_id, postings = list(self._vocab), self._postings
+        if documents is None:
+            return [by_id[i] for i in np.flatnonzero(postings.idf > 0)]
+        tokens = len(postings.indptr) - 1
+        word_of = np.repeat(np.arange(tokens), np.diff(postings.indptr))
+        held = np.bincount(word_of, weights=documents[postings.pairs.rows], minlength=tokens) > 0
+        return [by_id[i] for i in np.flatnonzero(held)]
 
     def ceiling(self, query: str) -> float:
         """The score a row matching every query token ever more often tends to (the sum of their IDFs): a

@@ -74,11 +74,24 @@ def edits_allowed(word: str, one_edit: int, two_edits: int) -> int:
     return 0 if len(word) < one_edit else 1 if len(word) < two_edits else 2
 
 
-def nearest_word(word: str, index: LexicalIndex, edits: int, documents: Mask | None = None) -> str | None:
+def by_length(words: Iterable[str]) -> dict[int, list[str]]:
+    """Words by their length: a word is searched for among those it could be ``edits`` away from alone."""
+    grouped: dict[int, list[str]] = {}
+    for word in words:
+        grouped.setdefault(len(word), []).append(word)
+    return grouped
+
+
+def nearest_word(
+    word: str, index: LexicalIndex, edits: int, documents: Mask | None = None, words: dict[int, list[str]] | None = None
+) -> str | None:
     """The word of ``documents`` (every one: None) at most ``edits`` away from ``word`` (fewest edits, then the
     most documents holding it, then the first in alphabetical order, so that a copy spliced from changes repairs as
-    one read whole); None when there is none."""
-    found = process.extract(word, index.words, scorer=OSA.distance, score_cutoff=edits, limit=None)
+    one read whole); None when there is none. ``words``: those documents' words by length (``by_length``), made
+    here when not given."""
+    grouped = by_length(index.words_of(documents)) if words is None else words
+    nearby = [w for size in range(len(word) - edits, len(word) + edits + 1) for w in grouped.get(size, ())]
+    found = process.extract(word, nearby, scorer=OSA.distance, score_cutoff=edits, limit=None)
     holding = index.holding([hit[0] for hit in found], documents)
     near = [(distance, -int(held), hit) for (hit, distance, _), held in zip(found, holding, strict=True) if held]
     return min(near)[2] if near else None
@@ -96,10 +109,11 @@ English list (about 11 microseconds; a query of 32 words took 0.35 ms), against 
 @dataclass
 class _Kept:
     """What the stage decided for one catalog copy under one pair of edit settings, for one set of visible
-    tools."""
+    tools, and those tools' words by length (made at the first word to search for)."""
 
     queries: dict[str, str] = field(default_factory=dict)
     words: dict[str, str] = field(default_factory=dict)
+    vocabulary: dict[int, list[str]] | None = None
 
 
 _kept: "WeakKeyDictionary[LexicalIndex, dict[tuple[int, int, bytes], _Kept]]" = WeakKeyDictionary()
@@ -119,7 +133,8 @@ def repair(query: str, index: LexicalIndex, settings: Settings, documents: Mask 
         kept = _kept.setdefault(index, {}).setdefault(key, _Kept())
         found = kept.queries.get(query)
     if found is None:
-        found = _WORD.sub(lambda match: _word(match, index, kept.words, edits, documents), query)
+        lookups = [settings.spelling_max_words]
+        found = _WORD.sub(lambda match: _word(match, index, kept, edits, documents, lookups), query)
         _keep(kept.queries, query, found, REPAIRS_KEPT)
     return found
 
@@ -130,28 +145,47 @@ def repaired(catalog: Catalog, request: SelectRequest, settings: Settings) -> st
 
 
 def _word(
-    match: re.Match[str], index: LexicalIndex, words: dict[str, str], edits: tuple[int, int], documents: Mask | None
+    match: re.Match[str],
+    index: LexicalIndex,
+    kept: _Kept,
+    edits: tuple[int, int],
+    documents: Mask | None,
+    lookups: list[int],
 ) -> str:
-    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy."""
+    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy, while
+    the query has lookups left (``lookups[0]``: ``TOOLSEL_SPELLING_MAX_WORDS``, spent by each word not decided
+    before); past them, as it is."""
     word = match.group(0)
     if match.start() > 0 and not word.islower():  # a name
         return word
     with _kept_lock:
-        found = words.get(word)
+        found = kept.words.get(word)
     if found is None:
-        found = fixed(word, index, *edits, documents)
-        _keep(words, word, found, WORDS_KEPT)
+        if lookups[0] <= 0:
+            return word
+        lookups[0] -= 1
+        if kept.vocabulary is None:
+            kept.vocabulary = by_length(index.words_of(documents))
+        found = fixed(word, index, *edits, documents, kept.vocabulary)
+        _keep(kept.words, word, found, WORDS_KEPT)
     return found
 
 
-def fixed(word: str, index: LexicalIndex, one_edit: int, two_edits: int, documents: Mask | None = None) -> str:
+def fixed(
+    word: str,
+    index: LexicalIndex,
+    one_edit: int,
+    two_edits: int,
+    documents: Mask | None = None,
+    words: dict[int, list[str]] | None = None,
+) -> str:
     """A word that is not a name, repaired: the nearest word of ``documents`` when neither one of them nor English
-    holds it and one is near enough, else the word as it is."""
+    holds it and one is near enough, else the word as it is (``words``: theirs by length, as ``nearest_word``)."""
     tokens = tokenize([word])[0]
     if len(tokens) != 1 or index.holding(tokens, documents)[0] > 0 or tokens[0] in english():
         return word
     edits = edits_allowed(tokens[0], one_edit, two_edits)
-    near = nearest_word(tokens[0], index, edits, documents) if edits else None
+    near = nearest_word(tokens[0], index, edits, documents, words) if edits else None
     return word if near is None else near
 
 

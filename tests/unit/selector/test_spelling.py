@@ -151,3 +151,22 @@ def test_words_kept_are_bounded(settings: Settings, monkeypatch: pytest.MonkeyPa
     assert repair("alpha bravo charlie delta forcast", fresh, settings) == "alpha bravo charlie delta forecast"
     kept = spelling._kept[fresh][(settings.spelling_one_edit_length, settings.spelling_two_edits_length, b"")]
     assert list(kept.words) == ["charlie", "delta", "forcast"]  # the oldest dropped first
+
+
+def test_a_query_looks_up_at_most_its_share_of_unknown_words(index: LexicalIndex) -> None:
+    """A query of hundreds of unknown words (one tenant's made-up vocabulary at that) held a selector for tens of
+    seconds, every tenant's selects waiting: past ``TOOLSEL_SPELLING_MAX_WORDS`` lookups the words stay."""
+    fresh = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)  # nothing kept from the other tests
+    settings = Settings(spelling_max_words=2)
+    assert repair("wheather forcast for tomorow", fresh, settings) == "weather forecast for tomorow"
+    assert repair("tomorow forcast", fresh, settings) == "tomorrow forecast"  # "forcast" decided before: no lookup
+    untouched = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    assert repair("wheather", untouched, Settings(spelling_max_words=0)) == "wheather"
+
+
+def test_a_tenants_query_is_searched_among_the_words_of_its_tools_alone(index: LexicalIndex) -> None:
+    mine = np.array([True, True, False, False, False, False])
+    assert set(index.words_of(mine)) == {"weather", "forecast", "tomorrow", "week", "hourly", "city"}
+    assert set(index.words_of(None)) == set(index.words)
+    assert spelling.nearest_word("apartmants", index, 2, mine) is None  # another tenant's word is not searched
+    assert spelling.nearest_word("apartmants", index, 2) == "apartments"
