@@ -205,6 +205,9 @@ class Settings(BaseSettings):
     """For a query of several sentences, a tool's cosine with it is its best over the query and each sentence (read
     in the query's context, in the same model call). In process, full pipeline NDCG@10 metatool 0.709 -> 0.712,
     toolbench_stb 0.758 -> 0.761, seal_tools 0.930 -> 0.932, livemcpbench 0.439 -> 0.442 (docs/results.md)."""
+    sentence_vectors_max: int = Field(default=16, ge=2)
+    """Sentences of one query read so at most, its first ones (the evaluation sets' longest query has 13): each is a
+    product with every tool's vector, and a query of hundreds of one-word sentences cost ten times a select."""
     confidence_coefficients: dict[str, float] = Field(default_factory=lambda: dict(CONFIDENCE_COEFFICIENTS))
     """The logistic model that turns a tool's raw signals into ``confidence``, the probability that it is
     relevant: intercept, cosine, bm25_match, log_rank (the log of the tool's best rank over the query and its

@@ -44,11 +44,11 @@ def queries_of(settings: Settings, query: str) -> tuple[list[str], list[str]]:
 
 
 def sentences_of(settings: Settings, query: str) -> list[str]:
-    """The sentences of a query of several (none for one sentence, or with ``TOOLSEL_SENTENCE_VECTORS`` off): a
-    tool's cosine with the whole query is its best over the query and these, since a request that sets the scene
-    before it asks is nearest its tool in the sentence that asks."""
+    """The sentences of a query of several, its first ``TOOLSEL_SENTENCE_VECTORS_MAX`` (none for one sentence, or
+    with ``TOOLSEL_SENTENCE_VECTORS`` off): a tool's cosine with the whole query is its best over the query and
+    these, since a request that sets the scene before it asks is nearest its tool in the sentence that asks."""
     found = retrieval.split_sentences(query) if settings.sentence_vectors else []
-    return found if len(found) > 1 else []
+    return found[: settings.sentence_vectors_max] if len(found) > 1 else []
 
 
 def read(queries: list[str], sentences: list[str]) -> list[str]:
