@@ -156,6 +156,11 @@ async def mistakes_are_tool_errors(connected: Client) -> None:
         connected, "report_outcome", session=session, calls=[{"tool": "other__tool", "success": False}]
     )
     assert "at least one" in await refused(connected, "review_tools", session=session)
+    long_name = "x" * 100_000  # a name no search gave: refused by its length, not echoed back whole
+    too_long = await refused(
+        connected, "review_tools", session=session, reviews=[{"tool": long_name, "verdict": "broken"}]
+    )
+    assert long_name not in too_long
     assert (await connected.call_tool("search_tools", {"query": "", "limit": 2})).is_error
     assert (await connected.call_tool("search_tools", {"query": EMAIL, "limit": 500})).is_error
 

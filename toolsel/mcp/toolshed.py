@@ -164,8 +164,13 @@ def search_result(
     )
 
 
+OFFERED_NAME_MAX = 128 + 1 + 128
+"""A tool's name as search_tools gives it, at its longest (``plugin/name``): a longer one was never offered, and was
+echoed back whole in the error."""
+
+
 class Review(BaseModel):
-    tool: str = Field(description="the tool's name as search_tools gave it")
+    tool: str = Field(description="the tool's name as search_tools gave it", max_length=OFFERED_NAME_MAX)
     verdict: Verdict = Field(
         description="perfect: did what was needed; related: near but not right; unrelated: nothing to do with "
         "it; broken: failed when used. unrelated and broken tools are not offered again in this session."
@@ -173,7 +178,7 @@ class Review(BaseModel):
 
 
 class Call(BaseModel):
-    tool: str = Field(description="the tool's name as search_tools gave it")
+    tool: str = Field(description="the tool's name as search_tools gave it", max_length=OFFERED_NAME_MAX)
     success: bool
     latency_ms: float | None = Field(default=None, ge=0, le=3_600_000)
     error: str | None = Field(default=None, max_length=2000)
