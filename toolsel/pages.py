@@ -1,4 +1,21 @@
-"""Pages and categories: which page patterns match a page, and the sub-categories of categories."""
+"""Pages and categories: which page patterns match a page, the route a page is learnt under, and the
+sub-categories of categories."""
+
+import re
+
+_ID_SEGMENT = re.compile(
+    r"\d+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|(?=[^/]*\d)[A-Za-z0-9_-]{8,}"
+)
+"""A path segment that names one record rather than a page: a number, a UUID, or a token of 8 or more letters and
+digits with a digit among them ("/tickets/4812", "/docs/3f9a2c1e")."""
+
+
+def page_route(page: str) -> str:
+    """The page as posteriors are learnt under it (the bandit context): without its query and fragment, each
+    segment that names a record replaced by ``*``. A page carrying ids filed each record's lessons under a context
+    of its own, read by no other request, and grew the posteriors without bound."""
+    path = re.split(r"[?#]", page, maxsplit=1)[0]
+    return "/".join("*" if _ID_SEGMENT.fullmatch(segment) else segment for segment in path.split("/"))
 
 
 def page_matches(pattern: str, page: str) -> bool:

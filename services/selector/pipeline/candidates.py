@@ -11,6 +11,7 @@ import numpy as np
 
 from toolsel.contracts import SelectRequest
 from toolsel.contracts.selection import CONTEXT_KEY_MAX
+from toolsel.pages import page_route
 from toolsel.services.selector import confidence, retrieval, stages
 from toolsel.services.selector.pipeline.fuse import Fused, Retrieved
 from toolsel.services.selector.pipeline.held import Held
@@ -78,12 +79,12 @@ def variant(request: SelectRequest, visible: Visible) -> Hashable:
 
 
 def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
-    """Seed 000's bandit context, ``tier:page:general`` by default. ``{intent}`` in the template stands for
-    the query's intent label (seed 000, 10.3's finer query category): posteriors then learn, per intent, which
-    tool the agent really uses. A key longer than ``CONTEXT_KEY_MAX`` (a template with much text of its own about
-    a long page) keeps its beginning and ends with a digest of the whole, so that it fits the selection event and
-    two such keys stay apart."""
-    key = template.format(tier=tier, page=page or "*", intent=intent)
+    """Seed 000's bandit context, ``tier:page:general`` by default, the page as its route (``page_route``).
+    ``{intent}`` in the template stands for the query's intent label (seed 000, 10.3's finer query category):
+    posteriors then learn, per intent, which tool the agent really uses. A key longer than ``CONTEXT_KEY_MAX`` (a
+    template with much text of its own about a long page) keeps its beginning and ends with a digest of the whole,
+    so that it fits the selection event and two such keys stay apart."""
+    key = template.format(tier=tier, page=page_route(page) or "*", intent=intent)
     if len(key) <= CONTEXT_KEY_MAX:
         return key
     digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
