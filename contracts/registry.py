@@ -134,6 +134,12 @@ class PageMappingSpec(BaseModel):
     priority: int = Field(default=0, ge=-1000, le=1000)
 
 
+CATEGORIES_MAX = 1000
+"""Categories one declaration carries at most, and one plugin holds at most."""
+PAGE_MAPPINGS_MAX = 5000
+"""Page mappings one declaration carries at most, and one plugin holds at most."""
+
+
 class PluginSync(Message):
     """A plugin's whole declaration. Tools missing from it are soft-deleted."""
 
@@ -144,8 +150,8 @@ class PluginSync(Message):
     tenant_id: TenantScope = SHARED_TENANT
     credential: Annotated[str, StringConstraints(max_length=512), Storable] | None = None
     tools: list[ToolSpec] = Field(max_length=5000)
-    categories: list[CategorySpec] = Field(default_factory=list, max_length=1000)
-    page_mappings: list[PageMappingSpec] = Field(default_factory=list, max_length=5000)
+    categories: list[CategorySpec] = Field(default_factory=list, max_length=CATEGORIES_MAX)
+    page_mappings: list[PageMappingSpec] = Field(default_factory=list, max_length=PAGE_MAPPINGS_MAX)
 
     @model_validator(mode="after")
     def _consistent(self) -> "PluginSync":

@@ -15,6 +15,7 @@ import asyncpg
 
 from toolsel.contracts import ErrorCode, PluginSync, SyncReport
 from toolsel.contracts.identity import OPERATOR, Scope
+from toolsel.contracts.registry import CATEGORIES_MAX, PAGE_MAPPINGS_MAX
 from toolsel.messaging import RequestError
 from toolsel.services.indexer.auth import authorise
 from toolsel.services.indexer.diff import StoredTool, SyncPlan, plan_sync, split_by_tenant
@@ -86,6 +87,23 @@ def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
             )
 
 
+def refuse_overgrown(plugin_id: str, categories: int, page_mappings: int) -> None:
+    """A plugin holds no more categories and page mappings than one declaration may carry: a sync that only adds
+    (another tenant's tools of the plugin are live) would otherwise grow them with each sync, for good (nothing
+    written: the transaction is rolled back)."""
+    for field, held, most in (
+        ("categories", categories, CATEGORIES_MAX),
+        ("page_mappings", page_mappings, PAGE_MAPPINGS_MAX),
+    ):
+        if held > most:
+            raise RequestError(
+                ErrorCode.INVALID_REQUEST,
+                f"{plugin_id} would hold {held} {field.replace('_', ' ')}, more than a declaration may carry ({most}):"
+                " declare the plugin's existing ones rather than new names; nothing was written",
+                field,
+            )
+
+
 def repeated(sync: PluginSync, last: registry.AppliedSync | None, now: datetime, skew: timedelta) -> bool:
     """Whether ``sync`` was applied already (the same event delivered again: it changes nothing); refused
     (``conflict``) when it was made before the last one applied for the plugin and tenant, which it would revert (a
@@ -136,6 +154,8 @@ async def apply_sync(
         sole_owner = not others
         await registry.replace_categories(conn, sync.plugin_id, sync.categories, sole_owner=sole_owner)
         await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings, sole_owner=sole_owner)
+        if not sole_owner:
+            refuse_overgrown(sync.plugin_id, *await registry.held_by_plugin(conn, sync.plugin_id))
     return SyncReport(
         event_id=sync.event_id,
         plugin_id=sync.plugin_id,

@@ -25,6 +25,7 @@ from toolsel.contracts import (
     CategorySpec,
     ErrorCode,
     PageMappingSpec,
+    PluginSync,
     SyncPart,
     SyncPartReceived,
     SyncReport,
@@ -32,6 +33,7 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.contracts.identity import Scope
+from toolsel.contracts.registry import CATEGORIES_MAX
 from toolsel.messaging import RequestError
 from toolsel.services.indexer.state import IndexerState
 from toolsel.services.indexer.uploads import stage_part
@@ -164,6 +166,30 @@ async def test_a_tenant_sync_adds_categories_and_page_mappings_but_never_rewrite
         "SELECT page_pattern, priority FROM tool_page_mappings WHERE plugin_id = $1 ORDER BY 1", plugin
     )
     assert [(r["page_pattern"], r["priority"]) for r in mapped] == [("/inbox*", 0), ("/translate*", 0)]
+
+
+async def test_syncs_that_only_add_never_grow_a_plugins_categories_past_one_declaration(
+    client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    """Each sync with new names added a declaration's worth of categories for good, while another tenant's tools of
+    the plugin were live: the one that would take the plugin past that is refused, and writes nothing."""
+    plugin, owner, tenant = unique("grown"), unique("owner"), unique("acme")
+    await client.sync(plugin_sync(plugin, owner, [tool("send_email")]))
+
+    def adding(batch: int) -> PluginSync:
+        names = [
+            CategorySpec(name="general"),
+            *(CategorySpec(name=f"c{batch}-{i}") for i in range(CATEGORIES_MAX // 2)),
+        ]
+        return plugin_sync(plugin, tenant, [tool("translate_text")], categories=names, page_mappings=[])
+
+    held = "SELECT count(*) FROM tool_categories WHERE plugin_id = $1"
+    await client.sync(adding(1))
+    assert await pool.fetchval(held, plugin) == 1 + CATEGORIES_MAX // 2  # with the owner's one
+    with pytest.raises(ToolselError) as refused:
+        await client.sync(adding(2))  # one past the bound
+    assert (refused.value.detail.code, refused.value.detail.field) == (ErrorCode.INVALID_REQUEST, "categories")
+    assert await pool.fetchval(held, plugin) == 1 + CATEGORIES_MAX // 2  # the refused sync wrote nothing
 
 
 async def test_a_tenant_sync_manages_only_that_tenants_tools_of_the_plugin(

@@ -201,6 +201,10 @@ ADD_CATEGORIES = f"{INSERT_CATEGORY} ON CONFLICT (plugin_id, name) DO NOTHING"
 DELETE_UNDECLARED_CATEGORIES = "DELETE FROM tool_categories WHERE plugin_id = $1 AND NOT (name = ANY($2::text[]))"
 
 CATEGORY_EXISTS = "SELECT true FROM tool_categories WHERE plugin_id = $1 AND name = $2"
+HELD_BY_PLUGIN = """
+SELECT (SELECT count(*) FROM tool_categories WHERE plugin_id = $1) AS categories,
+       (SELECT count(*) FROM tool_page_mappings WHERE plugin_id = $1) AS page_mappings
+"""
 
 CATEGORIES = """
 SELECT plugin_id, name, parent, description, workflow_hint FROM tool_categories
@@ -538,6 +542,12 @@ async def replace_categories(
     await conn.executemany(UPSERT_CATEGORIES if sole_owner else ADD_CATEGORIES, rows)
     if sole_owner:
         await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
+
+
+async def held_by_plugin(conn: Conn, plugin_id: str) -> tuple[int, int]:
+    """How many categories and page mappings the plugin holds."""
+    row = await conn.fetchrow(HELD_BY_PLUGIN, plugin_id)
+    return int(row["categories"]), int(row["page_mappings"])
 
 
 async def category_exists(conn: Conn, plugin_id: str, name: str) -> bool:

@@ -8,8 +8,9 @@ from uuid import uuid4
 import pytest
 
 from toolsel.contracts import ErrorCode, PluginSync
+from toolsel.contracts.registry import CATEGORIES_MAX, PAGE_MAPPINGS_MAX
 from toolsel.messaging import RequestError
-from toolsel.services.indexer.sync import repeated
+from toolsel.services.indexer.sync import refuse_overgrown, repeated
 from toolsel.store.registry import AppliedSync
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -47,3 +48,14 @@ def test_a_last_sync_applied_from_the_future_orders_nothing() -> None:
     """Applied before the bound was kept, it would refuse every sync until its date, with no command to clear it."""
     stuck = AppliedSync(uuid4(), NOW + timedelta(days=365))
     assert repeated(_sync(NOW), stuck, NOW, SKEW) is False
+
+
+def test_a_plugin_holds_no_more_categories_or_mappings_than_one_declaration_carries() -> None:
+    """A sync into a plugin another tenant's tools use only adds: each with new names grew them for good."""
+    refuse_overgrown("mail", CATEGORIES_MAX, PAGE_MAPPINGS_MAX)  # at the bound: a whole declaration's worth
+    with pytest.raises(RequestError) as categories:
+        refuse_overgrown("mail", CATEGORIES_MAX + 1, 0)
+    assert (categories.value.detail.code, categories.value.detail.field) == (ErrorCode.INVALID_REQUEST, "categories")
+    with pytest.raises(RequestError) as mappings:
+        refuse_overgrown("mail", 0, PAGE_MAPPINGS_MAX + 1)
+    assert mappings.value.detail.field == "page_mappings"
