@@ -1,12 +1,14 @@
 """Configuration from the environment (``TOOLSEL_*``). Every default from the seeds is named here, once."""
 
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
 import platformdirs
-from pydantic import Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from toolsel.embedder import BATCH_TOKENS, TOOLS_MODEL_NAME
 
@@ -39,6 +41,15 @@ cosine, the log of the query's length in characters, and for a compound request 
 part's first tool's term of its own (``toolsel.services.selector.confidence``)."""
 
 
+ENV_PREFIX = "TOOLSEL_"
+"""Every setting is read from the environment variable of its name in upper case after this prefix."""
+
+
+def variable(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    return ENV_PREFIX + field.upper()
+
+
 def default_home() -> Path:
     """Per-user data directory for the embedded servers; ``TOOLSEL_HOME`` overrides it."""
     return Path(platformdirs.user_data_dir("toolsel", appauthor=False))
@@ -46,7 +57,11 @@ def default_home() -> Path:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="TOOLSEL_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+        env_prefix=ENV_PREFIX,
+        env_file=".env",
+        env_ignore_empty=True,  # `TOOLSEL_X=` (a template's blank, compose's `${X:-}`) means the default
+        extra="ignore",
+        use_attribute_docstrings=True,
     )
 
     # where things are
@@ -68,25 +83,25 @@ class Settings(BaseSettings):
     optional, or with ``model_dir`` a model of your own (``toolsel train-model``). Set ``embedding_dim`` to its
     dimension. The store records which model made its vectors and the services refuse another: on a store in use,
     change the model with ``toolsel indexer --switch-model``."""
-    log_level: str = "INFO"
-    """Log level of the services (DEBUG, INFO, WARNING, ERROR)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    """Log level of the services (DEBUG, INFO, WARNING, ERROR, CRITICAL; in any case)."""
 
     # embeddings
-    embedding_dim: int = 384
+    embedding_dim: int = Field(default=384, ge=1)
     """Dimension of the embedding vectors (the packaged model's: 384)."""
-    embedding_batch_size: int = 32
+    embedding_batch_size: int = Field(default=32, ge=1)
     """Texts embedded per model call; also the most requests a selector embeds in one call (those that arrived while
     every embedding worker was busy)."""
     embedding_batch_tokens: int = Field(default=BATCH_TOKENS, ge=1)
     """Padded tokens per model call at most: long texts go in small batches, which keeps the model's memory
     arena small (a 10,000-tool sync peaked at 470 MB instead of 1.84 GB)."""
-    embedding_threads: int = 1
+    embedding_threads: int = Field(default=1, ge=1)
     """One ONNX thread beats two on a busy 2-core box."""
     blas_threads: int = Field(default=1, ge=1)
     """numpy's BLAS threads per service process. A selection's matrix products are small; more threads only
     contend with the other services for the cores (a 2,000-tool cosine: 24 ms with two threads on a busy
     2-core machine, 0.6 ms with one)."""
-    query_cache_size: int = 4096
+    query_cache_size: int = Field(default=4096, ge=0)
     """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
     embedding_workers: int = Field(default=2, ge=1)
     """Threads a service embeds in (the model releases the GIL, so each can use a core): a selector embeds this many
@@ -138,7 +153,7 @@ class Settings(BaseSettings):
     rating_prior_weight: float = Field(default=2.0, ge=0.0)
     """How many ratings of ``rating_prior`` a tool's own ratings are averaged with: its first rating moves it a
     third of the way."""
-    latency_reference_ms: float = 1000.0
+    latency_reference_ms: float = Field(default=1000.0, gt=0)
     """A tool this slow (median) gets half of the latency part of the performance score."""
     tier_order: list[str] = Field(default_factory=lambda: ["free", "open_source", "pro", "teams", "enterprise"])
     """Tiers from lowest to highest, for rules such as {"tier": {"gte": "teams"}}."""
@@ -149,7 +164,7 @@ class Settings(BaseSettings):
     scores (scores), or reciprocal rank fusion (rrf). Z-scores beat max-scaled scores leaving each of the four
     evaluation sets out, and max-scaled scores beat RRF on all four (docs/results.md, Quality), so zscore is the
     default."""
-    fusion_rrf_k: float = 60.0
+    fusion_rrf_k: float = Field(default=60.0, ge=0)
     """The k of reciprocal rank fusion (TOOLSEL_FUSION=rrf)."""
     fusion_weights: dict[str, float] = Field(default_factory=lambda: dict(FUSION_WEIGHTS))
     """Retrieval fusion weights by signal: vector cosine, BM25 (over the tools' text and their learnt words), and
@@ -173,17 +188,17 @@ class Settings(BaseSettings):
     (-1.0 at 0.5), over the 0.3 a default may cost (docs/results.md, Lexical traps and misspellings)."""
     fusion_bm25_by_confidence: bool = True
     """Scale BM25's fusion weight by its confidence (seed 003's blend) rather than trusting it equally always."""
-    bm25_k1: float = 1.2
+    bm25_k1: float = Field(default=1.2, ge=0)
     """BM25 term-frequency saturation (the textbook default; measured above 0.9 on all four sets)."""
-    bm25_b: float = 0.75
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
     """BM25 length normalisation (the textbook default; measured above 0.4 on all four sets)."""
     bm25_fast_path: bool = False
     """Seed 003: answer from BM25 alone, skipping the embedding, when its confidence clears the gate. Off: in
     process, full pipeline NDCG@10 toolbench_stb -1.4 points, seal_tools -0.8, livemcpbench -0.2, metatool the same,
     and 6-16% of the replies whose first tool is relevant said ``no_match`` (docs/results.md, Default signals)."""
-    bm25_confidence_threshold: float = 0.8
+    bm25_confidence_threshold: float = Field(default=0.8, ge=0, le=1)
     """BM25 confidence above which the fast path answers from BM25 alone."""
-    bm25_confidence_scale: float = 20.0
+    bm25_confidence_scale: float = Field(default=20.0, gt=0)
     """The best BM25 score divided by this, capped at 1, is BM25's confidence. With BM25's fusion weight of 2,
     chosen as one default over the four shared sets and checked leaving each set out (docs/results.md, Quality)."""
     query_spelling: bool = True
@@ -221,11 +236,11 @@ class Settings(BaseSettings):
     (at 0.25: 6.7%, 0%, 0.1%, 11.7%). Over five tools it says so for nonsense, a flight booked in Polish, an
     off-topic question and a question in German that none answers (best tools 0.07-0.16), over the 201 tools of the
     demo for nonsense and the Polish flight (0.10, 0.15) (docs/results.md, Quality)."""
-    review_neighbours: int = 30
+    review_neighbours: int = Field(default=30, ge=1)
     """Review-index entries consulted for historical fitness and recommendation: an entry is one tool's verdicts
     on past queries alike, and a review judges every tool offered, so 30 is the verdicts of about three past
     queries."""
-    review_min_similarity: float = 0.65
+    review_min_similarity: float = Field(default=0.65, ge=-1, le=1)
     """Least cosine similarity of a past reviewed query to count as a neighbour (historical fitness, history).
     With 30 neighbours, 0.65 measured better online on the product than 0.8 with 10: held-out R@5 / NDCG@10 after
     2,000 events toolbench_stb 0.778 / 0.765 against 0.766 / 0.762, livemcpbench 0.542 / 0.549 against 0.473 /
@@ -253,7 +268,7 @@ class Settings(BaseSettings):
     against 0.617), so what one teaches lands mostly on other needs."""
     thompson_sampling: bool = True
     """Off: rank by the posterior mean instead of a draw (reproducible evaluation)."""
-    tokens_per_char: float = 0.25
+    tokens_per_char: float = Field(default=0.25, gt=0)
     """Rough schema token estimate (about four characters a token)."""
 
     # learning from use, as the selector applies it (issue 12)
@@ -328,32 +343,32 @@ class Settings(BaseSettings):
     push an unrelated tool away from every request, or lift a relevant one for all. Off: along the query. Online,
     livemcpbench's long tasks: held-out R@5 / NDCG@10 after 2,000 events 0.488 / 0.488 centred against 0.466 /
     0.477 along the query (0.480 / 0.496 without residuals); metatool 0.947 / 0.893 against 0.945 / 0.894."""
-    degrade_threshold: float = 0.3
+    degrade_threshold: float = Field(default=0.3, ge=0, le=1)
     """Rolling quality below which a tool is degraded (seed 004)."""
-    quarantine_after: int = 5
+    quarantine_after: int = Field(default=5, ge=1)
     """Consecutive degraded calls after which a tool is quarantined."""
-    quality_window: int = 20
+    quality_window: int = Field(default=20, ge=1)
     """Span, in calls, of the rolling quality score (an exponential moving average: weight 2/(window+1))."""
-    probation_calls: int = 20
+    probation_calls: int = Field(default=20, ge=1)
     """Calls a released tool must make without its rolling quality falling below the threshold."""
-    quarantine_release_after_s: float = 3600.0
+    quarantine_release_after_s: float = Field(default=3600.0, ge=0)
     """A quarantined tool goes on probation this long after it was quarantined (0: only an operator releases)."""
     quarantine_release_max_s: float = Field(default=86400.0, gt=0)
     """Each time in a row a tool fails again on probation, its next release waits twice as long, up to this: a
     tool that stays broken is retried less and less often, one that recovers comes back at its next retry."""
-    quarantine_check_interval_s: float = 30.0
+    quarantine_check_interval_s: float = Field(default=30.0, gt=0)
     """How often a learner looks for quarantined tools due for probation."""
-    fitness_perfect: float = 1.4
+    fitness_perfect: float = Field(default=1.4, ge=0)
     """Fitness multiplier of a 'perfect' review verdict (seed 002)."""
-    fitness_related: float = 1.05
+    fitness_related: float = Field(default=1.05, ge=0)
     """Fitness multiplier of a 'related' review verdict."""
-    fitness_unrelated: float = 0.75
+    fitness_unrelated: float = Field(default=0.75, ge=0)
     """Fitness multiplier of an 'unrelated' review verdict."""
-    fitness_broken: float = 0.35
+    fitness_broken: float = Field(default=0.35, ge=0)
     """Fitness multiplier of a 'broken' review verdict."""
-    review_merge_similarity: float = 0.9
+    review_merge_similarity: float = Field(default=0.9, ge=-1, le=1)
     """Online, a review joins its tool's nearest index entry when their queries are at least this similar."""
-    review_clusters: int = 8
+    review_clusters: int = Field(default=8, ge=1)
     """Compaction: at most this many index entries (k-means centroids) per tool."""
     review_spike_min: int = Field(default=3, ge=1)
     """Watching the review log: a day's ``broken`` verdicts are a spike when there are at least this many and at
@@ -365,19 +380,19 @@ class Settings(BaseSettings):
     review_turn_drop: float = Field(default=0.5, gt=0, le=1)
     """A tool's reviews turned when the share of its good verdicts (perfect, related) moved this much between the
     earlier and the later half of its reviews."""
-    learner_batch_size: int = 2000
+    learner_batch_size: int = Field(default=2000, ge=1)
     """Events applied per learner transaction."""
-    learner_batch_timeout_s: float = 0.02
+    learner_batch_timeout_s: float = Field(default=0.02, ge=0)
     """How long a learner waits after the first event of a batch for more to join it."""
     learner_batches_in_flight: int = Field(default=2, ge=1)
     """Batches of one event kind a learner applies at once; what arrives while they run forms the next batch, so
     a learner behind its stream catches up in a few large transactions instead of many small ones that queue
     for the same tools' locks."""
-    learner_ack_wait_s: float = 10.0
+    learner_ack_wait_s: float = Field(default=10.0, gt=0)
     """Redelivery time of an unacknowledged event (applying twice is harmless)."""
-    max_deliver: int = 20
+    max_deliver: int = Field(default=20, ge=1)
     """Deliveries of one event before it goes to the dead-letter subject."""
-    orphan_timeout_s: float = 60.0
+    orphan_timeout_s: float = Field(default=60.0, ge=0)
     """How long an outcome waits for its selection event (they may arrive out of order) before dead-letter."""
     poison_attempts: int = Field(default=3, ge=1)
     """Deliveries of an event that fails alone (not for want of a server) before it is dead-lettered."""
@@ -385,9 +400,9 @@ class Settings(BaseSettings):
     """Redelivery delay of an event whose batch (or sync) failed."""
 
     # caches (seed 000 section 4.3)
-    policy_cache_ttl_s: float = 30.0
+    policy_cache_ttl_s: float = Field(default=30.0, gt=0)
     """How often a selector reloads the visibility rules (seed 000 section 4.3)."""
-    tool_list_cache_ttl_s: float = 60.0
+    tool_list_cache_ttl_s: float = Field(default=60.0, gt=0)
     """How often a selector checks its tool list against the registry (each tool's last write; only what differs
     is read again) and reloads its page mappings (both 60 s in seed 000), and takes in the posteriors written in the
     last two such periods (all of them again only when its count disagrees with the store's), besides their
@@ -397,11 +412,11 @@ class Settings(BaseSettings):
     transaction began before a later one committed carries the earlier time, and would otherwise fall below the
     version. The periodic check (``tool_list_cache_ttl_s``) compares every tool's last write, so it finds whatever
     this misses."""
-    review_index_refresh_s: float = 5.0
+    review_index_refresh_s: float = Field(default=5.0, gt=0)
     """How often a selector checks the review index for new entries (a cheap count when nothing changed)."""
 
     # registry
-    drift_days: float = 7.0
+    drift_days: float = Field(default=7.0, gt=0)
     """Embedding age counted as drift."""
     plugin_secrets: dict[str, str] = Field(default_factory=dict)
     """plugin_id -> shared secret; the plugin sends it, or its HMAC-SHA256 signature of the payload, as credential."""
@@ -523,8 +538,77 @@ class Settings(BaseSettings):
         defaults = RERANK_WEIGHTS if info.field_name == "rerank_weights" else FUSION_WEIGHTS
         return {**defaults, **given}
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_any_case(cls, given: Any) -> Any:
+        """``debug`` is ``DEBUG``: the logging module knows the upper-case names only."""
+        return given.strip().upper() if isinstance(given, str) else given
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        """Each pair of ``ORDERED`` in order, the learner's batch wait shorter than its ack wait."""
+        for low, high in ORDERED:
+            if getattr(self, low) > getattr(self, high):
+                raise ValueError(
+                    f"{variable(low)} ({getattr(self, low)}) may not be above {variable(high)} ({getattr(self, high)})"
+                )
+        if self.learner_batch_timeout_s >= self.learner_ack_wait_s:
+            raise ValueError(
+                f"{variable('learner_batch_timeout_s')} ({self.learner_batch_timeout_s}) must be below"
+                f" {variable('learner_ack_wait_s')} ({self.learner_ack_wait_s}): the events of a batch still"
+                " waiting for more would be delivered again"
+            )
+        return self
+
+
+ORDERED = (
+    ("auto_k_floor", "auto_k_ceiling"),
+    ("spelling_one_edit_length", "spelling_two_edits_length"),
+    ("restart_backoff_s", "restart_backoff_max_s"),
+    ("quarantine_release_after_s", "quarantine_release_max_s"),
+    ("sync_max_bytes", "sync_staged_max_bytes"),
+)
+"""Pairs of settings whose first may not be above its second: a floor and its ceiling, a first wait and the
+longest, a one-edit length and the two-edit one, and the largest sync and what one sender may hold staged (a
+sync between the two could never be staged whole). Otherwise one of them would be ignored in silence."""
+
+
+class SettingsRefused(ValueError):
+    """The environment's settings cannot be used; the message is one line naming the variable (``TOOLSEL_*``)."""
+
+
+def refusal(error: ValidationError | SettingsError) -> str:
+    """Why settings were refused, as one line naming the environment variable: the first offending value (and
+    how many more there are), or the variable whose value is not JSON (a dict or list setting; never its value,
+    which may hold secrets)."""
+    if isinstance(error, SettingsError):
+        found = re.search(r'field "(\w+)" from source "(\w+)"', str(error))
+        if found is None:
+            return str(error)
+        where = " (in .env)" if found[2] == "DotEnvSettingsSource" else ""
+        cause = error.__cause__
+        why = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause or error)
+        return f"{variable(found[1])}{where}: {why}"
+    problems = error.errors()
+    first = problems[0]
+    field, *within = [str(part) for part in first["loc"]] or [""]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    why = first["msg"].removeprefix("Value error, ") + more
+    if not field:
+        return why
+    return f"{variable(field)}{''.join(f'[{part}]' for part in within)}: {why}"
+
+
+def load_settings() -> Settings:
+    """The settings the environment (and ``.env``) gives; ``SettingsRefused`` naming the variable when one of
+    them cannot be used."""
+    try:
+        return Settings()
+    except (ValidationError, SettingsError) as error:
+        raise SettingsRefused(refusal(error)) from error
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, read once from the environment."""
-    return Settings()
+    """The process's settings, read once from the environment (``SettingsRefused`` when they cannot be used)."""
+    return load_settings()

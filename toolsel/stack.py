@@ -191,6 +191,18 @@ def lock_home(home: Path) -> TextIO:
     return handle
 
 
+STOP_MARGIN_S = 10.0
+"""How much longer than ``TOOLSEL_SHUTDOWN_GRACE_S`` ``toolsel up`` waits for a stopping service before it kills
+it: after the grace that the requests and events in hand get, a selector gives its outbox up to 5 s to publish the
+selection events it holds (``OUTBOX_SHUTDOWN_S``), and every service then closes its subscriptions and
+connections. compose.yaml's ``stop_grace_period`` (30 s) leaves more than this over the default grace."""
+
+
+def stop_wait_s(settings: Settings) -> float:
+    """How long a stopping service is given before it is killed: its shutdown grace and ``STOP_MARGIN_S``."""
+    return settings.shutdown_grace_s + STOP_MARGIN_S
+
+
 def restart_delay(quick_exits: int, first_s: float, max_s: float) -> float:
     """Wait before restarting a service that exited, given how many quick exits in a row preceded this one:
     doubled for each, at most ``max_s``; a service that keeps crashing does not spin."""
@@ -386,11 +398,11 @@ class Stack:
             self.services[name] = self.spawn(name)
 
     def stop_services(self) -> None:
-        """Stop the services (SIGTERM, then SIGKILL after 15 s), leaving the servers up."""
+        """Stop the services (SIGTERM, then SIGKILL after ``stop_wait_s``), leaving the servers up."""
         for proc in self.services.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + stop_wait_s(self.settings)
         for proc in self.services.values():
             try:
                 proc.wait(max(deadline - time.monotonic(), 0.1))

@@ -3,12 +3,16 @@ a NATS user that may select, sync and report only for it (and read only its own 
 of MCP over HTTP. The secret is printed once, when made; the home keeps only its bcrypt hash."""
 
 import json
+import os
+import re
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from toolsel import identities
-from toolsel.cli.running import USAGE, AsJson, Format, Output, chosen, fail, settings
+from toolsel.cli.running import FAILED, USAGE, AsJson, Format, Output, chosen, fail, settings
 from toolsel.embedded import EmbeddedError, nats_config, password_variable, running_nats
 from toolsel.messaging import NATS_USERS
 from toolsel.render import console, rows_csv, rows_table
@@ -81,9 +85,61 @@ def identity_revoke(tenant: str, name: str) -> None:
 
 
 @app.command("nats-config")
-def identity_nats_config() -> None:
-    """Print the NATS configuration with every identity, the built-in users' passwords read from the environment
-    (as compose runs it): write it to compose.nats.conf and reload NATS."""
-    print(
-        nats_config({u: f"${password_variable(u)}" for u in NATS_USERS}, identities.admitted(settings().home)), end=""
-    )
+def identity_nats_config(
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="write it to this file (compose.nats.conf), only once the whole configuration is made; else print it",
+        ),
+    ] = None,
+) -> None:
+    """The NATS configuration with every identity, the built-in users' passwords read from the environment (as
+    compose runs it): `toolsel identity nats-config --out compose.nats.conf && docker compose kill -s HUP nats`.
+    A configuration without its users is never written: NATS would reload it and admit anyone."""
+    config = nats_config({u: f"${password_variable(u)}" for u in NATS_USERS}, identities.admitted(settings().home))
+    users = set(re.findall(r'^\s*\{user: "([^"]+)"', config, re.MULTILINE))
+    missing = [user for user in NATS_USERS if user not in users]
+    if missing:
+        why = "has no users: NATS would admit anyone" if not users else f"lacks the users {', '.join(missing)}"
+        fail(f"refusing to write {out or 'the NATS configuration'}: the configuration made {why}", FAILED)
+    if out is None:
+        print(config, end="")
+        return
+    try:
+        replace_config(out, config)
+    except OSError as error:
+        fail(f"{out}: not written ({error}); it is as it was", FAILED)
+    console.print(f"wrote {out} ({len(users)} users): reload NATS (`docker compose kill -s HUP nats`)", soft_wrap=True)
+
+
+def replace_config(path: Path, text: str) -> None:
+    """Put ``text`` in ``path`` only once all of it is on disk beside it (a temporary file, flushed): a failure
+    before then leaves ``path`` as it was. An existing file is then rewritten in place, not renamed over: compose
+    bind-mounts compose.nats.conf as a single file, which goes on showing the container the file it was started
+    with once another is renamed over it (NATS would reload the old users). Should that rewrite fail, the old
+    text is put back."""
+    descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w") as staging:
+            staging.write(text)
+            staging.flush()
+            os.fsync(staging.fileno())
+        if not path.is_file():
+            os.chmod(staged, 0o644)  # no password in it: the built-in users' come from NATS's environment
+            os.replace(staged, path)
+            return
+        before = path.read_bytes()
+        with path.open("r+b") as target:
+            try:
+                target.write(text.encode())
+                target.truncate()
+                target.flush()
+                os.fsync(target.fileno())
+            except OSError:
+                target.seek(0)
+                target.write(before)
+                target.truncate()
+                raise
+    finally:
+        Path(staged).unlink(missing_ok=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from toolsel.cli import (
     admin,
@@ -29,6 +30,7 @@ from toolsel.cli import (
     tuning,
 )
 from toolsel.cli.running import FAILED, INTERRUPTED, USAGE, complain, first_problem
+from toolsel.settings import SettingsRefused, refusal
 
 app = typer.Typer(
     help="toolsel: which few tools an LLM agent should see.",
@@ -92,6 +94,9 @@ def main() -> None:
             raise
         if isinstance(error, ValidationError):
             complain(first_problem(error))
+            sys.exit(USAGE)
+        if isinstance(error, SettingsRefused | SettingsError):  # settings read where no command expected it
+            complain(refusal(error) if isinstance(error, SettingsError) else str(error))
             sys.exit(USAGE)
         complain(f"{type(error).__name__}: {error} (toolsel --debug ... shows the traceback)")
         sys.exit(FAILED)

@@ -24,7 +24,7 @@ from toolsel.embedded import admin_token, redacted
 from toolsel.errors import NoStack, Timeout
 from toolsel.errors import first_problem as field_and_why
 from toolsel.render import console, errors, printable_json, rows_csv, rows_table
-from toolsel.settings import Settings, get_settings
+from toolsel.settings import Settings, SettingsRefused, get_settings, refusal
 from toolsel.stack import configured_endpoints
 from toolsel.store import create_pool
 
@@ -97,8 +97,12 @@ def warn(message: str) -> None:
 
 
 def settings() -> Settings:
-    """The command's settings, read once from the environment."""
-    return get_settings()
+    """The command's settings, read once from the environment; exit 2 naming the variable when one of them
+    cannot be used (a service started with it would only fail the same way again)."""
+    try:
+        return get_settings()
+    except SettingsRefused as refused:
+        fail(str(refused), USAGE)
 
 
 def operator_token(current: Settings) -> str | None:
@@ -146,7 +150,10 @@ def run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def first_problem(error: ValidationError) -> str:
-    """A validation error as one line: the first offending field and why (and how many more there are)."""
+    """A validation error as one line: the first offending field and why (and how many more there are); of the
+    settings, the environment variable that set it."""
+    if error.title == Settings.__name__:
+        return refusal(error)
     field, why = field_and_why(error)
     return f"{field}: {why}" if field else why
 

@@ -1,11 +1,20 @@
 """A stack that fails to start says why: each dead service's exit code and the end of its log."""
 
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+import yaml
+
+from toolsel import stack as stack_module
 from toolsel.settings import Settings
-from toolsel.stack import START_LOG_LINES, Stack
+from toolsel.stack import START_LOG_LINES, Stack, stop_wait_s
+
+COMPOSE = Path(__file__).parents[3] / "compose.yaml"
 
 
 def test_a_failed_start_quotes_the_dead_services_exit_code_and_the_end_of_its_log(tmp_path: Path) -> None:
@@ -24,3 +33,41 @@ def test_a_failed_start_quotes_the_dead_services_exit_code_and_the_end_of_its_lo
     assert message.endswith(lines[-1])
     assert lines[-START_LOG_LINES] in message.splitlines()
     assert lines[-START_LOG_LINES - 1] not in message.splitlines()
+
+
+def test_a_stopping_service_is_given_its_shutdown_grace_and_the_margin_before_it_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolsel up` killed a stopping service after a fixed 15 s, whatever TOOLSEL_SHUTDOWN_GRACE_S said."""
+    monkeypatch.setattr(stack_module, "STOP_MARGIN_S", 0.3)
+    stack = Stack(Settings(home=tmp_path, shutdown_grace_s=1.0))
+    deaf = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", deaf], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    stack.services["selector"] = proc
+    began = time.monotonic()
+    stack.stop_services()
+    waited = time.monotonic() - began
+    assert proc.returncode == -signal.SIGKILL
+    assert 1.3 <= waited < 5.0, waited
+
+
+def test_the_stop_waits_leave_room_for_the_grace_and_the_outbox() -> None:
+    """Compose's stop_grace_period and `toolsel up`'s wait both outlast the default grace (FastStream's
+    graceful_timeout) and the selector's outbox flush that follows it: Docker's default of 10 s killed a busy
+    selector mid-way."""
+    from toolsel.services.selector.app import OUTBOX_SHUTDOWN_S
+
+    needed = Settings().shutdown_grace_s + OUTBOX_SHUTDOWN_S
+    assert stop_wait_s(Settings()) > needed
+    assert stop_wait_s(Settings(shutdown_grace_s=60)) > 60 + OUTBOX_SHUTDOWN_S
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    toolsel = [name for name, service in services.items() if "build" in service and name != "migrate"]
+    assert sorted(toolsel) == ["indexer", "learner", "selector"]
+    for name in toolsel:
+        period = re.fullmatch(r"(\d+)s", str(services[name].get("stop_grace_period", "10s")))
+        assert period, services[name].get("stop_grace_period")
+        assert int(period[1]) > needed + 5, name
