@@ -19,6 +19,7 @@ from toolsel.services.learner.handlers import EVENT_KINDS
 from toolsel.services.learner.quarantine import release_due
 from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings
+from toolsel.store.learning import prune_credits
 
 log = logging.getLogger("toolsel.learner")
 DESCRIPTION = (
@@ -40,6 +41,23 @@ async def release_when_due(state: LearnerState) -> None:
             await announce(state, released)
         except Exception:
             log.exception("timed quarantine release failed; trying again later")
+
+
+CREDITS_PRUNE_EVERY_S = 3600.0
+"""How often a learner drops the credits rows no actor will spend again (``prune_credits``)."""
+
+
+async def prune_when_due(state: LearnerState) -> None:
+    """Credits refill with each window of an actor's selections, so a row untouched for two windows is never spent
+    again: dropped, or the tables kept a row for every anonymous call and every day of every actor, for good."""
+    while True:
+        await asyncio.sleep(CREDITS_PRUNE_EVERY_S)
+        try:
+            dropped = await prune_credits(state.pool, 2 * state.settings.learning_credits_window_s)
+            if dropped:
+                log.info("dropped %d credits rows of past windows", dropped)
+        except Exception:
+            log.exception("dropping past credits failed; trying again later")
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -71,16 +89,19 @@ def create_app(settings: Settings) -> FastStream:
     async def lifespan() -> AsyncIterator[None]:
         state.store = await open_store(settings)
         await consumers.refit(settings, EVENT_KINDS)
+        timers = []
         if settings.quarantine_release_after_s > 0:
-            state.release_timer = asyncio.get_running_loop().create_task(release_when_due(state))
+            timers.append(asyncio.get_running_loop().create_task(release_when_due(state)))
+        if settings.learning_credits_window_s > 0:
+            timers.append(asyncio.get_running_loop().create_task(prune_when_due(state)))
         freeze_start_up_heap()
         try:
             yield
         finally:
-            if state.release_timer is not None:
-                state.release_timer.cancel()
+            for timer in timers:
+                timer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await state.release_timer
+                    await timer
             await state.pool.close()
 
     return service_app(broker, "learner", DESCRIPTION, lifespan)

@@ -90,7 +90,6 @@ class LearnerState:
     embedder_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict)
     """Recently embedded queries (least recently used first): agents repeat queries."""
-    release_timer: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(

@@ -227,3 +227,21 @@ async def test_a_rebuild_replays_outcome_batches_in_the_order_they_took_their_lo
     online = tuple(await registry.fetchrow(posterior))
     await rebuild(registry, RULES)
     assert tuple(await registry.fetchrow(posterior)) == online
+
+
+async def test_credits_rows_of_past_windows_are_dropped_and_a_held_one_is_skipped(registry: asyncpg.Pool) -> None:
+    """Credits refill with each window of an actor's selections, so a row untouched for two windows is never spent
+    again: the tables kept one for every anonymous call and every day of every actor, for good."""
+    for query in ("send mail", "email my boss", "mail the team"):
+        call = ToolCall(plugin_id="p1", name="t1", success=True)
+        outcome = OutcomeEvent(selection_id=(await asked(registry, query)).selection_id, calls=[call])
+        await apply_outcomes(registry, [outcome], RULES, POLICY, model)
+    rows = "SELECT actor FROM session_credits ORDER BY actor"
+    old, held, fresh = [r["actor"] for r in await registry.fetch(rows)]
+    stale = "UPDATE session_credits SET touched_at = now() - interval '3 days' WHERE actor = ANY($1::text[])"
+    await registry.execute(stale, [old, held])
+    window = Settings().learning_credits_window_s
+    async with registry.acquire() as batch, batch.transaction():  # a batch holds this row
+        await batch.execute("SELECT 1 FROM session_credits WHERE actor = $1 FOR UPDATE", held)
+        assert await learning.prune_credits(registry, 2 * window) == 1
+    assert [r["actor"] for r in await registry.fetch(rows)] == sorted([held, fresh])

@@ -46,10 +46,11 @@ RETURNING s.tool_id, s.tenant_id, s.context_key, s.alpha, s.beta, s.last_success
 
 
 class CreditTable(NamedTuple):
-    """The named queries of one credits table: lock its rows (a new one at 0), write them back."""
+    """The named queries of one credits table: lock its rows (a new one at 0), write them back, drop the stale."""
 
     lock: str
     write: str
+    prune: str
 
 
 def _credit_table(table: str) -> CreditTable:
@@ -62,9 +63,14 @@ ON CONFLICT (tenant_id, actor, tool_id) DO UPDATE SET credits = c.credits
 RETURNING tenant_id, actor, tool_id, credits
 """,
         f"""
-UPDATE {table} c SET credits = u.credits
+UPDATE {table} c SET credits = u.credits, touched_at = now()
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS u(tenant, actor, tool_id, credits)
 WHERE c.tenant_id = u.tenant AND c.actor = u.actor AND c.tool_id = u.tool_id
+""",
+        f"""
+DELETE FROM {table} WHERE ctid IN (
+    SELECT ctid FROM {table} WHERE touched_at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED
+)
 """,
     )
 
@@ -75,6 +81,19 @@ FAILURE_CREDITS = _credit_table("failure_credits")
 """The failed calls of each actor that counted per tool (a replay recomputes them from the outcomes)."""
 REVIEW_CREDITS = _credit_table("review_credits")
 """The reviews of each actor that taught a tool's usage memory (a replay keeps them: it keeps that memory too)."""
+CREDIT_TABLES = (FAILURE_CREDITS, OUTCOME_CREDITS, REVIEW_CREDITS)
+"""In ``LEARNT_TABLES`` order."""
+
+
+async def prune_credits(conn: asyncpg.Connection | asyncpg.Pool, older_than_s: float) -> int:
+    """Drop the credits rows untouched for ``older_than_s`` seconds (their actors' windows have passed: never spent
+    again), skipping rows a batch holds; returns how many went."""
+    dropped = 0
+    for table in CREDIT_TABLES:
+        status: str = await conn.execute(table.prune, older_than_s)
+        dropped += int(status.rsplit(" ", 1)[-1])
+    return dropped
+
 
 ADD_CALLS = """
 INSERT INTO tool_quality AS q (tool_id, tenant_id, calls, successes, failures, rating_sum, rating_count,
