@@ -449,6 +449,10 @@ class Settings(BaseSettings):
     start by less than ``restart_backoff_max_s``."""
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
     """The longest wait before ``toolsel up`` restarts a service."""
+    service_log_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    """A service's log under ``toolsel up`` (``logs/<service>.log``) this large when the service starts is kept as
+    ``<service>.log.1`` (replacing the one before) and begun again: a service in a crash loop appends its traceback
+    at every restart, for good. 0: never."""
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     """How long a stopping service lets the requests and events in hand finish before it cancels them
     (FastStream's ``graceful_timeout``): a select in hand is answered and its selection event published, a batch in

@@ -135,6 +135,13 @@ def stack_info(home: Path) -> dict[str, Any] | None:
     return info
 
 
+def rotated(log: Path, max_bytes: int) -> Path:
+    """``log``, kept as ``<name>.1`` first (replacing the one before) when it has reached ``max_bytes`` (0: never)."""
+    if max_bytes > 0 and log.exists() and log.stat().st_size >= max_bytes:
+        os.replace(log, log.with_name(f"{log.name}.1"))
+    return log
+
+
 @contextmanager
 def stopped_stack_database(home: Path) -> Iterator[str]:
     """The URL of a stopped stack's embedded PostgreSQL, started for one job that no service may run beside: the
@@ -309,7 +316,7 @@ class Stack:
         embedded NATS as its own user, logging to ``logs/<log_name or service>.log``."""
         logs = self.settings.home / "logs"
         logs.mkdir(exist_ok=True)
-        log_file = (logs / f"{log_name or service}.log").open("ab")
+        log_file = rotated(logs / f"{log_name or service}.log", self.settings.service_log_max_bytes).open("ab")
         env = self.service_env()
         if self.nats is not None and service != DASHBOARD:  # the dashboard acts as the operator
             env["TOOLSEL_NATS_URL"] = self.nats.login(service)

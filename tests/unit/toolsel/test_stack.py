@@ -12,7 +12,7 @@ import yaml
 
 from toolsel import stack as stack_module
 from toolsel.settings import Settings
-from toolsel.stack import START_LOG_LINES, Stack, stop_wait_s
+from toolsel.stack import START_LOG_LINES, Stack, rotated, stop_wait_s
 
 COMPOSE = Path(__file__).parents[3] / "compose.yaml"
 
@@ -71,3 +71,20 @@ def test_the_stop_waits_leave_room_for_the_grace_and_the_outbox() -> None:
         period = re.fullmatch(r"(\d+)s", str(services[name].get("stop_grace_period", "10s")))
         assert period, services[name].get("stop_grace_period")
         assert int(period[1]) > needed + 5, name
+
+
+def test_a_service_log_that_reached_its_bound_is_kept_once_and_begun_again(tmp_path: Path) -> None:
+    """A service in a crash loop appended its traceback at every restart, and the log grew for good."""
+    log = tmp_path / "learner.log"
+    log.write_bytes(b"x" * 100)
+    assert rotated(log, 1000) == log
+    assert log.read_bytes() == b"x" * 100
+    assert rotated(log, 100) == log
+    assert not log.exists()
+    assert (tmp_path / "learner.log.1").read_bytes() == b"x" * 100
+    log.write_bytes(b"y" * 100)
+    rotated(log, 100)
+    assert (tmp_path / "learner.log.1").read_bytes() == b"y" * 100  # one old log, the newest
+    log.write_bytes(b"z" * 100)
+    assert rotated(log, 0) == log
+    assert log.exists()
