@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -135,6 +136,17 @@ def stack_info(home: Path) -> dict[str, Any] | None:
     return info
 
 
+def port_taken(host: str, port: int) -> bool:
+    """Whether a program listens on ``host:port`` already (a port only lingering after a close is free)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def rotated(log: Path, max_bytes: int) -> Path:
     """``log``, kept as ``<name>.1`` first (replacing the one before) when it has reached ``max_bytes`` (0: never)."""
     if max_bytes > 0 and log.exists() and log.stat().st_size >= max_bytes:
@@ -244,6 +256,8 @@ class Stack:
     supervision: dict[str, Supervision] = field(default_factory=dict)
     lock: TextIO | None = None
     """Held from the start until ``stop``: without it this stack owns nothing and stops nothing."""
+    dashboard_not_started: str | None = None
+    """Why the dashboard was not started (its port taken), said where its address would be."""
 
     async def start(self, timeout_s: float = 120) -> Endpoints:
         """Lock the home, then servers, migrations, services; returns once every service answers its health
@@ -299,8 +313,19 @@ class Stack:
         }
 
     def start_services(self) -> None:
-        """The three services, and the dashboard unless its port is 0 (supervised like them)."""
-        for name in (*subjects.SERVICES, *([DASHBOARD] if self.settings.dashboard_port else [])):
+        """The three services, and the dashboard unless its port is 0 or taken (supervised like them). A taken port
+        was another program's, often another stack's dashboard: this stack advertised that one as its own, while its
+        own restarted for good."""
+        s, dashboard = self.settings, []
+        if s.dashboard_port:
+            if port_taken(s.dashboard_host, s.dashboard_port):
+                self.dashboard_not_started = (
+                    f"not started: port {s.dashboard_port} on {s.dashboard_host} is taken (set"
+                    " TOOLSEL_DASHBOARD_PORT to another, or 0 for no dashboard)"
+                )
+            else:
+                dashboard = [DASHBOARD]
+        for name in (*subjects.SERVICES, *dashboard):
             self.services[name] = self.spawn(name)
             self.supervision[name] = Supervision()
 

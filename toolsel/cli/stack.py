@@ -57,6 +57,8 @@ def _where(stack: Stack) -> Table:
         table.add_row("admin token", str(stack.settings.home / ADMIN_TOKEN_FILE))
     if url := stack.dashboard_url():
         table.add_row("dashboard", f"{url}  (sign in with the admin token)")
+    elif stack.dashboard_not_started:
+        table.add_row("dashboard", stack.dashboard_not_started)
     table.add_row("logs", _logs(stack))
     table.add_row("select subject", subjects.any_scope(subjects.SELECT_ROOT))
     table.caption = "`toolsel env` prints the exports another shell or a script needs"

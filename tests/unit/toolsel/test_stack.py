@@ -2,6 +2,7 @@
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ import yaml
 
 from toolsel import stack as stack_module
 from toolsel.settings import Settings
-from toolsel.stack import START_LOG_LINES, Stack, rotated, stop_wait_s
+from toolsel.stack import START_LOG_LINES, Stack, port_taken, rotated, stop_wait_s
 
 COMPOSE = Path(__file__).parents[3] / "compose.yaml"
 
@@ -88,3 +89,28 @@ def test_a_service_log_that_reached_its_bound_is_kept_once_and_begun_again(tmp_p
     log.write_bytes(b"z" * 100)
     assert rotated(log, 0) == log
     assert log.exists()
+
+
+def test_a_dashboard_port_another_program_listens_on_is_not_taken_over_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another stack's dashboard on the port: this stack printed and exported that one's address as its own, while
+    its own dashboard restarted for good."""
+    started: list[str] = []
+    monkeypatch.setattr(Stack, "spawn", lambda self, name, log_name=None: started.append(name) or None)
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert port_taken("127.0.0.1", port)
+        stack = Stack(Settings(home=tmp_path, dashboard_host="127.0.0.1", dashboard_port=port))
+        stack.start_services()
+    assert "dashboard" not in started
+    assert stack.dashboard_url() is None
+    assert stack.dashboard_not_started is not None
+    assert f"port {port} on 127.0.0.1 is taken" in stack.dashboard_not_started
+    assert not port_taken("127.0.0.1", port)  # closed: free again
+    free = Stack(Settings(home=tmp_path, dashboard_host="127.0.0.1", dashboard_port=port))
+    free.start_services()
+    assert started.count("dashboard") == 1
+    assert free.dashboard_url() == f"http://127.0.0.1:{port}"
