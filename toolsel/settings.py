@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from toolsel.embedder import BATCH_TOKENS, TOOLS_MODEL_NAME
+from toolsel.errors import first_problem
 
 RERANK_WEIGHTS = {
     "relevance": 0.5,
@@ -593,14 +594,11 @@ def refusal(error: ValidationError | SettingsError) -> str:
         cause = error.__cause__
         why = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause or error)
         return f"{variable(found[1])}{where}: {why}"
-    problems = error.errors()
-    first = problems[0]
-    field, *within = [str(part) for part in first["loc"]] or [""]
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    why = first["msg"].removeprefix("Value error, ") + more
+    field, why = first_problem(error)
     if not field:
         return why
-    return f"{variable(field)}{''.join(f'[{part}]' for part in within)}: {why}"
+    head, *within = field.split(".")
+    return f"{variable(head)}{''.join(f'[{part}]' for part in within)}: {why}"
 
 
 def load_settings() -> Settings:

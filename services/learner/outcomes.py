@@ -28,6 +28,7 @@ from toolsel.services.learner.usage import POSITIVE, Embed, Example, UsageRules,
 from toolsel.settings import Settings
 from toolsel.store import events, learning
 from toolsel.store.learning import CreditKey, PosteriorKey, QualityKey, Registered
+from toolsel.tenancy import actor
 
 POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
 """One validation of the whole list (in pydantic's core) instead of a model per row: this is the hot path."""
@@ -144,18 +145,6 @@ async def with_selections(
 def not_owner(event: Referring) -> str:
     """Why an event about another identity's selection is refused."""
     return f"selection {event.selection_id} was made by another identity than {event.sender.token}"
-
-
-def actor(selection: Mapping[str, Any], window_s: float = 0.0) -> str:
-    """Who a selection's outcomes speak for, and in which window of ``window_s`` seconds of selections (its credits
-    refill with each; 0: one window for good): its session, else its user, else the selection alone."""
-    if selection["session_id"]:
-        who = f"session:{selection['session_id']}"
-    elif selection["user_id"]:
-        who = f"user:{selection['user_id']}"
-    else:
-        return f"selection:{selection['selection_id']}"
-    return f"{who}@{int(selection['asked_at'].timestamp() // window_s)}" if window_s > 0 else who
 
 
 def teachable(selection: Mapping[str, Any], tools: Mapping[str, Registered]) -> list[str]:

@@ -16,11 +16,12 @@ import asyncpg
 from toolsel.contracts import ReviewEvent, UsageUpdated, Verdict
 from toolsel.services.learner.compaction import compact
 from toolsel.services.learner.fitness import Multipliers, verdicts
-from toolsel.services.learner.outcomes import actor, spend, taught_with, teachable, with_selections
+from toolsel.services.learner.outcomes import spend, taught_with, teachable, with_selections
 from toolsel.services.learner.review_index import Entry, add_review
 from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, embedded, remember
 from toolsel.store import events, learning, reviews
 from toolsel.store.learning import CreditKey
+from toolsel.tenancy import actor
 
 
 @dataclass

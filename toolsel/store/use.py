@@ -23,22 +23,15 @@ said AS (
     FROM reviews r JOIN s USING (selection_id), unnest(s.keys) k
     WHERE r.none_of_these
 )
-SELECT s.selection_id::text AS selection, s.tenant_id AS tenant,
-       CASE WHEN s.session_id IS NOT NULL THEN 'session:' || s.session_id || w.suffix
-            WHEN s.user_id IS NOT NULL THEN 'user:' || s.user_id || w.suffix
-            ELSE 'selection:' || s.selection_id END AS actor,
+SELECT s.selection_id, s.session_id, s.user_id, s.asked_at, s.tenant_id AS tenant,
        s.query, said.tool, said.positive, said.occurred_at AS at
-FROM said JOIN s USING (selection_id),
-     LATERAL (SELECT CASE WHEN $1::float8 > 0
-                          THEN '@' || floor(extract(epoch FROM s.asked_at) / $1::float8)::bigint ELSE '' END
-              AS suffix) w
+FROM said JOIN s USING (selection_id)
 WHERE said.tool = ANY(s.keys)
 ORDER BY said.occurred_at, s.selection_id, said.tool
 """
 """Each (selection, tool) an outcome or review spoke of: a successful call or a 'perfect'/'related' verdict
-(positive), an 'unrelated'/'broken' verdict or "none of these" (negative), with the selection's tenant, actor (as
-learning credits count it: session, else user, with the window of ``$1`` seconds of selections it fell in, else
-the selection) and query."""
+(positive), an 'unrelated'/'broken' verdict or "none of these" (negative), with the selection's tenant, who asked
+and when (its actor, as learning credits count it: ``toolsel.tenancy.actor``) and its query."""
 
 LIVE_TOOL_SPECS = """
 SELECT plugin_id || '/' || name AS key, tenant_id, spec FROM tools
@@ -47,10 +40,9 @@ ORDER BY plugin_id, name
 """
 
 
-async def evidence(conn: asyncpg.Connection | asyncpg.Pool, window_s: float) -> list[asyncpg.Record]:
-    """Every stored outcome's and review's word on the tools of its selection (``USE_EVIDENCE``), each actor's in
-    windows of ``window_s`` seconds (0: one for good), as learning credits count them."""
-    rows: list[asyncpg.Record] = await conn.fetch(USE_EVIDENCE, window_s)
+async def evidence(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
+    """Every stored outcome's and review's word on the tools of its selection (``USE_EVIDENCE``)."""
+    rows: list[asyncpg.Record] = await conn.fetch(USE_EVIDENCE)
     return rows
 
 

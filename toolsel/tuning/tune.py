@@ -14,6 +14,7 @@ import asyncpg
 from toolsel.embedder import packaged_model_dir
 from toolsel.settings import Settings
 from toolsel.store import use
+from toolsel.tenancy import actor
 from toolsel.tuning.build import BASE_MODEL, base_weights, build
 from toolsel.tuning.card import ModelCard, file_sha256, write_card
 from toolsel.tuning.from_onnx import NotRebuildable, torch_weights_from_onnx
@@ -33,10 +34,19 @@ class NoWeights(RuntimeError):
 async def read_use(pool: asyncpg.Pool, text_of: Callable[[Any], str], credits_window_s: float) -> Use:
     """The store's evidence (actors in learning credits' windows) and live tools; ``text_of`` makes a tool's
     embedded text from its stored spec."""
-    rows = await use.evidence(pool, credits_window_s)
+    rows = await use.evidence(pool)
     tools = await use.live_tool_specs(pool)
     evidence = [
-        Evidence(r["selection"], r["tenant"], r["actor"], r["query"], r["tool"], r["positive"], r["at"]) for r in rows
+        Evidence(
+            str(r["selection_id"]),
+            r["tenant"],
+            actor(r, credits_window_s),
+            r["query"],
+            r["tool"],
+            r["positive"],
+            r["at"],
+        )
+        for r in rows
     ]
     texts = {r["key"]: text_of(json.loads(r["spec"]) if isinstance(r["spec"], str) else r["spec"]) for r in tools}
     return Use(evidence, texts, {r["key"]: r["tenant_id"] for r in tools})

@@ -14,7 +14,6 @@ from toolsel.services.learner.outcomes import (
     OutcomeRules,
     Posterior,
     Stepped,
-    actor,
     call_counters,
     capped_calls,
     credit_keys,
@@ -28,6 +27,7 @@ from toolsel.services.learner.outcomes import (
 from toolsel.services.learner.reward import discounted
 from toolsel.services.learner.usage import POSITIVE, UsageRules
 from toolsel.store.learning import Registered
+from toolsel.tenancy import actor
 
 TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}
 RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("tenant", 64, 64.0, 3))
