@@ -212,9 +212,10 @@ class Settings(BaseSettings):
     spelling_two_edits_length: int = Field(default=8, ge=1)
     """A misspelt word this long or longer may be two edits from its repair."""
     spelling_max_words: int = Field(default=8, ge=0)
-    """Words of one query the spelling stage looks up at most (each one the catalog's words do not hold is matched
-    against those of its length); the rest stay as they are. A typed request holds a few typos: a query of hundreds
-    of unknown words held a selector for tens of seconds, every tenant's selects waiting."""
+    """Words of one query the spelling stage searches for at most (a word neither the catalog's words nor English
+    hold is matched against the catalog's words of a near length); the rest stay as they are. A typed request
+    holds a few typos: a query of hundreds of unknown words held a selector for tens of seconds, every tenant's
+    selects waiting."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     sentence_vectors: bool = True

@@ -152,21 +152,21 @@ def _word(
     documents: Mask | None,
     lookups: list[int],
 ) -> str:
-    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy, while
-    the query has lookups left (``lookups[0]``: ``TOOLSEL_SPELLING_MAX_WORDS``, spent by each word not decided
-    before); past them, as it is."""
+    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy; a word
+    that needs a search past the query's lookups (``TOOLSEL_SPELLING_MAX_WORDS``) as it is, decided by a later
+    query."""
     word = match.group(0)
     if match.start() > 0 and not word.islower():  # a name
         return word
     with _kept_lock:
         found = kept.words.get(word)
     if found is None:
-        if lookups[0] <= 0:
-            return word
-        lookups[0] -= 1
         if kept.vocabulary is None:
             kept.vocabulary = by_length(index.words_of(documents))
-        found = fixed(word, index, *edits, documents, kept.vocabulary)
+        decided = fixed(word, index, *edits, documents, kept.vocabulary, lookups)
+        if decided is None:
+            return word
+        found = decided
         _keep(kept.words, word, found, WORDS_KEPT)
     return found
 
@@ -178,14 +178,22 @@ def fixed(
     two_edits: int,
     documents: Mask | None = None,
     words: dict[int, list[str]] | None = None,
-) -> str:
+    lookups: list[int] | None = None,
+) -> str | None:
     """A word that is not a name, repaired: the nearest word of ``documents`` when neither one of them nor English
-    holds it and one is near enough, else the word as it is (``words``: theirs by length, as ``nearest_word``)."""
+    holds it and one is near enough, else the word as it is (``words``: theirs by length, as ``nearest_word``).
+    A search spends one of ``lookups[0]`` (None: no bound); with none left, None: not decided."""
     tokens = tokenize([word])[0]
     if len(tokens) != 1 or index.holding(tokens, documents)[0] > 0 or tokens[0] in english():
         return word
     edits = edits_allowed(tokens[0], one_edit, two_edits)
-    near = nearest_word(tokens[0], index, edits, documents, words) if edits else None
+    if not edits:
+        return word
+    if lookups is not None:
+        if lookups[0] <= 0:
+            return None
+        lookups[0] -= 1
+    near = nearest_word(tokens[0], index, edits, documents, words)
     return word if near is None else near
 
 
