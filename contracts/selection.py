@@ -190,10 +190,12 @@ class SelectReply(Message):
     tokens: TokenEstimate
     latency_ms: float
     no_match: bool = False
-    """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``: nothing in the catalog fits."""
+    """True when no tool's confidence clears ``TOOLSEL_NO_MATCH_CONFIDENCE``, among those given and those the token
+    budget left out: nothing in the catalog fits."""
     advice: str = ""
     """With ``no_match``, what to do (seed 002): with candidates left, reject these and ask for more; with none,
-    create a custom tool (what to declare, the sync command). Empty when something fits."""
+    create a custom tool (what to declare, the sync command). When what fits was left out for the token budget
+    alone, to ask with a larger one. Empty when something given fits."""
     sub_queries: list[str] = Field(default_factory=list)
     """The atomic needs a compound query was split into, each retrieved for (empty: not split)."""
     over_budget: list[str] = Field(default_factory=list)

@@ -213,9 +213,9 @@ class Settings(BaseSettings):
     """A misspelt word this long or longer may be two edits from its repair."""
     spelling_max_words: int = Field(default=8, ge=0)
     """Words of one query the spelling stage searches for at most (a word neither the catalog's words nor English
-    hold is matched against the catalog's words of a near length); the rest stay as they are. A typed request
-    holds a few typos: a query of hundreds of unknown words held a selector for tens of seconds, every tenant's
-    selects waiting."""
+    hold is matched against the catalog's words of a near length): the query's first ones, whether or not an
+    earlier query searched them; the rest stay as they are. A typed request holds a few typos: a query of hundreds
+    of unknown words held a selector for tens of seconds, every tenant's selects waiting."""
     decompose_queries: bool = True
     """Split a compound request into its atomic needs and retrieve for each (seed 002)."""
     sentence_vectors: bool = True

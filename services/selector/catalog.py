@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from toolsel.contracts.registry import PinScope
 from toolsel.services.selector.policy import Rule
 from toolsel.services.selector.retrieval import LexicalIndex, lexical_text, tokenize
 from toolsel.services.selector.splice import Groups, Renumbering
@@ -43,6 +44,9 @@ class Catalog:
     query's cosine with every row then streams the matrix at memory speed (``stages.cosines``)."""
     has_vector: npt.NDArray[np.bool_]
     pinned: npt.NDArray[np.bool_]
+    pin_scoped: npt.NDArray[np.bool_]
+    """The pins their plugin scoped (``ToolSpec.pin_scope``): they join only the answers their scope holds for, and
+    are ranked like any tool in the others."""
     pin_weight: npt.NDArray[np.int64]
     quarantined: npt.NDArray[np.bool_]
     """The base standing (``standing``): on each tool's own tenant's evidence."""
@@ -185,6 +189,7 @@ def empty_catalog(settings: Settings) -> Catalog:
         vectors=np.zeros((0, settings.embedding_dim), dtype=np.float32, order="F"),
         has_vector=np.zeros(0, dtype=bool),
         pinned=np.zeros(0, dtype=bool),
+        pin_scoped=np.zeros(0, dtype=bool),
         pin_weight=np.zeros(0, dtype=np.int64),
         quarantined=np.zeros(0, dtype=bool),
         rating=np.zeros(0),
@@ -235,6 +240,9 @@ def with_changes(
         vectors=moved.column(cat.vectors, vectors, order="F"),
         has_vector=moved.column(cat.has_vector, [p.vector is not None for p in parsed]),
         pinned=moved.column(cat.pinned, [bool(r["is_always_pinned"]) for r in fresh]),
+        pin_scoped=moved.column(
+            cat.pin_scoped, [bool(r["is_always_pinned"]) and p.pin_scoped for r, p in zip(fresh, parsed, strict=True)]
+        ),
         pin_weight=moved.column(cat.pin_weight, np.array([r["pin_weight"] for r in fresh], dtype=np.int64)),
         quarantined=moved.column(cat.quarantined, quarantined),
         rating=moved.column(cat.rating, rating),
@@ -348,6 +356,8 @@ class _Parsed:
     """Its lexical text, for the BM25 index."""
     schema_tokens: int
     vector: npt.NDArray[np.float32] | None
+    pin_scoped: bool
+    """Whether it declares a pin scope."""
 
 
 def _parsed(row: Row, settings: Settings) -> _Parsed:
@@ -358,7 +368,13 @@ def _parsed(row: Row, settings: Settings) -> _Parsed:
         text=lexical_text(spec),
         schema_tokens=schema_tokens(spec, settings.tokens_per_char),
         vector=None if row["embedding"] is None else row["embedding"].to_numpy(),
+        pin_scoped=scoped(spec.get("pin_scope")),
     )
+
+
+def scoped(scope: object) -> bool:
+    """Whether a declaration's ``pin_scope`` limits where its pin joins: a scope that names nothing is none."""
+    return isinstance(scope, dict) and any(scope.get(key) not in (None, []) for key in PinScope.model_fields)
 
 
 def with_standing(cat: Catalog, base: Sequence[Row], evidence: Sequence[Row], settings: Settings) -> Catalog:

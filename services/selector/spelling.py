@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -33,6 +34,8 @@ from toolsel.services.selector.retrieval import LexicalIndex, tokenize
 from toolsel.services.selector.retrieval_cache import pool_digest
 from toolsel.services.selector.stages import Mask
 from toolsel.settings import Settings
+
+V = TypeVar("V")
 
 _WORD = re.compile(r"(?<![^\s(\[])[^\W\d_]+(?=[.,;:!?)\]]*(?:\s|$))")
 """A word of letters standing alone (between spaces, brackets or a sentence's punctuation): not a part of an
@@ -112,8 +115,20 @@ class _Kept:
     tools, and those tools' words by length (made at the first word to search for)."""
 
     queries: dict[str, str] = field(default_factory=dict)
-    words: dict[str, str] = field(default_factory=dict)
+    words: dict[str, "Decided"] = field(default_factory=dict)
     vocabulary: dict[int, list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What the stage made of one query word."""
+
+    word: str
+    """The word as the stage leaves it (repaired or as it was)."""
+    searched: bool
+    """Whether deciding it took a search of the catalog's words: such a word counts against a query's bound
+    (``TOOLSEL_SPELLING_MAX_WORDS``) whether it is searched now or was by an earlier query, so that how much of a
+    query is repaired depends on the query alone, not on what a selector was asked before."""
 
 
 _kept: "WeakKeyDictionary[LexicalIndex, dict[tuple[int, int, bytes], _Kept]]" = WeakKeyDictionary()
@@ -152,23 +167,26 @@ def _word(
     documents: Mask | None,
     lookups: list[int],
 ) -> str:
-    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy; a word
-    that needs a search past the query's lookups (``TOOLSEL_SPELLING_MAX_WORDS``) as it is, decided by a later
-    query."""
+    """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy; of the
+    words that take a search, those past the query's first ``TOOLSEL_SPELLING_MAX_WORDS`` as they are."""
     word = match.group(0)
     if match.start() > 0 and not word.islower():  # a name
         return word
     with _kept_lock:
-        found = kept.words.get(word)
-    if found is None:
+        decided = kept.words.get(word)
+    if decided is None:
         if kept.vocabulary is None:
             kept.vocabulary = by_length(index.words_of(documents))
-        decided = fixed(word, index, *edits, documents, kept.vocabulary, lookups)
+        decided = fixed(word, index, *edits, documents, kept.vocabulary, may_search=lookups[0] > 0)
         if decided is None:
             return word
-        found = decided
-        _keep(kept.words, word, found, WORDS_KEPT)
-    return found
+        _keep(kept.words, word, decided, WORDS_KEPT)
+    if not decided.searched:
+        return decided.word
+    if lookups[0] <= 0:
+        return word
+    lookups[0] -= 1
+    return decided.word
 
 
 def fixed(
@@ -178,26 +196,24 @@ def fixed(
     two_edits: int,
     documents: Mask | None = None,
     words: dict[int, list[str]] | None = None,
-    lookups: list[int] | None = None,
-) -> str | None:
-    """A word that is not a name, repaired: the nearest word of ``documents`` when neither one of them nor English
+    may_search: bool = True,
+) -> Decided | None:
+    """A word that is not a name, decided: the nearest word of ``documents`` when neither one of them nor English
     holds it and one is near enough, else the word as it is (``words``: theirs by length, as ``nearest_word``).
-    A search spends one of ``lookups[0]`` (None: no bound); with none left, None: not decided."""
+    None: it takes a search, and ``may_search`` is false."""
     tokens = tokenize([word])[0]
     if len(tokens) != 1 or index.holding(tokens, documents)[0] > 0 or tokens[0] in english():
-        return word
+        return Decided(word, searched=False)
     edits = edits_allowed(tokens[0], one_edit, two_edits)
     if not edits:
-        return word
-    if lookups is not None:
-        if lookups[0] <= 0:
-            return None
-        lookups[0] -= 1
+        return Decided(word, searched=False)
+    if not may_search:
+        return None
     near = nearest_word(tokens[0], index, edits, documents, words)
-    return word if near is None else near
+    return Decided(word if near is None else near, searched=True)
 
 
-def _keep(kept: dict[str, str], key: str, value: str, most: int) -> None:
+def _keep(kept: dict[str, V], key: str, value: V, most: int) -> None:
     """Keep ``value`` under ``key``, the oldest entry dropped first past ``most``."""
     with _kept_lock:
         if len(kept) >= most:

@@ -1,7 +1,8 @@
 """Stage 8, budget: the chosen tools within the request's ``token_budget``, counted as the reply's ``tokens``
 counts them. In the answer's order (pins first, then the ranking, then related tools), each tool that still fits
 is kept and each that would take the total past the budget is left out, so a large schema does not keep out the
-smaller ones after it; the reply names those left out."""
+smaller ones after it; the reply names those left out (and keeps what put them in the answer: related to which
+tool, whether it fits), so that a budget that left out what fits is not read as nothing fitting."""
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +18,7 @@ def run(held: Held, request: SelectRequest, choice: Choice) -> Choice:
         return choice
     keep = within(held.catalog.schema_tokens[choice.final], request.token_budget)
     kept = choice.kept(keep)
-    return Choice(kept.final, kept.explored, kept.related, kept.needs, choice.final[~keep])
+    return Choice(kept.final, kept.explored, choice.related, kept.pinned, kept.needs, choice.final[~keep])
 
 
 def within(tokens: npt.NDArray[np.int64], budget: int) -> stages.Mask:

@@ -33,7 +33,7 @@ class Candidates:
     per_query: list[Retrieved]
     """Each part's retrieval, over ``rows``."""
     in_pool: stages.Mask
-    """Which of ``rows`` retrieval could return (the pins are not in the pool when reranking)."""
+    """Which of ``rows`` retrieval could return (the unscoped pins are not in the pool when reranking)."""
     rank: stages.Scores
     """Each row's best retrieval rank over the parts (1: first; infinity: not ranked)."""
     lead: stages.Scores
@@ -67,12 +67,13 @@ class Candidates:
 
 def variant(request: SelectRequest, visible: Visible) -> Hashable:
     """What the stage reads beyond the retrieval it is given (which the hot-query cache keys by the query, its
-    scope and its pool) and the selector's settings (fixed for its life): requests of one query alike in these have
-    the very same candidates."""
+    scope and the rows it scored) and the selector's settings (fixed for its life): requests of one query alike in
+    these have the very same candidates."""
     return (
         request.rerank,
         request.tier,
         request.page,
+        pool_digest(visible.pool),
         pool_digest(visible.seen),
         visible.pinned.tobytes(),
     )
@@ -110,14 +111,15 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     key = context_key(s.context_key_template, request.tier, request.page, label)
     rows = _rows_read(held, request, rankings, visible.pinned, reach)
     vector = best(q.signals[VECTOR.name] for q in per_query)
+    against = visible.scored  # a pin's rank and lead as if it were ranked: its confidence is its fit's
     return Candidates(
         rows=rows,
         rankings=[stages.locate(rows, r) for r in rankings],
         merged=stages.locate(rows, merged),
         per_query=[Retrieved(q.relevance[rows], _at(q.signals, rows), q.bm25_match[rows]) for q in per_query],
         in_pool=pool[rows],
-        rank=confidence.best_rank([q.relevance for q in per_query], ranked, pool, rows),
-        lead=confidence.lead(vector, pool, rows),
+        rank=confidence.best_rank([q.relevance for q in per_query], ranked, against, rows),
+        lead=confidence.lead(vector, against, rows),
         relevance_top=max(
             (float(q.relevance[r[0]]) for q, r in zip(per_query, rankings, strict=True) if r.size), default=0.0
         ),

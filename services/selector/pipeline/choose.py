@@ -23,6 +23,8 @@ class Choice:
     """Those of them that were exploration picks."""
     related: dict[int, int]
     """Rows added as the top tool's related tools -> the top tool's row."""
+    pinned: stages.Rows
+    """Those of them shown as pins (an unscoped pin, or a scoped one whose scope holds)."""
     needs: list[int | None]
     """Each final row's part of a compound query (an index into the parts), None where only the whole query
     retrieved it."""
@@ -36,6 +38,7 @@ class Choice:
             final,
             self.explored[stages.member(self.explored, final)],
             {row: top for row, top in self.related.items() if row in final},
+            self.pinned[stages.member(self.pinned, final)],
             [need for need, kept in zip(self.needs, keep.tolist(), strict=True) if kept],
             self.over_budget,
         )
@@ -45,6 +48,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates,
     """``k``: how many tools before pins (the ``count`` stage)."""
     rows = found.rows
     related: dict[int, int] = {}
+    shown = rows[:0]
     if not request.rerank:
         final, explored = rows[found.merged[:k]], rows[:0]
     else:
@@ -53,10 +57,11 @@ def run(held: Held, request: SelectRequest, visible: Visible, found: Candidates,
         final = stages.inject_pins(chosen, shown, held.catalog.pin_weight, SELECTED_MAX - chosen.size)
         if chosen.size:
             final, related = _with_related(held, final, int(chosen[0]), visible.allowed, k)
-    choice = Choice(final, explored, related, retrieval.needs(found.at(final), found.rankings[1:]))
+    pinned = final[stages.member(final, shown)]
+    choice = Choice(final, explored, related, pinned, retrieval.needs(found.at(final), found.rankings[1:]))
     if request.filters.min_score is not None:  # a bound on every tool returned: pins and related tools too
         choice = choice.kept(scored.confidence[found.at(choice.final)] >= request.filters.min_score)
-    if request.rerank and request.max_tools is not None:  # pins first, then the ranking, then related tools
+    if request.max_tools is not None:  # pins first, then the ranking, then related tools
         return choice.kept(np.arange(choice.final.size) < request.max_tools)
     return choice
 

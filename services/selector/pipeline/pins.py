@@ -1,7 +1,7 @@
 """Which pins an answer shows: a pin its plugin scoped (``ToolSpec.pin_scope``) joins only the requests its scope
 holds for (a page pattern, the category of the tool nearest the query or one of the page's, its similarity to the
-query reaching a floor); an unscoped pin joins every answer (seed 000), as does one that only an organisation's pin
-rule pinned."""
+query reaching a floor), and is ranked like any tool in the others, so a query that asks for it still finds it; an
+unscoped pin joins every answer (seed 000), as does one that only an organisation's pin rule pinned."""
 
 from collections.abc import Mapping
 
@@ -19,9 +19,9 @@ from toolsel.services.selector.signals.vector import VECTOR
 def shown(held: Held, request: SelectRequest, pinned: stages.Rows, found: Candidates, scored: Scored) -> stages.Rows:
     """The pins among ``pinned`` whose scope holds for this request."""
     cat = held.catalog
-    scopes = [cat.spec(row).get("pin_scope") if cat.pinned[row] else None for row in pinned.tolist()]
-    if not any(scopes):
+    if not cat.pin_scoped[pinned].any():
         return pinned
+    scopes = [cat.spec(row).get("pin_scope") if cat.pin_scoped[row] else None for row in pinned.tolist()]
     mapped = stages.page_categories(cat.page_mappings, request.page, cat.category_parents)
     categories = {category for _, category in mapped}
     if found.nearest_category:

@@ -14,7 +14,6 @@ from toolsel.services.selector.pipeline.candidates import Candidates
 from toolsel.services.selector.pipeline.choose import Choice
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.pipeline.rerank import Scored
-from toolsel.services.selector.pipeline.visibility import Visible
 from toolsel.services.selector.retrieval import query_tokens
 from toolsel.services.selector.signals.vector import VECTOR
 
@@ -42,9 +41,7 @@ class Evidence:
     related_to: str | None = None
 
 
-def run(
-    held: Held, request: SelectRequest, visible: Visible, found: Candidates, scored: Scored, choice: Choice
-) -> list[str]:
+def run(held: Held, request: SelectRequest, found: Candidates, scored: Scored, choice: Choice) -> list[str]:
     """The reason of each final row, in order."""
     s, cat = held.settings, held.catalog
     at = found.at(choice.final)
@@ -53,7 +50,7 @@ def run(
     fitness = scored.breakdown["fitness"][at] if "fitness" in scored.breakdown else np.ones(at.size)
     similarity = scored.breakdown[VECTOR.field][at]
     query_words = list(dict.fromkeys(query_tokens(request.query)))
-    explored, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
+    explored, pins = set(choice.explored.tolist()), set(choice.pinned.tolist())
     return [
         sentence(
             Evidence(

@@ -5,6 +5,8 @@ import time
 from typing import Any
 from uuid import uuid4
 
+import numpy as np
+
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.services.selector import stages
 from toolsel.services.selector.catalog import Catalog
@@ -34,9 +36,9 @@ def run(
     query was not split); ``started``: when handling began (``time.perf_counter``), which the reply's
     ``latency_ms`` counts from."""
     cat, final = held.catalog, choice.final
-    exploring, pins = set(choice.explored.tolist()), set(visible.pinned.tolist())
+    exploring, pins = set(choice.explored.tolist()), set(choice.pinned.tolist())
     tools = [
-        _scored(cat, r, shown, r in pins, r in exploring, why, visible.seen, choice.related.get(r))
+        _scored(cat, r, shown, r in pins, r in exploring, why, visible.usable, choice.related.get(r))
         for r, shown, why in zip(final.tolist(), scored.shown(found.at(final)), reasons, strict=True)
     ]
     counts = {**visible.counts, "retrieved": int(found.merged.size), "returned": int(final.size)}
@@ -46,7 +48,9 @@ def run(
         for t in tools
         if t["category"] and (hint := cat.workflow_hints.get((t["plugin_id"], t["category"])))
     }
-    no_match = not any(t["confidence"] >= held.settings.no_match_confidence for t in tools if t["related_to"] is None)
+    given = any(t["confidence"] >= held.settings.no_match_confidence for t in tools if t["related_to"] is None)
+    fits_over_budget = not given and _fits(held, found, scored, choice.over_budget, choice.related)
+    no_match = not given and not fits_over_budget
     if len(parts) > 1:
         method += f"+decomposed({len(parts)})"
     latency = (time.perf_counter() - started) * 1000
@@ -69,7 +73,7 @@ def run(
             "no_match": no_match,
             "sub_queries": parts if len(parts) > 1 else [],
             "over_budget": [cat.keys[r] for r in choice.over_budget.tolist()],
-            "advice": advice(no_match, int((~stages.member(found.rows[found.merged], final)).sum())),
+            "advice": advice(no_match, int((~stages.member(found.rows[found.merged], final)).sum()), fits_over_budget),
         }
     )
     offered_for = [None if i is None else parts[i] for i in choice.needs]
@@ -108,6 +112,13 @@ def run(
     return reply, event
 
 
+def _fits(held: Held, found: Candidates, scored: Scored, rows: stages.Rows, related: dict[int, int]) -> bool:
+    """Whether any of ``rows`` (a tool given only as another's related tool aside) clears the no-match
+    confidence: a fit the token budget left out is still one the catalog holds."""
+    ranked = np.array([r for r in rows.tolist() if r not in related], dtype=np.int64)
+    return bool((scored.confidence[found.at(ranked)] >= held.settings.no_match_confidence).any())
+
+
 def _ref(cat: Catalog, row: int) -> dict[str, str]:
     """A tool's reference as the reply carries it (``ToolRef``'s fields)."""
     return {"plugin_id": cat.plugin_ids[row], "name": cat.names[row]}
@@ -120,11 +131,12 @@ def _scored(
     pinned: bool,
     exploration: bool,
     reason: str,
-    seen: stages.Mask,
+    usable: stages.Mask,
     related_to: int | None = None,
 ) -> dict[str, Any]:
     """Catalog row ``row`` with its scores (``Scored.shown``), as ``ScoredTool``'s fields; of the tools its plugin
-    declares related, only those the request may see (``seen``): another tenant's private tool is never named."""
+    declares related, only those the request may be given (``usable``): another tenant's private tool is never
+    named, nor a tool quarantined for this tenant or excluded by the request."""
     spec = cat.spec(row)
     score, sure, breakdown = shown
     parameters = spec.get("parameters")
@@ -140,7 +152,7 @@ def _scored(
         "pinned": pinned,
         "exploration": exploration,
         "usage_hint": str(spec.get("usage_hint") or "") or None,
-        "related_tools": [_ref(cat, r) for r in cat.related(row) if seen[r]],
+        "related_tools": [_ref(cat, r) for r in cat.related(row) if usable[r]],
         "related_to": None if related_to is None else _ref(cat, related_to),
         "breakdown": breakdown,
         "reason": reason,

@@ -99,10 +99,10 @@ def select(
     visible = timed("visibility", visibility.run, held, request)
     text = timed("spelling", repaired, held.catalog, request, held.settings)
     parts, queries = retrieve.queries_of(held.settings, text)
-    key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.pool))
+    key: Hashable = (tuple(queries), request.retrieval, held.scope, pool_digest(visible.scored))
     kept = hot.get(key, sources)
     if kept is None:
-        found = timed("retrieve", retrieve.run, held, queries, visible.pool, request.retrieval)
+        found = timed("retrieve", retrieve.run, held, queries, visible.scored, request.retrieval)
         kept = Hot(timed("fuse", fuse.run, held, found))
         if not kept.fused.degraded:  # a degraded retrieval is not kept
             freeze(*kept.fused.arrays())
@@ -118,7 +118,7 @@ def select(
     k = timed("count", count.run, held, request, found_rows, scored)
     chosen = timed("choose", choose.run, held, request, visible, found_rows, scored, k)
     choice = timed("budget", budget.run, held, request, chosen)
-    reasons = timed("reason", reason.run, held, request, visible, found_rows, scored, choice)
+    reasons = timed("reason", reason.run, held, request, found_rows, scored, choice)
     degraded = [*stale, *visible.degraded, *fused.degraded, *scored.degraded]
     answer, event = timed(
         "reply",

@@ -13,10 +13,17 @@ from toolsel.services.selector.policy import Subject, pinned_mask, visible_mask
 @dataclass(frozen=True)
 class Visible:
     pool: stages.Mask
-    """What retrieval may return: visible, within the filters and the page (the pins left out when reranking: they
-    join the reply on their own)."""
+    """What retrieval may return: visible, within the filters and the page (the unscoped pins left out when
+    reranking: they join the reply on their own; a scoped pin is ranked like any tool where its scope does not
+    hold)."""
+    scored: stages.Mask
+    """What retrieval scores: the pool and, when reranking, the pins the request may be shown, so that a pin's
+    relevance and confidence say how well it fits, on the scale of the ranked tools'."""
     allowed: stages.Mask
     """What related tools may add: visible, not excluded, within the request's filters (the page aside)."""
+    usable: stages.Mask
+    """What the request may be given whatever its filters: visible, not quarantined for it, not excluded (what a
+    reply may name as a tool's related tools)."""
     pinned: stages.Rows
     """The pins the request may see (they survive the page and request filters): its plugins' pins and its
     organisation's pin rules', less what its unpin rules unpinned."""
@@ -49,6 +56,7 @@ def run(held: Held, request: SelectRequest) -> Visible:
     for ref in request.filters.exclude:
         if (row := cat.rows.get(ref.key)) is not None:
             mask[row] = False
+    usable = mask.copy()
     pinned = np.flatnonzero(mask & pins)
     mask = _apply_filters(held, mask, request)
     allowed = mask
@@ -60,8 +68,12 @@ def run(held: Held, request: SelectRequest) -> Visible:
         if not applied:
             degraded.append("page_filter.empty")
     counts["page"] = int(mask.sum())
-    pool = mask & ~pins if request.rerank else mask
-    return Visible(pool, allowed, pinned, seen, counts, visible_tokens, degraded)
+    pool, scored = mask, mask
+    if request.rerank:
+        pool = mask & ~(pins & ~cat.pin_scoped)
+        scored = mask.copy()
+        scored[pinned] = True
+    return Visible(pool, scored, allowed, usable, pinned, seen, counts, visible_tokens, degraded)
 
 
 def _theirs(keep: stages.Mask, seen: stages.Mask) -> bool:

@@ -9,7 +9,7 @@ import numpy.typing as npt
 from pgvector import Vector
 
 from toolsel.contracts import SelectRequest
-from toolsel.services.selector.catalog import Catalog, ReviewIndex, declared
+from toolsel.services.selector.catalog import Catalog, ReviewIndex, declared, scoped
 from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.retrieval import LexicalIndex, lexical_text
 from toolsel.services.selector.signals.base import QueryContext, RerankContext, ReviewLookup
@@ -65,6 +65,7 @@ def catalog(
         vectors=vectors,
         has_vector=np.ones(n, dtype=bool),
         pinned=np.array([t.pinned for t in tools], dtype=bool),
+        pin_scoped=np.array([t.pinned and scoped(t.pin_scope) for t in tools], dtype=bool),
         pin_weight=np.array([t.pin_weight for t in tools], dtype=np.int64),
         quarantined=np.array([t.quarantined for t in tools], dtype=bool),
         rating=np.ones(n),

@@ -115,3 +115,29 @@ def test_the_selector_groups_the_rules_again_when_they_are_replaced() -> None:
     sel.rules = [own("pin", "p/book_hotel", tenant="other")]
     assert "book_hotel" not in names(sel, query="weather in Oslo", k=1, tenant_id="acme")
     assert "book_hotel" in names(sel, query="weather in Oslo", k=1, tenant_id="other")
+
+
+def test_a_pin_that_fits_the_query_is_as_confident_as_if_it_were_ranked() -> None:
+    """A pin was left out of the ranking, so its confidence read 0: a pinned exact match said ``no_match`` and
+    advised creating a tool, and any ``min_score`` dropped it."""
+    pinned = [T("get_weather", "weather forecast for a city", 2, pinned=True, pin_weight=1), *TOOLS[:2], *TOOLS[3:]]
+    reply, _ = selector(pinned).select(SelectRequest(query="weather in Oslo", k=2))
+    weather = next(t for t in reply.tools if t.name == "get_weather")
+    ranked, _ = selector().select(SelectRequest(query="weather in Oslo", k=2))
+    assert weather.pinned
+    assert weather.confidence == next(t.confidence for t in ranked.tools if t.name == "get_weather") > 0.5
+    assert not reply.no_match
+    floor = names(selector(pinned), query="weather in Oslo", k=2, filters={"min_score": 0.3})
+    assert floor == ["get_weather"]
+
+
+def test_a_scoped_pin_is_ranked_like_any_tool_outside_its_scope() -> None:
+    """Outside its scope a scoped pin joins no answer as a pin, yet a query that asks for it finds it."""
+    desk = T("travel_desk", "travel help desk", 7, pinned=True, pin_scope={"pages": ["/travel*"]})
+    sel = selector([*TOOLS, desk])
+    home, _ = sel.select(SelectRequest(query="travel help desk", k=2, page="/home"))
+    travel, _ = sel.select(SelectRequest(query="weather in Oslo", k=1, page="/travel/booking"))
+    assert [(t.name, t.pinned) for t in home.tools][:2] == [("search_tools", True), ("travel_desk", False)]
+    assert not home.tools[1].reason.startswith("Pinned")
+    assert ("travel_desk", True) in [(t.name, t.pinned) for t in travel.tools]
+    assert "travel_desk" not in names(sel, query="weather in Oslo", k=1, page="/home")

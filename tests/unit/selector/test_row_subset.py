@@ -53,6 +53,7 @@ def _catalog(rng: np.random.Generator, n: int) -> Catalog:
         vectors=vectors,
         has_vector=has_vector,
         pinned=rng.random(n) < 0.05,
+        pin_scoped=np.zeros(n, dtype=bool),
         pin_weight=rng.integers(0, 3, size=n),
         quarantined=rng.random(n) < 0.03,
         rating=rng.uniform(0.5, 1.0, size=n),

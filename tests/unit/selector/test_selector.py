@@ -423,6 +423,24 @@ def test_min_score_bounds_every_tool_returned_pins_and_related_tools_included() 
     assert unbounded == ["search_tools", "send_email"]
 
 
+def test_max_tools_caps_the_reply_without_reranking_too() -> None:
+    assert len(names(selector(), query="send an email", k=5, max_tools=2, rerank=False)) == 2
+
+
+def test_related_tools_name_only_what_the_request_may_be_given() -> None:
+    """An agent following ``related_tools`` must not be led to a tool quarantined for it or one its session
+    rejected."""
+    tools = [
+        T("send_email", "send an email message", 0, related=["read_inbox", "purge_inbox", "mail_merge"]),
+        T("read_inbox", "read the email inbox messages", 1),
+        T("purge_inbox", "purge the inbox", 2, quarantined=True),
+        T("mail_merge", "merge a mail template", 3),
+    ]
+    excluded = {"exclude": [{"plugin_id": "p", "name": "read_inbox"}]}
+    reply, _ = selector(tools).select(SelectRequest(query="send an email", k=1, filters=excluded))
+    assert [r.name for r in reply.tools[0].related_tools] == ["mail_merge"]
+
+
 def test_seeded_requests_are_reproducible() -> None:
     sel = selector(exploration_slots=1, thompson_sampling=True)
     first = names(sel, query="email", k=3, seed=42)

@@ -133,9 +133,9 @@ def test_a_word_is_decided_once_per_catalog_copy(settings: Settings, monkeypatch
     decided: list[str] = []
     decide = spelling.fixed
 
-    def counted(word: str, *args: object) -> str | None:
+    def counted(word: str, *args: object, **kwargs: bool) -> spelling.Decided | None:
         decided.append(word)
-        return decide(word, *args)  # type: ignore[arg-type]
+        return decide(word, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(spelling, "fixed", counted)
     index = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
@@ -162,6 +162,18 @@ def test_a_query_looks_up_at_most_its_share_of_unknown_words(index: LexicalIndex
     assert repair("tomorow forcast", fresh, settings) == "tomorrow forecast"  # "forcast" decided before: no lookup
     untouched = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
     assert repair("wheather", untouched, Settings(spelling_max_words=0)) == "wheather"
+
+
+def test_the_bound_takes_a_querys_first_unknown_words_whatever_was_asked_before() -> None:
+    """Two copies of a selector asked one query read it alike: a word an earlier query searched counts against the
+    bound where it stands, so what is repaired depends on the query alone (a copy asked "forcast" first repaired a
+    ninth misspelt word the other left)."""
+    settings = Settings(spelling_max_words=2)
+    query = "wheather forcast for tomorow"
+    first = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    second = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    assert repair("tomorow", second, settings) == "tomorrow"  # only the second copy was asked this before
+    assert repair(query, first, settings) == repair(query, second, settings) == "weather forecast for tomorow"
 
 
 def test_a_tenants_query_is_searched_among_the_words_of_its_tools_alone(index: LexicalIndex) -> None:
