@@ -131,8 +131,9 @@ def repeated(sync: PluginSync, last: registry.AppliedSync | None, now: datetime,
 
 async def apply_sync(
     pool: asyncpg.Pool, sync: PluginSync, *, flagged_selectable: bool, clock_skew: timedelta
-) -> SyncReport:
-    """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin.
+) -> tuple[SyncReport, bool]:
+    """Write the declaration (tools, categories, page mappings) in one transaction, serialised per plugin, and
+    say whether its categories or page mappings changed (a selector must hear of that as of a tool's change).
     The sync manages the plugin's tools of its own tenant only; while other tenants' tools of the plugin stay
     live, the categories and page mappings it lacks are added and those it has are kept as they are: one tenant's
     sync never rewrites the workflow hints another's answers carry. Embedding is a separate pass."""
@@ -141,7 +142,7 @@ async def apply_sync(
         await registry.lock_plugin(conn, sync.plugin_id)
         last = await registry.last_sync(conn, sync.plugin_id, sync.tenant_id)
         if repeated(sync, last, datetime.now(UTC), clock_skew):
-            return SyncReport(event_id=sync.event_id, plugin_id=sync.plugin_id, unchanged=len(sync.tools))
+            return SyncReport(event_id=sync.event_id, plugin_id=sync.plugin_id, unchanged=len(sync.tools)), False
         applied = registry.AppliedSync(sync.event_id, sync.occurred_at)
         await registry.record_sync(conn, sync.plugin_id, sync.tenant_id, applied)
         owned, others = split_by_tenant(await stored_tools(conn, sync.plugin_id), sync.tenant_id)
@@ -152,11 +153,13 @@ async def apply_sync(
         )
         flagged = await write_plan(conn, origin, plan, owned, flagged_selectable)
         sole_owner = not others
+        described = await registry.described(conn, sync.plugin_id)
         await registry.replace_categories(conn, sync.plugin_id, sync.categories, sole_owner=sole_owner)
         await registry.replace_page_mappings(conn, sync.plugin_id, sync.page_mappings, sole_owner=sole_owner)
         if not sole_owner:
             refuse_overgrown(sync.plugin_id, *await registry.held_by_plugin(conn, sync.plugin_id))
-    return SyncReport(
+        redescribed = await registry.described(conn, sync.plugin_id) != described
+    report = SyncReport(
         event_id=sync.event_id,
         plugin_id=sync.plugin_id,
         inserted=len(plan.insert),
@@ -166,6 +169,7 @@ async def apply_sync(
         flagged=flagged,
         write_ms=(time.perf_counter() - started) * 1000,
     )
+    return report, redescribed
 
 
 async def run_sync(
@@ -189,7 +193,7 @@ async def run_sync(
         log.warning("refused sync %s of plugin %s: %s", sync.event_id, sync.plugin_id, refused.detail.message)
         raise
     started = time.perf_counter()
-    report = await apply_sync(
+    report, redescribed = await apply_sync(
         state.pool,
         sync,
         flagged_selectable=settings.flagged_tools_selectable,
@@ -200,7 +204,7 @@ async def run_sync(
     version = await catalog.catalog_version(state.pool)
     report = report.model_copy(update={"embedded": embedded, "duration_ms": took_ms, "catalog_version": version})
     state.syncs += 1
-    if report.inserted or report.updated or report.deleted or embedded:
+    if report.inserted or report.updated or report.deleted or embedded or redescribed:
         await state.changed(sync.plugin_id, "sync")
     log.info("sync %s: %s", sync.plugin_id, report.model_dump(exclude={"schema_version"}))
     return report

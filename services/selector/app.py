@@ -54,6 +54,7 @@ from toolsel.services.selector.catalog import (
 )
 from toolsel.services.selector.fit import fit, offered
 from toolsel.services.selector.selector import Selector
+from toolsel.services.selector.usage import UsageMemory
 from toolsel.settings import Settings
 from toolsel.store import catalog as store
 from toolsel.tenancy import sender, tenant_for
@@ -385,10 +386,18 @@ async def _load_usage(state: SelectorState) -> None:
 
 async def _recheck_usage(state: SelectorState) -> None:
     """The safety net: besides what a missed broadcast announced, what a slower transaction committed below
-    the watermark (anything updated within two periods)."""
-    usage, settings = state.selector.usage, state.selector.settings
-    usage.merge(await store.usage_vectors_since(state.store, usage.version, 2 * settings.tool_list_cache_ttl_s))
-    await _index_words(state)
+    the watermark (anything updated within two periods). Merging only adds, so when the counts then disagree
+    (``toolsel demo --reset`` or a rebuild deleted what was learnt) the memory is read again whole: a running
+    selector kept ranking with deleted learnt vectors for good."""
+    usage, pool, settings = state.selector.usage, state.store, state.selector.settings
+    usage.merge(await store.usage_vectors_since(pool, usage.version, 2 * settings.tool_list_cache_ttl_s))
+    if len(usage) == await store.usage_vector_count(pool):
+        await _index_words(state)
+        return
+    fresh = UsageMemory()
+    fresh.merge(await store.usage_vectors_since(pool, 0))
+    await asyncio.to_thread(fresh.index_words, settings.bm25_k1, settings.bm25_b)
+    state.selector.usage = fresh
 
 
 async def _index_words(state: SelectorState) -> None:

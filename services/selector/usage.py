@@ -176,6 +176,10 @@ class UsageMemory:
     _tokens: dict[tuple[str, str], tuple[int, list[str]]] = field(default_factory=dict)
     """Per (scope, tool key), the version of its words last tokenised and their tokens, one document."""
 
+    def __len__(self) -> int:
+        """How many learnt entries it holds, over every scope (what the store counts as its usage vectors)."""
+        return sum(len(learnt) for learnt in self.scopes.values())
+
     def merge(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Take in rows of ``toolsel.store.catalog.usage_vectors_since``; an older or repeated version of a
         tool's vectors changes nothing. Returns how many entries changed."""

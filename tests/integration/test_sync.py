@@ -4,6 +4,7 @@ import asyncio
 import base64
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from uuid import UUID, uuid4
 
@@ -372,3 +373,26 @@ async def test_an_indexer_embeds_at_start_what_an_earlier_one_left_pending(
     finally:
         second.terminate()
         await asyncio.to_thread(second.wait, 30)
+
+
+async def test_a_sync_that_changes_only_a_workflow_hint_reaches_the_selectors_at_once(
+    client: ToolselClient,
+) -> None:
+    """Only a tool's change told the selectors: a sync that changed a category's workflow hint or a page mapping
+    alone was served as it was until the periodic check, a minute later."""
+    plugin, tenant = unique("hinted"), unique("tenant")
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("send_email")]))
+
+    async def hint() -> str:
+        reply = await client.select(query="send an email", tenant_id=tenant, k=1, dry_run=True)
+        return reply.workflow_hints.get(f"{plugin}/general", "")
+
+    assert await hint() == "Pick one tool, then report the outcome."
+    rehinted = [CategorySpec(name="general", workflow_hint="Draft first, then send.")]
+    report = await client.sync(plugin_sync(plugin, tenant, [tool("send_email")], categories=rehinted))
+    assert (report.inserted, report.updated, report.unchanged) == (0, 0, 1)
+    assert await eventually(lambda: _is(hint, "Draft first, then send."), timeout_s=10.0)
+
+
+async def _is(probe: Callable[[], Awaitable[str]], wanted: str) -> bool:
+    return await probe() == wanted

@@ -41,6 +41,7 @@ from toolsel.contracts import (
 )
 from toolsel.contracts.admin import ToolWriteReport
 from toolsel.contracts.common import too_deep
+from toolsel.embedded import redacted
 from toolsel.render import clipped, console, new_table
 from toolsel.settings import Settings
 from toolsel.store import create_pool
@@ -265,14 +266,15 @@ def switch_embedding_model(current: Settings | None = None) -> None:
     current = current or settings()
     if current.database_url:
         if current.nats_url and (answering := run(answering_services)):
-            fail(f"{', '.join(answering)} still running on {current.nats_url}: stop every service first", USAGE)
+            where = redacted(current.nats_url)
+            fail(f"{', '.join(answering)} still running on {where}: stop every service first", USAGE)
         again = answering_services if current.nats_url else None
         try:
             switched, embedded = run(lambda: _switch(str(current.database_url), current, again))
         except ServicesStarted as started:
             fail(
-                f"{', '.join(started.services)} started on {current.nats_url} while the learnt queries were embedded:"
-                " nothing was switched; stop every service and run the switch again",
+                f"{', '.join(started.services)} started on {redacted(current.nats_url or '')} while the learnt queries"
+                " were embedded: nothing was switched; stop every service and run the switch again",
                 USAGE,
             )
     else:

@@ -67,6 +67,8 @@ FROM tool_usage_vectors u JOIN tools t ON t.id = u.tool_id
 WHERE u.version > $1 OR u.updated_at > now() - make_interval(secs => $2)
 ORDER BY u.version
 """
+USAGE_VECTOR_COUNT = "SELECT count(*) FROM tool_usage_vectors u JOIN tools t ON t.id = u.tool_id"
+"""How many usage vectors ``USAGE_VECTORS_SINCE`` reads from version 0."""
 ACTIVE_RULES = """
 SELECT tenant_id, rule_type, effect, target_kind, target, conditions, priority, origin
 FROM tool_visibility_rules WHERE active ORDER BY priority DESC, id
@@ -162,6 +164,12 @@ async def usage_vectors_since(pool: asyncpg.Pool, version: int, lookback_s: floa
     later one committed first would otherwise hide below the watermark."""
     rows: list[asyncpg.Record] = await pool.fetch(USAGE_VECTORS_SINCE, version, lookback_s)
     return rows
+
+
+async def usage_vector_count(pool: asyncpg.Pool) -> int:
+    """How many usage vectors ``usage_vectors_since(pool, 0)`` would read."""
+    count: int = await pool.fetchval(USAGE_VECTOR_COUNT)
+    return count
 
 
 async def active_rules(pool: asyncpg.Pool) -> list[asyncpg.Record]:

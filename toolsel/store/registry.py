@@ -544,6 +544,14 @@ async def replace_categories(
         await conn.execute(DELETE_UNDECLARED_CATEGORIES, plugin_id, [c.name for c in categories])
 
 
+async def described(conn: Conn, plugin_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The plugin's categories and page mappings as rows, in a stable order: what a sync compares before and after
+    it writes them, to tell the selectors when they changed."""
+    return [tuple(r) for r in await conn.fetch(CATEGORIES, plugin_id)], [
+        tuple(r) for r in await conn.fetch(PAGE_MAPPINGS, plugin_id, None)
+    ]
+
+
 async def held_by_plugin(conn: Conn, plugin_id: str) -> tuple[int, int]:
     """How many categories and page mappings the plugin holds."""
     row = await conn.fetchrow(HELD_BY_PLUGIN, plugin_id)

@@ -113,11 +113,16 @@ class FakeStore:
         return self.rows.get(sql, [])
 
     async def fetchval(self, sql: str) -> int:
-        assert sql in (store.CATALOG_VERSION, store.POSTERIOR_COUNT)
+        counted = {
+            store.CATALOG_VERSION: store.LIVE_TOOLS,
+            store.POSTERIOR_COUNT: store.POSTERIORS,
+            store.USAGE_VECTOR_COUNT: store.USAGE_VECTORS_SINCE,  # the fake's usage rows stand for the whole table
+        }
+        assert sql in counted
         if self.down:
             raise ConnectionError("the store is down")
         self.reads.append(sql)
-        return len(self.rows.get(store.LIVE_TOOLS if sql == store.CATALOG_VERSION else store.POSTERIORS, []))
+        return len(self.rows.get(counted[sql], []))
 
     async def fetchrow(self, sql: str) -> tuple[int, int, int]:
         assert sql == store.REVIEW_INDEX_VERSION
@@ -428,6 +433,38 @@ async def test_a_usage_broadcast_brings_the_words_a_tool_was_asked_for_with_in_i
 
     assert await relevance("acme") > 0
     assert await relevance("other") == 0.0
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(
+            nats_url="nats://in-memory:4222",
+            thompson_sampling=False,
+            tool_list_cache_ttl_s=0.05,
+            context_key_template="{tier}:{page}:general",
+        )
+    ],
+)
+async def test_the_periodic_check_forgets_learnt_vectors_the_store_deleted(
+    broker: NatsBroker, fake_store: FakeStore
+) -> None:
+    """``toolsel demo --reset`` and a rebuild delete learnt vectors and announce nothing: a running selector kept
+    ranking with them for good, since merging only adds."""
+    fake_store.rows[store.LIVE_TOOLS] = [
+        tool_row("send_email", "send an email", 0),
+        tool_row("get_weather", "weather forecast for a city", 1),
+    ]
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    fake_store.rows[store.USAGE_VECTORS_SINCE] = [usage_row("send_email", 1, version=3)]
+    await broker.publish(UsageUpdated(version=3, tools=1), subjects.USAGE_UPDATED)
+    assert await similarity(broker, "acme") > 0.5
+    fake_store.rows[store.USAGE_VECTORS_SINCE] = []  # deleted in the store
+    for _ in range(100):
+        if await similarity(broker, "acme") == 0.0:
+            break
+        await asyncio.sleep(0.01)
+    assert await similarity(broker, "acme") == 0.0  # the declared vector alone again
 
 
 async def similarity(broker: NatsBroker, tenant: str) -> float:
