@@ -338,6 +338,15 @@ async def test_posterior_broadcasts_are_learnt(broker: NatsBroker) -> None:
     assert (theirs.alpha, theirs.beta, theirs.recency) == (1.0, 1.0, 0.0)
 
 
+CHECKED_OFTEN = Settings(
+    nats_url="nats://in-memory:4222",
+    thompson_sampling=False,
+    tool_list_cache_ttl_s=0.05,
+    context_key_template="{tier}:{page}:general",
+)
+"""A selector whose periodic checks run every 50 ms."""
+
+
 def posterior_row(alpha: float, tenant: str = "acme") -> dict[str, Any]:
     """A row of ``store.POSTERIORS`` for send_email in the tests' context."""
     return {
@@ -350,17 +359,7 @@ def posterior_row(alpha: float, tenant: str = "acme") -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [
-        Settings(
-            nats_url="nats://in-memory:4222",
-            thompson_sampling=False,
-            tool_list_cache_ttl_s=0.05,
-            context_key_template="{tier}:{page}:general",
-        )
-    ],
-)
+@pytest.mark.parametrize("settings", [CHECKED_OFTEN])
 async def test_the_periodic_check_merges_the_recent_posteriors_and_reads_them_all_only_when_counts_disagree(
     broker: NatsBroker, fake_store: FakeStore
 ) -> None:
@@ -435,17 +434,7 @@ async def test_a_usage_broadcast_brings_the_words_a_tool_was_asked_for_with_in_i
     assert await relevance("other") == 0.0
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [
-        Settings(
-            nats_url="nats://in-memory:4222",
-            thompson_sampling=False,
-            tool_list_cache_ttl_s=0.05,
-            context_key_template="{tier}:{page}:general",
-        )
-    ],
-)
+@pytest.mark.parametrize("settings", [CHECKED_OFTEN])
 async def test_the_periodic_check_forgets_learnt_vectors_the_store_deleted(
     broker: NatsBroker, fake_store: FakeStore
 ) -> None:
