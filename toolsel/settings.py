@@ -431,6 +431,11 @@ class Settings(BaseSettings):
     sync_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     """Largest sync (its JSON, in bytes) a client sends and the indexer accepts. One larger than a NATS message
     travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync.part``)."""
+    sync_concurrency: int = Field(default=4, ge=1)
+    """Syncs an indexer applies at once, of those sent as one request and of those sent in parts: a plugin's syncs
+    are applied one at a time, and the syncs embedded together take turns at the model, so one tenant's large sync
+    no longer holds another's small one until it ends. Each holds its payload (at most ``TOOLSEL_SYNC_MAX_BYTES``)
+    while it is applied."""
     sync_upload_ttl_s: float = Field(default=600.0, gt=0)
     """How long the staged parts of a sync that was never completed are kept."""
     sync_staged_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)

@@ -58,6 +58,7 @@ def create_app(settings: Settings) -> FastStream:
     @rpc.subscriber(
         subjects.any_scope(subjects.SYNC_ROOT),
         queue=subjects.INDEXER_QUEUE,
+        max_workers=settings.sync_concurrency,
         title="sync",
         description="Sync a plugin's declaration and reply with the report (or a typed error).",
     )
@@ -76,6 +77,7 @@ def create_app(settings: Settings) -> FastStream:
     @rpc.subscriber(
         subjects.any_scope(subjects.SYNC_UPLOAD_ROOT),
         queue=subjects.INDEXER_QUEUE,
+        max_workers=settings.sync_concurrency,
         title="sync-upload",
         description=(
             "Join the parts of a sync that the same sender staged, check their size and digest, and apply it like"

@@ -2,6 +2,7 @@
 
 import asyncio
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -20,6 +21,13 @@ PAGE = 2_000
 is enough texts for the model's length-sorted batches to carry little padding."""
 
 
+TURN_TEXTS = 512
+"""Texts the model reads in one turn (a tool's example queries each, else its text): passes running together (two
+tenants' syncs) take turns at the model a slice this size at a time, so a small sync waits for a slice of a large
+one rather than all of it (under a second of the model), while a slice is still long enough for its length-sorted
+batches to carry little padding."""
+
+
 class EmbedPass(NamedTuple):
     tools: int
     """Tools that got a vector."""
@@ -27,18 +35,45 @@ class EmbedPass(NamedTuple):
     """Seconds spent computing the vectors (the rest of a pass is reading and writing the store)."""
 
 
-async def embed_pending(pool: Conn, embedder: Embedder, page: int = PAGE) -> EmbedPass:
-    """Re-embed every pending or stale tool, a page at a time, each page's texts in one ``embed`` call. The model
-    runs in a worker thread, so the event loop keeps answering."""
+async def embed_pending(
+    pool: Conn,
+    embedder: Embedder,
+    turn: asyncio.Lock | None = None,
+    plugin_id: str | None = None,
+    page: int = PAGE,
+) -> EmbedPass:
+    """Re-embed every pending or stale tool (of one plugin, or every one), a page at a time, each page in slices of
+    about ``TURN_TEXTS`` texts, one model call each, taken in ``turn`` (the lock passes running together share: an
+    asyncio lock serves its waiters in order, so they alternate). The model runs in a worker thread, so the event
+    loop keeps answering."""
+    turn = turn or asyncio.Lock()
     done, model_s = 0, 0.0
-    while rows := await registry.tools_to_embed(pool, page):
+    while rows := await registry.tools_to_embed(pool, page, plugin_id):
         specs = [stored_spec(r["spec"]) for r in rows]
-        started = time.perf_counter()
-        vectors = await asyncio.to_thread(tool_vectors, specs, embedder)
-        model_s += time.perf_counter() - started
-        await registry.store_vectors(pool, [(r["id"], vectors[i], r["embed_hash"]) for i, r in enumerate(rows)])
-        done += len(rows)
+        for start, end in slices([len(s.example_queries) or 1 for s in specs], TURN_TEXTS):
+            async with turn:
+                started = time.perf_counter()
+                vectors = await asyncio.to_thread(tool_vectors, specs[start:end], embedder)
+                model_s += time.perf_counter() - started
+            kept = [(r["id"], vectors[i], r["embed_hash"]) for i, r in enumerate(rows[start:end])]
+            await registry.store_vectors(pool, kept)
+            done += len(kept)
     return EmbedPass(done, model_s)
+
+
+def slices(texts: Sequence[int], most: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive runs of tools whose texts (``texts``: each tool's count) add up to at most
+    ``most``; a tool of more texts than that is a run of its own."""
+    runs: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, count in enumerate(texts):
+        if held and held + count > most:
+            runs.append((start, i))
+            start, held = i, 0
+        held += count
+    if held:
+        runs.append((start, len(texts)))
+    return runs
 
 
 async def drift_report(pool: asyncpg.Pool, request: DriftRequest, default_days: float) -> DriftReport:

@@ -23,17 +23,18 @@ class IndexerState:
     pool: asyncpg.Pool
     embedder: Embedder
     registry_changed: LogicPublisher
-    embed_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    model_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One embedding call at a time, in the order they asked (``embed_pending``)."""
     syncs: int = 0
     embedded: int = 0
     """Tools embedded since the start (the health reply shows it, beside the seconds it took the model)."""
     embedding_s: float = 0.0
 
-    async def embed(self) -> int:
-        """One embedding pass at a time: syncs, rollbacks, recomputes and operators' writes all end with one.
-        Returns how many tools it embedded."""
-        async with self.embed_lock:
-            done = await embed_pending(self.pool, self.embedder)
+    async def embed(self, plugin_id: str | None = None) -> int:
+        """Embed what waits for a vector: a plugin's tools (after its sync or an operator's write of one), or every
+        plugin's (a recompute, the start). Passes run side by side and take turns at the model, so one tenant's
+        large sync does not hold another's small one until it ends. Returns how many tools it embedded."""
+        done = await embed_pending(self.pool, self.embedder, self.model_turn, plugin_id)
         self.embedded += done.tools
         self.embedding_s += done.model_s
         return done.tools

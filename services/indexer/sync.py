@@ -199,7 +199,7 @@ async def run_sync(
         flagged_selectable=settings.flagged_tools_selectable,
         clock_skew=timedelta(seconds=settings.sync_clock_skew_s),
     )
-    embedded = await state.embed()
+    embedded = await state.embed(sync.plugin_id)
     took_ms = (time.perf_counter() - started) * 1000
     version = await catalog.catalog_version(state.pool)
     report = report.model_copy(update={"embedded": embedded, "duration_ms": took_ms, "catalog_version": version})

@@ -396,3 +396,26 @@ async def test_a_sync_that_changes_only_a_workflow_hint_reaches_the_selectors_at
 
 async def _is(probe: Callable[[], Awaitable[str]], wanted: str) -> bool:
     return await probe() == wanted
+
+
+async def test_a_small_sync_is_not_held_behind_another_tenants_large_one(client: ToolselClient) -> None:
+    """One tenant's sync of thousands of example queries held every other sync until its embedding ended (about 50 s
+    a MB); syncs are now applied side by side and take turns at the model a slice at a time."""
+    examples = [f"look up the record number {j} in the ledger" for j in range(150)]
+    large = plugin_sync(
+        unique("large"),
+        unique("tenant"),
+        [tool("send_email").model_copy(update={"name": f"send_{i}", "example_queries": examples}) for i in range(16)],
+    )
+    small = plugin_sync(unique("small"), unique("tenant"), [tool("get_weather")])
+    finished: list[str] = []
+
+    async def sync(which: str, declared: PluginSync) -> None:
+        await client.sync(declared)
+        finished.append(which)
+
+    running = asyncio.create_task(sync("large", large))
+    await asyncio.sleep(0.5)  # the large sync is being embedded
+    await sync("small", small)
+    await running
+    assert finished == ["small", "large"]

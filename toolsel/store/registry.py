@@ -132,7 +132,8 @@ FROM jsonb_populate_record(NULL::tools, $2::jsonb) s WHERE t.id = $1
 # embeddings
 
 TO_EMBED = """
-SELECT id, spec, embed_hash FROM tools WHERE embedding_status <> 'current' AND deleted_at IS NULL
+SELECT id, spec, embed_hash FROM tools
+WHERE embedding_status <> 'current' AND deleted_at IS NULL AND ($2::text IS NULL OR plugin_id = $2)
 ORDER BY id LIMIT $1
 """
 
@@ -448,9 +449,10 @@ async def restore(conn: Conn, tool_id: int, values: Mapping[str, Any]) -> None:
 # embeddings
 
 
-async def tools_to_embed(conn: Conn, limit: int) -> list[asyncpg.Record]:
-    """Live tools whose vector is pending or stale, by id: id, spec (JSON text) and embed_hash."""
-    rows: list[asyncpg.Record] = await conn.fetch(TO_EMBED, limit)
+async def tools_to_embed(conn: Conn, limit: int, plugin_id: str | None = None) -> list[asyncpg.Record]:
+    """Live tools (of one plugin, or every one) whose vector is pending or stale, by id: id, spec (JSON text) and
+    embed_hash."""
+    rows: list[asyncpg.Record] = await conn.fetch(TO_EMBED, limit, plugin_id)
     return rows
 
 

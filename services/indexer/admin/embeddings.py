@@ -19,7 +19,7 @@ def router() -> NatsRouter:
     async def embeddings_recompute(request: RecomputeRequest, state: State) -> RecomputeReport:
         started = time.perf_counter()
         marked = await mark_for_recompute(state.pool, request, state.settings.drift_days)
-        embedded = await state.embed()
+        embedded = await state.embed(request.plugin_id)
         if embedded:
             await state.changed(request.plugin_id or "*", "recompute")
         return RecomputeReport(marked=marked, embedded=embedded, duration_ms=(time.perf_counter() - started) * 1000)

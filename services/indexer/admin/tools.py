@@ -30,7 +30,7 @@ log = logging.getLogger("toolsel.indexer")
 
 async def _written(state: State, report: ToolWriteReport, reason: str) -> ToolWriteReport:
     """After an operator's tool write, as after a sync: embed what changed and tell the selectors."""
-    embedded = await state.embed()
+    embedded = await state.embed(report.tool.plugin_id)
     await state.changed(report.tool.plugin_id, reason, [report.tool.name])
     key = ToolKey(plugin_id=report.tool.plugin_id, name=report.tool.name)
     tool = (await records.show_tool(state.pool, key)).tool
@@ -79,7 +79,7 @@ def router() -> NatsRouter:
         report = await records.rollback(state.pool, request)
         if not report.changed_fields:
             return report
-        embedded = await state.embed()
+        embedded = await state.embed(request.plugin_id)
         await state.changed(request.plugin_id, f"rollback to v{request.version}", [request.name])
         tool = (await records.show_tool(state.pool, ToolKey(plugin_id=request.plugin_id, name=request.name))).tool
         log.info("rollback %s/%s to v%d as v%d", request.plugin_id, request.name, request.version, report.new_version)
