@@ -279,10 +279,13 @@ class ToolselClient(AsyncMethods):
         return await self.request(request.subject, wire(message), request.reply, request.timeout_s)
 
     async def publish(self, subject: str, event: BaseModel) -> None:
-        """Publish one event durably; its ``event_id`` is the JetStream de-duplication id."""
+        """Publish one event durably, within ``timeout_s`` for JetStream's ack (nats-py's own default is 5 s); its
+        ``event_id`` is the JetStream de-duplication id."""
         headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
         try:
-            await self.nc.jetstream().publish(self.subject(subject), wire(event), headers=headers)
+            await self.nc.jetstream().publish(
+                self.subject(subject), wire(event), timeout=self.timeout_s, headers=headers
+            )
         except nats.errors.Error as error:
             raise self._failure(error, subject, self.timeout_s) from None
 

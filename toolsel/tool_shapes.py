@@ -2,8 +2,8 @@
 
 Pure functions, no SDK dependency. Both APIs want a function name matching ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI
 function calling; Anthropic tool use) and an object JSON Schema for the arguments. A tool's identity is
-``plugin/name``, so the name sent is ``plugin__name`` with anything else replaced by ``_``; when that loses
-characters or length, a hash of the identity keeps it unique. :class:`ToolNames` maps the model's tool calls back.
+``plugin/name``, so the name sent is ``plugin__name`` where that reads back as one tool alone; any other tool's
+name carries a hash of its identity (``function_name``). :class:`ToolNames` maps the model's tool calls back.
 """
 
 import copy
@@ -23,16 +23,26 @@ ROOT_KEYWORDS_REFUSED: Final = ("oneOf", "anyOf", "allOf", "not", "enum", "const
 """Keywords the APIs refuse at a parameters schema's root, which must be a plain ``type: object``."""
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN: Final = 8
+_HASH_MARK: Final = "___"
+"""Goes before a hashed name's digest: no plain name holds three ``_`` in a row."""
+
+
+def _unambiguous(part: str) -> bool:
+    """A part that cannot blur the separator: no ``__`` in it, and no ``_`` at either end."""
+    return SEPARATOR not in part and not part.startswith("_") and not part.endswith("_")
 
 
 def function_name(ref: ToolRef) -> str:
-    """``plugin__name`` when both parts fit the name rules as they are, else a valid name with a hash suffix."""
+    """A name both APIs accept and no other tool gets. ``plugin__name`` when both parts fit the name rules as they
+    are and neither holds ``__`` or begins or ends with ``_``, so that its one ``__`` is the separator
+    (``P/mail__forecast`` and ``P__mail/forecast`` would both read ``P__mail__forecast``); any other tool's is
+    its cleaned text, ``___`` and 32 bits of a hash of its identity, which no plain name can equal."""
     plain = f"{ref.plugin_id}{SEPARATOR}{ref.name}"
     cleaned = _INVALID.sub("_", plain)
-    if cleaned == plain and len(plain) <= MAX_NAME:
+    if cleaned == plain and len(plain) <= MAX_NAME and _unambiguous(ref.plugin_id) and _unambiguous(ref.name):
         return plain
     digest = hashlib.sha256(ref.key.encode()).hexdigest()[:_HASH_LEN]
-    return f"{cleaned[: MAX_NAME - _HASH_LEN - 1]}_{digest}"
+    return f"{cleaned[: MAX_NAME - _HASH_LEN - len(_HASH_MARK)]}{_HASH_MARK}{digest}"
 
 
 def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,10 +1,13 @@
 """The client's connection on a real nats-server of its own: credentials NATS refuses are a refusal at once, not
 "no stack" after the reconnect attempts; a client a server holds for its life outlives an outage longer than its
-attempts; and leaving a client whose connection was lost raises nothing of nats-py's."""
+attempts; leaving a client whose connection was lost raises nothing of nats-py's; and an event whose ack does not
+come fails within the client's own time limit."""
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from uuid import uuid4
 
 import nats
 import pytest
@@ -12,9 +15,9 @@ from nats.js.api import ConsumerConfig
 
 from tests.integration.catalog import eventually
 from toolsel.client import ToolselClient
-from toolsel.contracts import subjects
+from toolsel.contracts import ToolCall, subjects
 from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
-from toolsel.errors import NotPermitted
+from toolsel.errors import NotPermitted, Timeout
 from toolsel.messaging import DEFAULT_AGENT, ensure_streams, refit_consumers
 
 pytestmark = pytest.mark.integration
@@ -81,3 +84,18 @@ async def test_a_consumer_made_with_other_delivery_settings_is_given_the_configu
         assert await refit_consumers(learner, [durable], 6.0, 200) == []
     finally:
         await nc.close()
+
+
+async def test_an_event_whose_ack_does_not_come_fails_within_the_clients_own_timeout(server: EmbeddedNats) -> None:
+    """JetStream's ack was awaited for nats-py's own 5 s whatever the client's ``timeout_s``, which the error named."""
+    operator = await nats.connect(login_url(server.url, "operator", nats_credentials(server.directory)["operator"]))
+    try:
+        await operator.subscribe(f"{subjects.EVENTS_PREFIX}.>")  # takes the event and never acks it (no stream)
+        await operator.flush()
+        async with ToolselClient(agent_url(server), timeout_s=0.5) as agent:
+            started = time.monotonic()
+            with pytest.raises(Timeout, match=r"within 0\.5 s"):
+                await agent.report_outcome(uuid4(), [ToolCall(plugin_id="p", name="t", success=True)])
+            assert time.monotonic() - started < 2.5
+    finally:
+        await operator.close()

@@ -1,8 +1,10 @@
 """toolsel as the gateway of the tools it finds: an agent on the MCP SDK's client searches, sees the found tools in
 ``tools/list``, calls them through toolsel on real MCP servers (tests/integration/upstream_mcp.py: one that works,
 one that fails, one that hangs, one that answers garbage), and each call's outcome reaches the learner without the
-agent reporting anything. The gateway's own limits (the size of an answer, the calls in flight per identity) and
-its errors are tested on the same servers without a stack."""
+agent reporting anything, for the selection of the agent that called it (also where agents share an identity over
+HTTP); two tools whose plain names would read alike are named, called and reviewed apart. The gateway's own limits
+(the size of an answer, the calls in flight per identity) and its errors are tested on the same servers without a
+stack."""
 
 import asyncio
 import json
@@ -29,7 +31,7 @@ from toolsel.contracts.execution import mcp_server
 from toolsel.mcp.gateway import Gateway, Proxied
 from toolsel.mcp.server import create_server
 from toolsel.mcp.sessions import Sessions
-from toolsel.mcp.toolshed import Toolshed
+from toolsel.mcp.toolshed import SESSION_META, Toolshed
 from toolsel.settings import Settings
 from toolsel.stack import TOOLSEL_COMMAND, Stack
 
@@ -227,6 +229,62 @@ async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_t
             answer = await agent.call_tool(forecast["name"], {"city": "Lima"})
     assert (answer.is_error, text(answer)) == (False, "sunny in Lima")
     assert (await outcomes_of(pool, found["selection_id"], 1))["forecast"]["success"] is True
+
+
+async def test_agents_sharing_an_identity_over_http_have_their_calls_counted_for_their_own_selections(
+    client: ToolselClient, stack: Stack, pool: asyncpg.Pool
+) -> None:
+    """Two agents on one bearer token, for two users. A call that names its session (``_meta``) counts for that
+    session's selection; one that names none, while both sessions were offered the tool, counts for neither (it
+    counted for the latest search, whoever made it)."""
+    tenant, plugin = await weather_catalog(client, {"transport": "stdio", "command": UPSTREAM})
+    port = free_port()
+    settings = {
+        "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
+        "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
+        "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
+    }
+    url = f"http://127.0.0.1:{port}/mcp"
+    with serving_http(stack, port, settings), identity_of(stack, tenant) as shared:
+        assert await eventually(lambda: listening(port), timeout_s=60), "toolsel mcp --transport http did not listen"
+        async with Client(with_token(url, shared.bearer)) as alice, Client(with_token(url, shared.bearer)) as bob:
+            hers = await call(alice, "search_tools", query=WEATHER, limit=8, user="alice")
+            his = await call(bob, "search_tools", query=WEATHER, limit=8, user="bob")
+            forecast = next(t["name"] for t in hers["tools"] if t["tool"] == f"{plugin}/forecast")
+            unnamed = await bob.call_tool(forecast, {"city": "Oslo"})
+            named = await alice.call_tool(forecast, {"city": "Rome"}, meta={SESSION_META: hers["session"]})
+    assert (text(unnamed), text(named)) == ("sunny in Oslo", "sunny in Rome")
+    assert (await outcomes_of(pool, hers["selection_id"], 1))["forecast"]["success"] is True
+    counted = "SELECT count(*) FROM outcomes WHERE selection_id = $1"
+    assert [await pool.fetchval(counted, found["selection_id"]) for found in (hers, his)] == [1, 0]
+
+
+async def test_two_tools_whose_plain_names_would_read_alike_are_named_called_and_reviewed_apart(
+    client: ToolselClient,
+) -> None:
+    """Plugin P's ``mail__forecast`` and plugin ``P__mail``'s ``forecast`` both read ``P__mail__forecast`` as
+    ``plugin__name``: one of them could never be called, and a review of one rejected the other."""
+    tenant, plugin = unique("tenant"), unique("weather")
+    upstream = {"transport": "stdio", "command": UPSTREAM}
+    works = weather_tool("mail__forecast", upstream | {"tool": "forecast"})
+    fails = weather_tool("forecast", upstream | {"tool": "flaky"})
+    await sync_and_wait(client, plugin_sync(plugin, tenant, [works]))
+    await sync_and_wait(client, plugin_sync(f"{plugin}__mail", tenant, [fails]))
+    server = create_server(
+        Toolshed(client, Sessions(max_sessions=10, ttl_s=600), tenant_id=tenant, gateway=gateway(plugin))
+    )
+    async with Client(server) as agent:
+        found = await call(agent, "search_tools", query=WEATHER, limit=5, explore=False)
+        named = {t["tool"]: t["name"] for t in found["tools"]}
+        good, bad = named[f"{plugin}/mail__forecast"], named[f"{plugin}__mail/forecast"]
+        assert good != bad
+        assert {good, bad} <= {t.name for t in (await agent.list_tools()).tools}
+        assert text(await agent.call_tool(good, {"city": "Rome"})) == "sunny in Rome"
+        assert "weather service down" in text(await agent.call_tool(bad, {"city": "Rome"}))
+        session = found["session"]
+        await call(agent, "review_tools", session=session, reviews=[{"tool": bad, "verdict": "unrelated"}])
+        again = await call(agent, "search_tools", query=WEATHER, limit=5, explore=False, session=session)
+    assert [t["tool"] for t in again["tools"] if t["tool"].startswith(plugin)] == [f"{plugin}/mail__forecast"]
 
 
 async def test_an_answer_larger_than_the_limit_is_an_error_naming_it() -> None:

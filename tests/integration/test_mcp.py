@@ -314,3 +314,24 @@ async def test_toolsel_mcp_over_streamable_http_serves_each_token_its_own_tenant
             answer = await http.post(url, json=INITIALIZE, headers=headers | {"Authorization": f"Bearer {mine.bearer}"})
             assert answer.status_code == 401
             identities.create(stack.settings.home, tenant, "desk")  # for identity_of to revoke
+
+
+async def test_the_handshake_over_stdio_and_http_says_the_tool_list_changes(stack: Stack) -> None:
+    """search_tools sends notifications/tools/list_changed when it makes found tools callable; under the initialize
+    handshake a client that heeds the capabilities listens for it only when they say ``tools.listChanged``."""
+    command, *args = TOOLSEL_COMMAND
+    over_stdio = StdioServerParameters(command=command, args=[*args, "mcp"], env=agent_environment(stack))
+    port = free_port()
+    with serving_http(stack, port), identity_of(stack, unique("tenant")) as made:
+
+        async def listening() -> bool:
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        assert await eventually(listening, timeout_s=60), "toolsel mcp --transport http did not listen"
+        over_http = with_token(f"http://127.0.0.1:{port}/mcp", made.bearer)
+        for served in (over_stdio, over_http):
+            async with Client(served, mode="legacy") as connected:
+                tools = connected.server_capabilities.tools
+                assert tools is not None
+                assert tools.list_changed is True

@@ -1,7 +1,8 @@
 """toolsel as the gateway of the tools it finds: a found tool whose plugin declares an MCP server
 (``toolsel.contracts.execution``) is called through ``toolsel mcp`` on that server, with the MCP SDK's own client
 and a time limit, and every such call is reported to the learner as the outcome of the selection that offered
-the tool: success, error and latency, without the agent reporting anything.
+the tool to the caller (``Toolshed.selection_for``): success, error and latency, without the agent reporting
+anything.
 
 A declaration is its tenant's word, so the gateway starts only the commands and reaches only the URLs the
 operator allows (``TOOLSEL_GATEWAY_COMMANDS``, ``TOOLSEL_GATEWAY_URLS``), and the credentials a server needs are

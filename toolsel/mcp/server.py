@@ -1,12 +1,15 @@
 """The MCP server (official MCP Python SDK): registers the toolshed's three tools and serves them over stdio
 or streamable HTTP. The caller owns the connected client, so one NATS connection serves every MCP session."""
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolListChangedNotification
@@ -14,6 +17,9 @@ from mcp.types import Tool as MCPTool
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsel import __version__
 from toolsel.client import ToolselError
@@ -22,7 +28,16 @@ from toolsel.contracts.common import Identifier
 from toolsel.contracts.pins import PinAction
 from toolsel.heap import freeze_start_up_heap
 from toolsel.mcp.stdio import run_stdio
-from toolsel.mcp.toolshed import Call, OutcomeResult, Review, ReviewResult, SearchResult, Toolshed, ToolshedError
+from toolsel.mcp.toolshed import (
+    SESSION_META,
+    Call,
+    OutcomeResult,
+    Review,
+    ReviewResult,
+    SearchResult,
+    Toolshed,
+    ToolshedError,
+)
 
 Transport = Literal["stdio", "http"]
 INSTRUCTIONS = (
@@ -32,6 +47,11 @@ INSTRUCTIONS = (
     "what the next agent is offered."
 )
 MAX_LIMIT = 20
+IDENTITY_REQUIRED = (
+    "send the bearer token of a toolsel identity (Authorization: Bearer <tenant>.<name>:<secret>, as "
+    "`toolsel identity create` prints it); toolsel runs no OAuth authorization server"
+)
+"""What a request to ``/mcp`` without a valid token is told (HTTP 401)."""
 
 
 class GatewayServer(MCPServer):
@@ -41,6 +61,13 @@ class GatewayServer(MCPServer):
     def __init__(self, shed: Callable[[], Toolshed], **options: Any):
         super().__init__(**options)
         self.shed = shed
+        # every transport (stdio, streamable HTTP, the SDK's in-memory client) takes the handshake's capabilities
+        # from this, without options: they said tools.listChanged false, and a client that heeds them never
+        # looked for the tools a search makes callable
+        lowlevel = self._lowlevel_server
+        lowlevel.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            lowlevel.create_initialization_options, NotificationOptions(tools_changed=True)
+        )
 
     async def list_tools(self) -> list[MCPTool]:
         return [*await super().list_tools(), *self.shed().callable.listed()]
@@ -48,7 +75,9 @@ class GatewayServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        proxied = await self.shed().call(name, arguments)
+        meta = None if context is None else context.request_context.meta
+        session = (meta or {}).get(SESSION_META)
+        proxied = await self.shed().call(name, arguments, session if isinstance(session, str) else None)
         return proxied if proxied is not None else await super().call_tool(name, arguments, context)
 
 
@@ -71,11 +100,12 @@ def create_server(
 ) -> MCPServer:
     """An MCP server whose tools answer from this toolshed, or from the one the function picks for the caller
     (``toolsel.mcp.tenants.PerIdentity``); with a ``verifier`` of bearer tokens every HTTP request must carry one
-    it accepts (``url``: where the server is reached). With ``pins`` it also serves ``pin_tool``, by which the
-    agent changes its tenant's pins: off unless asked, since it changes every answer of the tenant and costs every
-    agent the tokens of one more tool."""
+    it accepts (``url``: where the server is reached, which the SDK's settings need, though no OAuth metadata is
+    served: ``http_app``). With ``pins`` it also serves ``pin_tool``, by which the agent changes its tenant's
+    pins: off unless asked, since it changes every answer of the tenant and costs every agent the tokens of one
+    more tool."""
     shed = toolshed if callable(toolshed) else lambda: toolshed
-    auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp") if verifier is not None else None  # type: ignore[arg-type]
+    auth = AuthSettings(issuer_url=url, resource_server_url=None) if verifier is not None else None  # type: ignore[arg-type]
     server = GatewayServer(
         shed, name="toolsel", instructions=INSTRUCTIONS, version=__version__, token_verifier=verifier, auth=auth
     )
@@ -189,5 +219,28 @@ def http_app(server: MCPServer, host: str) -> Starlette:
     """Streamable HTTP at ``/mcp``, stateless: each request carries its identity's bearer token, and toolsel keeps
     its sessions per identity (its tools' ``session``), so the SDK keeps no transport sessions, whose one pool for
     every identity (10,000) one identity could fill and shut the others out. What goes with them toolsel does not
-    use: requests from server to client, a stream of the connection's own, resuming a stream."""
-    return server.streamable_http_app(host=host, stateless_http=True)
+    use: requests from server to client, a stream of the connection's own, resuming a stream. A request without a
+    valid token is refused by ``IdentityRequired``."""
+    app = server.streamable_http_app(host=host, stateless_http=True)
+    routes = app.router.routes
+    for at, route in enumerate(routes):
+        if isinstance(route, Route) and isinstance(route.endpoint, RequireAuthMiddleware):
+            routes[at] = Route(route.path, endpoint=IdentityRequired(route.endpoint.app))
+    return app
+
+
+class IdentityRequired:
+    """``/mcp`` for the holders of an identity's bearer token. Any other request gets HTTP 401 saying which token
+    toolsel takes, and names no authorization server: toolsel runs none, and the SDK's refusal named the MCP
+    server itself, so a host following MCP's OAuth discovery failed without learning what to send."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            await self.app(scope, receive, send)
+            return
+        challenge = f'Bearer error="invalid_token", error_description="{IDENTITY_REQUIRED}"'
+        body = {"error": "invalid_token", "error_description": IDENTITY_REQUIRED}
+        await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})(scope, receive, send)

@@ -30,7 +30,8 @@ class IdentityTokens(TokenVerifier):
 
 class PerIdentity:
     """Picks the toolshed of the identity whose token the current request carries (each calls through the gateway
-    with slots of its own, ``Gateway.for_identity``)."""
+    with slots of its own, ``Gateway.for_identity``). Several agents may share an identity, so each toolshed is
+    ``shared``."""
 
     def __init__(
         self,
@@ -57,5 +58,6 @@ class PerIdentity:
                 tier=identity.tier,
                 role=identity.role,
                 gateway=None if self.gateway is None else self.gateway.for_identity(),
+                shared=True,
             )
         return self.sheds[identity]

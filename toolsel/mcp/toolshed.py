@@ -2,6 +2,7 @@
 seed 002's paging and exclusion of rejected tools), review (seed 002's verdicts or "none of these") and the
 outcome report. The MCP server only registers these; tests call them through the SDK's client."""
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ from toolsel.contracts import (
     Verdict,
 )
 from toolsel.contracts.pins import PinAction
-from toolsel.mcp.gateway import CallableTools, Gateway
+from toolsel.mcp.gateway import CallableTools, Gateway, Proxied
 from toolsel.mcp.sessions import Session, Sessions
 from toolsel.tool_shapes import function_name, parameters_schema
 
@@ -43,11 +44,19 @@ PIN_ROWS = {
     "clear": ToolselClient.clear_pin,
 }
 """The client's request for each action on a tenant's pins."""
+SESSION_META = "toolsel/session"
+"""The ``_meta`` key of a ``tools/call`` of a found tool that names the caller's session: its outcome then counts
+for the selection of that session that offered the tool."""
+REPORT_WAIT_S = 0.5
+"""The longest a found tool's answer waits for its outcome to be sent: a healthy stack takes milliseconds, so the
+outcome is in before the agent goes on; one that is away would hold every answer back (the report goes on in
+the background)."""
 
 
 class FoundTool(BaseModel):
     name: str
-    """The name to call it by (``plugin__name``, valid for every LLM API)."""
+    """The name to call it by (``plugin__name``, or a hashed one where that could stand for another tool:
+    ``function_name``), valid for every LLM API."""
     tool: str
     """Its identity, ``plugin/name``."""
     description: str
@@ -200,6 +209,13 @@ class Toolshed:
     """Calls the found tools whose plugin declares an MCP server it may reach; None: none is callable here."""
     callable: CallableTools = field(default_factory=CallableTools)
     """The found tools this toolshed calls (``tools/list`` shows them beside the three discovery tools)."""
+    shared: bool = False
+    """Several agents may use it (MCP over HTTP: one identity, many agents), so a call of a found tool that names
+    no session counts only where one live session was offered the tool (``selection_for``)."""
+    unattributed: int = 0
+    """Calls of found tools whose outcome was not reported, since whose selection it was could not be told."""
+    reports: set[asyncio.Task[None]] = field(default_factory=set)
+    """The outcome reports still being sent (held here so that they run to their end)."""
 
     async def search(
         self,
@@ -246,18 +262,49 @@ class Toolshed:
         self.callable.add(served)
         return search_result(current, reply, page, frozenset(p.listed.name for p in served))
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult | None:
-        """Call a found tool on its MCP server and report the outcome to its selection (as this toolshed's
-        identity, the selection's owner); None when ``name`` is not a tool this toolshed calls."""
+    async def call(self, name: str, arguments: dict[str, Any], session: str | None = None) -> CallToolResult | None:
+        """Call a found tool on its MCP server and report the outcome to the selection that offered it to the
+        caller (``selection_for``; as this toolshed's identity, the selection's owner), waiting for the report at
+        most ``REPORT_WAIT_S``; None when ``name`` is not a tool this toolshed calls."""
         proxied = self.callable.get(name)
         if proxied is None or self.gateway is None:
             return None
+        selection_id = self.selection_for(proxied, session)
         result, made = await self.gateway.call(proxied, arguments)
-        try:
-            await self.client.report_outcome(OutcomeEvent(selection_id=proxied.selection_id, calls=[made]))
-        except Exception:  # the agent keeps the tool's answer; the stack being away loses only this outcome
-            log.warning("the outcome of a call to %s/%s was not sent", made.plugin_id, made.name, exc_info=True)
+        if selection_id is None:
+            self.unattributed += 1
+            log.info(
+                "the outcome of a call to %s was not reported: which selection offered it to the caller cannot be "
+                "told (a call names its session in _meta %r); %d such calls so far",
+                proxied.ref.key,
+                SESSION_META,
+                self.unattributed,
+            )
+            return result
+        report = asyncio.create_task(self._report(OutcomeEvent(selection_id=selection_id, calls=[made])))
+        self.reports.add(report)
+        report.add_done_callback(self.reports.discard)
+        await asyncio.wait({report}, timeout=REPORT_WAIT_S)
         return result
+
+    def selection_for(self, proxied: Proxied, session: str | None) -> UUID | None:
+        """The selection a call of a found tool counts for: that of the caller's ``session`` (``_meta``) that
+        offered it. Without one, the latest that offered it where one agent uses the toolshed (stdio); where
+        several do, that of the one live session that was offered it, else None: the call may be any of theirs."""
+        if session is not None:
+            named = self.sessions.find(session)
+            return None if named is None else named.selection_of(proxied.ref)
+        if not self.shared:
+            return proxied.selection_id
+        offered = self.sessions.offered(proxied.listed.name)
+        return offered[0].selection_of(proxied.ref) if len(offered) == 1 else None
+
+    async def _report(self, event: OutcomeEvent) -> None:
+        try:
+            await self.client.report_outcome(event)
+        except Exception:  # the agent keeps the tool's answer; the stack being away loses only this outcome
+            made = event.calls[0]
+            log.warning("the outcome of a call to %s/%s was not sent", made.plugin_id, made.name, exc_info=True)
 
     async def review(self, session: str, reviews: Iterable[Review], none_of_these: bool = False) -> ReviewResult:
         current = self._session(session)

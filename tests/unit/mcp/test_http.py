@@ -1,13 +1,17 @@
 """MCP over HTTP as ``toolsel mcp --transport http`` serves it (``http_app``), in process with a stand-in for the
-stack: one identity's connections take nothing from another's, and a search that makes found tools callable tells
-the client on its own stream."""
+stack: one identity's connections take nothing from another's, a search that makes found tools callable tells
+the client on its own stream (and the handshake says it will), a found tool's outcome counts for the selection of
+the agent that called it when several agents share an identity, and a request without a token is told which one
+to send."""
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import anyio
 import mcp.types
 import pytest
 from mcp import Client
@@ -18,13 +22,13 @@ from mcp.types.version import LATEST_MODERN_VERSION
 from starlette.testclient import TestClient
 
 from toolsel import identities
-from toolsel.contracts import ScoreBreakdown, ScoredTool, SelectReply, SelectRequest, TokenEstimate
+from toolsel.contracts import OutcomeEvent, ScoreBreakdown, ScoredTool, SelectReply, SelectRequest, TokenEstimate
 from toolsel.contracts.identity import Scope
 from toolsel.mcp.gateway import Gateway
-from toolsel.mcp.server import create_server, http_app
+from toolsel.mcp.server import IDENTITY_REQUIRED, create_server, http_app
 from toolsel.mcp.sessions import Sessions
 from toolsel.mcp.tenants import IdentityTokens, PerIdentity
-from toolsel.mcp.toolshed import Toolshed
+from toolsel.mcp.toolshed import REPORT_WAIT_S, SESSION_META, Toolshed
 from toolsel.settings import Settings
 
 URL = "http://127.0.0.1:8765"
@@ -46,7 +50,14 @@ SEARCH = {
 
 
 class Stack:
-    """The operator's client as the toolsheds use it: every search finds one tool the gateway may call."""
+    """The operator's client as the toolsheds use it: every search finds one tool the gateway may call (its server
+    does not exist, so each call is a failure to report)."""
+
+    def __init__(self) -> None:
+        self.reported: list[OutcomeEvent] = []
+
+    async def report_outcome(self, event: OutcomeEvent) -> None:
+        self.reported.append(event)
 
     def acting_as(self, scope: Scope) -> "Stack":
         return self
@@ -153,3 +164,103 @@ async def test_the_change_is_told_on_the_request_only_under_the_handshake_protoc
         found = await agent.call_tool("search_tools", {"query": "weather in Rome"})
     assert not found.is_error
     assert len(changed) == told
+
+
+def test_the_handshake_says_the_tool_list_changes(served: tuple[TestClient, Any, dict[str, str]]) -> None:
+    """The server sends notifications/tools/list_changed after a search; a client that heeds the capabilities
+    listens for it only when the handshake says ``tools.listChanged``."""
+    client, _, bearers = served
+    opened = messages(post(client, bearers["acme"], INITIALIZE))
+    assert opened[-1]["result"]["capabilities"]["tools"] == {"listChanged": True}
+
+
+async def test_the_sdks_client_is_told_the_tool_list_changes() -> None:
+    shed = Toolshed(Stack(), Sessions(10, 600))  # type: ignore[arg-type]
+    async with Client(create_server(shed), mode="legacy") as agent:
+        assert agent.server_capabilities.tools is not None
+        assert agent.server_capabilities.tools.list_changed is True
+
+
+def forecast(client: TestClient, bearer: str, session: str | None = None) -> dict[str, Any]:
+    """Call the found tool, naming the caller's session in ``_meta`` when given."""
+    params: dict[str, Any] = {"name": "weather__forecast", "arguments": {"city": "Rome"}}
+    if session is not None:
+        params["_meta"] = {SESSION_META: session}
+    answer = messages(post(client, bearer, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}))
+    result: dict[str, Any] = answer[-1]["result"]
+    return result
+
+
+def test_agents_sharing_an_identity_are_credited_only_with_their_own_calls(
+    served: tuple[TestClient, Any, dict[str, str]],
+) -> None:
+    """Alice's and Bob's agents use one identity. A call counts for the selection of the session it names; without
+    one, only while one session was offered the tool; past that it counts for no one (not for the latest search,
+    which may be another agent's)."""
+    client, server, bearers = served
+    reported = server.shed.client.reported
+
+    def search(user: str) -> tuple[str, str]:
+        message = {**SEARCH, "params": {**SEARCH["params"], "arguments": {"query": "weather in Rome", "user": user}}}
+        found = messages(post(client, bearers["acme"], message))[-1]["result"]["structuredContent"]
+        return found["session"], found["selection_id"]
+
+    alices, alices_selection = search("alice")
+    assert forecast(client, bearers["acme"])["isError"]  # its server does not exist: a failure, reported
+    assert [str(e.selection_id) for e in reported] == [alices_selection]  # the one session offered it
+    bobs, bobs_selection = search("bob")
+    forecast(client, bearers["acme"])
+    assert len(reported) == 1, "a call that may be either agent's was credited to one"
+    forecast(client, bearers["acme"], alices)
+    forecast(client, bearers["acme"], bobs)
+    forecast(client, bearers["acme"], "no-such-session")
+    assert [str(e.selection_id) for e in reported[1:]] == [alices_selection, bobs_selection]
+    (shed,) = server.shed.sheds.values()
+    assert shed.unattributed == 2
+
+
+class Stalled(Stack):
+    """A stack that takes an outcome only once let (a NATS outage: JetStream's ack does not come)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.let = asyncio.Event()
+
+    async def report_outcome(self, event: OutcomeEvent) -> None:
+        await self.let.wait()
+        await super().report_outcome(event)
+
+
+async def test_a_found_tools_answer_does_not_wait_for_its_outcome_to_be_sent() -> None:
+    stack = Stalled()
+    shed = Toolshed(stack, Sessions(10, 600), gateway=Gateway(Settings(gateway_commands=[UPSTREAM])))  # type: ignore[arg-type]
+    async with Client(create_server(shed)) as agent:
+        found = await agent.call_tool("search_tools", {"query": "weather in Rome"})
+        assert isinstance(found.structured_content, dict)
+        with anyio.fail_after(REPORT_WAIT_S + 5):  # the stand-in's server fails at once; the ack never comes
+            answer = await agent.call_tool("weather__forecast", {"city": "Rome"})
+        assert answer.is_error
+        assert (stack.reported, len(shed.reports)) == ([], 1)
+        stack.let.set()
+        await asyncio.wait(set(shed.reports))
+    assert [str(e.selection_id) for e in stack.reported] == [found.structured_content["selection_id"]]
+    assert not shed.reports
+
+
+def test_a_request_without_a_token_is_told_which_token_to_send_and_of_no_authorization_server(
+    served: tuple[TestClient, Any, dict[str, str]],
+) -> None:
+    """toolsel runs no OAuth authorization server: a 401 that pointed at metadata naming one sent a host following
+    MCP's OAuth discovery to a server that is not there, never saying to use an identity's token."""
+    client, _, bearers = served
+    for bearer in (None, "acme.agent:wrong"):
+        headers = HEADERS | ({"authorization": f"Bearer {bearer}"} if bearer else {})
+        refused = client.post("/mcp", json=INITIALIZE, headers=headers)
+        assert refused.status_code == 401
+        assert refused.json() == {"error": "invalid_token", "error_description": IDENTITY_REQUIRED}
+        challenge = refused.headers["www-authenticate"]
+        assert "toolsel identity create" in challenge
+        assert "resource_metadata" not in challenge
+    for metadata in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+        assert client.get(metadata).status_code == 404
+    assert post(client, bearers["acme"], INITIALIZE).status_code == 200

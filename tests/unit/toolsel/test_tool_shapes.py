@@ -1,5 +1,6 @@
 """Tool shapes: names both LLM APIs accept and map back, and parameter schemas with an object root."""
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -53,6 +54,34 @@ def test_every_tool_gets_a_valid_name_that_maps_back(plugin: str, name: str) -> 
     made = function_name(ref)
     assert NAME_PATTERN.match(made), made
     assert ToolNames.of([ref]).resolve(made) == ref
+
+
+def test_a_double_underscore_in_either_part_cannot_make_two_tools_one_name() -> None:
+    """``P/mail__forecast`` and ``P__mail/forecast`` would both be ``P__mail__forecast``: neither keeps it."""
+    left, right = ToolRef(plugin_id="P", name="mail__forecast"), ToolRef(plugin_id="P__mail", name="forecast")
+    names = ToolNames.of([left, right])
+    assert len(names.tools) == 2
+    assert (names.resolve(function_name(left)), names.resolve(function_name(right))) == (left, right)
+    assert "P__mail__forecast" not in names.tools
+    assert NAME_PATTERN.match(function_name(left))
+
+
+def test_a_hashed_name_is_never_another_tools_plain_name() -> None:
+    """``mail/send.email`` is hashed; ``mail/send_email_<that hash>`` is plain, and must not read the same."""
+    hashed = ToolRef(plugin_id="mail", name="send.email")
+    digest = hashlib.sha256(hashed.key.encode()).hexdigest()[:8]
+    plain = ToolRef(plugin_id="mail", name=f"send_email_{digest}")
+    assert function_name(plain) == f"mail__send_email_{digest}"
+    assert function_name(hashed) != function_name(plain)
+
+
+@given(st.from_regex(r"[ab][ab_]{2,10}", fullmatch=True))
+def test_two_tools_never_share_a_name(text: str) -> None:
+    """Every tool whose ``plugin__name`` would read ``text`` (any ``__`` in it taken as the separator, underscores
+    running into it from either side) gets a name of its own."""
+    cuts = [at for at in range(1, len(text) - 2) if text[at : at + 2] == "__"]
+    refs = [ToolRef(plugin_id=text[:at], name=text[at + 2 :]) for at in cuts]
+    assert len({function_name(ref) for ref in refs}) == len(refs)
 
 
 def test_names_that_clean_to_the_same_text_stay_apart() -> None:
