@@ -15,6 +15,7 @@ from toolsel.contracts.common import (
     ToolRef,
 )
 from toolsel.contracts.events import (
+    POSITIVE_VERDICTS,
     FeedbackEvent,
     OutcomeEvent,
     PosteriorsUpdated,
@@ -59,6 +60,7 @@ from toolsel.contracts.selection import (
 )
 
 __all__ = [
+    "POSITIVE_VERDICTS",
     "SCHEMA_VERSION",
     "SHARED_TENANT",
     "AdminRequest",

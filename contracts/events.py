@@ -58,6 +58,11 @@ class Verdict(StrEnum):
     BROKEN = "broken"
 
 
+POSITIVE_VERDICTS = frozenset({Verdict.PERFECT, Verdict.RELATED})
+"""The verdicts that say a tool served its query: a positive pair for ``toolsel tune`` and a good review on the
+dashboard. The learner's usage memory reads 'related' as neutral (``services/learner/usage.py`` says why)."""
+
+
 class ToolReview(ToolRef):
     verdict: Verdict
 

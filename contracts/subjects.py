@@ -200,10 +200,11 @@ def dead_letter(kind: str) -> str:
     return f"{DLQ_PREFIX}.{kind}"
 
 
-def request_subjects() -> tuple[str, ...]:
-    """Every request/reply subject, for the stream-overlap check."""
+def request_subjects(scope: str = ">") -> tuple[str, ...]:
+    """Every request/reply subject as a sender of ``scope`` sends it: by default every sender's, as the services
+    subscribe (the stream-overlap check); the operator's (``OPERATOR_SCOPE``) are those a request can be sent to."""
     return (
-        *(any_scope(root) for root in (SELECT_ROOT, *SYNC_ROOTS, PINS_ROOT)),
+        *(scoped(root, scope) for root in (SELECT_ROOT, *SYNC_ROOTS, PINS_ROOT)),
         *ADMIN_SUBJECTS,
         *(health(s) for s in SERVICES),
     )

@@ -295,9 +295,9 @@ class Settings(BaseSettings):
     place cost held-out R@5 0.652 -> 0.451 on toolbench_stb and 0.466 -> 0.334 on livemcpbench before learning."""
     exploration_depth: int = Field(default=90, ge=1)
     """How deep in the relevance ranking the exploration slot may reach beyond the candidates (default three
-    times ``retrieval_candidates``): a relevant tool retrieval never ranks high enough still gets tried, with a
-    chance ``1 / (1 + n / 10)`` that falls as the context's top tools gather n observations; those nothing was
-    learnt of in the request's scope first."""
+    times ``retrieval_candidates``; not below it, and equal to it: no reach beyond): a relevant tool retrieval
+    never ranks high enough still gets tried, with a chance ``1 / (1 + n / 10)`` that falls as the context's top
+    tools gather n observations; those nothing was learnt of in the request's scope first."""
 
     # learning (seeds 000, 002, 004)
     prior_alpha: float = Field(default=1.0, gt=0.0)
@@ -574,14 +574,16 @@ class Settings(BaseSettings):
 
 ORDERED = (
     ("auto_k_floor", "auto_k_ceiling"),
+    ("retrieval_candidates", "exploration_depth"),
     ("spelling_one_edit_length", "spelling_two_edits_length"),
     ("restart_backoff_s", "restart_backoff_max_s"),
     ("quarantine_release_after_s", "quarantine_release_max_s"),
     ("sync_max_bytes", "sync_staged_max_bytes"),
 )
-"""Pairs of settings whose first may not be above its second: a floor and its ceiling, a first wait and the
-longest, a one-edit length and the two-edit one, and the largest sync and what one sender may hold staged (a
-sync between the two could never be staged whole). Otherwise one of them would be ignored in silence."""
+"""Pairs of settings whose first may not be above its second: a floor and its ceiling, the candidates and how
+deep exploration reaches past them, a first wait and the longest, a one-edit length and the two-edit one, and the
+largest sync and what one sender may hold staged (a sync between the two could never be staged whole). Otherwise
+one of them would be ignored in silence."""
 
 
 class SettingsRefused(ValueError):

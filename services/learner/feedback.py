@@ -11,6 +11,7 @@ from uuid import UUID
 import asyncpg
 
 from toolsel.contracts import SHARED_TENANT, FeedbackEvent
+from toolsel.services.learner.outcomes import split_inserted
 from toolsel.store import events, learning
 from toolsel.store.learning import QualityKey
 
@@ -48,8 +49,9 @@ async def apply_feedback(pool: asyncpg.Pool, batch: Sequence[FeedbackEvent]) -> 
     async with pool.acquire() as conn, conn.transaction():
         inserted = await events.insert_feedback(conn, allowed)
         known = await events.stored_feedback(conn, [e.event_id for e in allowed])
-        result.applied = [e.event_id for e in allowed if e.event_id in inserted]
-        result.duplicates = [e.event_id for e in allowed if e.event_id in known - set(inserted)]
-        result.unknown_tool = [e.event_id for e in allowed if e.event_id not in known]
+        fresh, others = split_inserted(allowed, inserted)
+        result.applied = [e.event_id for e in fresh]
+        result.duplicates = [e.event_id for e in others if e.event_id in known]
+        result.unknown_tool = [e.event_id for e in others if e.event_id not in known]
         await learning.add_ratings(conn, rating_totals(inserted))
     return result

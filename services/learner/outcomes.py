@@ -10,7 +10,7 @@ here (pure); the store writes it.
 """
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -112,11 +112,24 @@ class _Calls:
     last_success_at: datetime | None = None
 
 
-class Referring(Protocol):
-    """An event about a stored selection: an outcome or a review."""
+class Identified(Protocol):
+    """An event the store keeps once by its id."""
 
     @property
     def event_id(self) -> UUID: ...
+
+
+Id = TypeVar("Id", bound=Identified)
+
+
+def split_inserted(events: Sequence[Id], inserted: Container[UUID]) -> tuple[list[Id], list[Id]]:
+    """``events`` the store took as new (``inserted``: their ids) and the others, each in order: a redelivered
+    event is stored once, so only the new ones are applied."""
+    return [e for e in events if e.event_id in inserted], [e for e in events if e.event_id not in inserted]
+
+
+class Referring(Identified, Protocol):
+    """An event about a stored selection: an outcome or a review."""
 
     @property
     def selection_id(self) -> UUID: ...
@@ -506,10 +519,9 @@ async def apply_outcomes(
     )
     vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
-        inserted = await events.insert_outcomes(conn, known)
-        fresh = [e for e in known if e.event_id in inserted]
+        fresh, repeated = split_inserted(known, await events.insert_outcomes(conn, known))
         result.applied = [e.event_id for e in fresh]
-        result.duplicates = [e.event_id for e in known if e.event_id not in inserted]
+        result.duplicates = [e.event_id for e in repeated]
         if not fresh:
             return result
         counted = await add_counters(conn, fresh, selections, tools, rules)

@@ -180,7 +180,7 @@ async def write(conn: asyncpg.Connection, planned: Plan, rules: UsageRules, merg
     residuals, totals = replayed(planned.lessons, vectors, rules)
     await usage.forget_vectors(conn)
     found = await usage.examples_of(conn, await usage.learnt(conn))
-    rows = [(*r[:7], residuals.get((r[0], r[1]))) for r in usage_vectors(found, rules)]
+    rows = usage_vectors(found, rules, residuals)
     if rows:
         await usage.write_vectors(conn, rows)
     await usage.add_query_totals(conn, totals)

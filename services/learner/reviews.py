@@ -16,7 +16,7 @@ import asyncpg
 from toolsel.contracts import ReviewEvent, UsageUpdated, Verdict
 from toolsel.services.learner.compaction import compact
 from toolsel.services.learner.fitness import Multipliers, verdicts
-from toolsel.services.learner.outcomes import spend, taught_with, teachable, with_selections
+from toolsel.services.learner.outcomes import spend, split_inserted, taught_with, teachable, with_selections
 from toolsel.services.learner.review_index import Entry, add_review
 from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, embedded, remember
 from toolsel.store import events, learning, reviews
@@ -113,10 +113,9 @@ async def apply_reviews(
     queries = sorted({q for row in asked for q in (row["query"], *filter(None, row["needs"]))})
     vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
-        inserted = await events.insert_reviews(conn, known)
-        fresh = [e for e in known if e.event_id in inserted]
+        fresh, repeated = split_inserted(known, await events.insert_reviews(conn, known))
         result.applied = [e.event_id for e in fresh]
-        result.duplicates = [e.event_id for e in known if e.event_id not in inserted]
+        result.duplicates = [e.event_id for e in repeated]
         logged = []  # (event id, tool id, scope, query vector, verdict, fitness)
         lessons = []
         for event in fresh:

@@ -32,7 +32,10 @@ Total = tuple[Vector, int]
 """A sum of query vectors and how many were summed."""
 POSITIVE, NEGATIVE = 1, -1
 POLARITY = {Verdict.PERFECT: POSITIVE, Verdict.UNRELATED: NEGATIVE, Verdict.BROKEN: NEGATIVE}
-"""What a review teaches the usage memory; a 'related' one teaches nothing."""
+"""What a review teaches the usage memory; a 'related' one teaches nothing, though tuning counts it positive
+(``POSITIVE_VERDICTS``). A related tool is near the query but not the one to call: learnt as an example it would
+pull the tool onto queries a better tool serves, learnt as a negative it would push away a tool that is close. A
+tuning pair only asks the model to place the two texts near, which a related tool is."""
 
 
 async def embedded(embed: Embed, queries: Sequence[str]) -> dict[str, Vector]:
@@ -167,10 +170,11 @@ def centroid(newest_first: Sequence[Vector], limit: int, half_life: float) -> Ve
 
 
 def usage_vectors(
-    examples: Mapping[tuple[int, str], Sequence[usage.Found]], rules: UsageRules
+    examples: Mapping[Key, Sequence[usage.Found]], rules: UsageRules, residuals: Mapping[Key, Vector]
 ) -> list[usage.VectorRow]:
-    """A vector row per (tool, scope) from its (polarity, vector, words) examples, newest first; a tool with no
-    positive example has no row (nothing to blend yet: its negatives wait for one)."""
+    """A vector row per (tool, scope) from its (polarity, vector, words) examples, newest first, with its new
+    residual (none: the stored one is kept); a tool with no positive example has no row (nothing to blend yet: its
+    negatives wait for one)."""
     rows: list[usage.VectorRow] = []
     for (tool_id, scope), found in sorted(examples.items()):
         kept = [(v, w) for p, v, w in found if p == POSITIVE][: rules.examples_per_tool]
@@ -179,7 +183,8 @@ def usage_vectors(
         if positive is not None:
             negative = centroid(negatives, rules.examples_per_tool, rules.half_life)
             words = [w for _, w in kept if w is not None]
-            rows.append((tool_id, scope, positive, negative, len(kept), len(negatives), words, None))
+            residual = residuals.get((tool_id, scope))
+            rows.append(usage.VectorRow(tool_id, scope, positive, negative, len(kept), len(negatives), words, residual))
     return rows
 
 
@@ -268,7 +273,7 @@ async def remember(
     if not added and not residuals:
         return None
     await usage.trim_examples(conn, touched, rules.examples_per_tool)
-    rows = [(*r[:7], residuals.get((r[0], r[1]))) for r in usage_vectors(await usage.examples_of(conn, touched), rules)]
+    rows = usage_vectors(await usage.examples_of(conn, touched), rules, residuals)
     if not rows:
         return None
     return UsageUpdated(version=await usage.write_vectors(conn, rows), tools=len(rows))

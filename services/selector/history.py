@@ -16,10 +16,17 @@ User = tuple[str, str]
 never lift tools for the other."""
 
 
+MAX_USERS = 10_000
+"""Users whose record a selector keeps in memory (a few tools' counts each); the least recent is forgotten first."""
+MAX_SELECTIONS = 100_000
+"""Selections whose user a selector remembers, so that an outcome arriving later is counted for that user; an
+outcome for an older one counts for no one's history (the learner still learns from it)."""
+
+
 class UserHistory:
     """(tenant, user) -> tool key -> [successes, calls]; the oldest users and selections are forgotten first."""
 
-    def __init__(self, max_users: int = 10_000, max_selections: int = 100_000) -> None:
+    def __init__(self, max_users: int = MAX_USERS, max_selections: int = MAX_SELECTIONS) -> None:
         self._users: OrderedDict[User, dict[str, list[int]]] = OrderedDict()
         self._selections: OrderedDict[UUID, tuple[str, User]] = OrderedDict()
         """selection id -> (its owner's scope token, its user)"""

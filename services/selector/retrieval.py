@@ -3,7 +3,7 @@
 import importlib.util
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -154,11 +154,6 @@ class LexicalIndex:
                 rows = postings.pairs.rows[start:end]
                 counts[i] = rows.size if documents is None else int(np.count_nonzero(documents[rows]))
         return counts
-
-    @cached_property
-    def words(self) -> list[str]:
-        """The words some document holds."""
-        return self.words_of(None)
 
     def words_of(self, documents: Mask | None) -> list[str]:
         """The words some of ``documents`` (every one: None) holds, in the index's order: a tenant's query is

@@ -196,10 +196,19 @@ def evidence(alpha: Scores, beta: Scores, prior_alpha: float, prior_beta: float)
     return result
 
 
+DEEP_HALF_OBSERVATIONS = 10.0
+"""Observations of a context's top tools at which the exploration slot reaches past the candidates half the time:
+a context nothing was observed in looks past them always, one whose top tools are well known seldom, as the
+candidates it has then tried are likelier the right ones."""
+DEEP_RELEVANCE_WEIGHT = 0.5
+"""What a row's relevance (scaled to the best) adds to its Thompson draw past the candidates: among the untried,
+the more relevant is tried first, while the draw still spreads the tries over them."""
+
+
 def deep_exploration_chance(observations: float) -> float:
     """The chance that the exploration slot reaches past the candidates: 1 in a context never observed,
-    falling as its top tools gather observations (1/2 at 10, 1/11 at 100)."""
-    return 1.0 / (1.0 + observations / 10.0)
+    falling as its top tools gather observations (1/2 at ``DEEP_HALF_OBSERVATIONS``, 1/11 at ten times it)."""
+    return 1.0 / (1.0 + observations / DEEP_HALF_OBSERVATIONS)
 
 
 def beyond_candidates(relevance: Scores, mask: Mask, candidates: Rows, depth: int) -> Rows:
@@ -210,12 +219,12 @@ def beyond_candidates(relevance: Scores, mask: Mask, candidates: Rows, depth: in
 
 
 def deep_score(draw: Scores, relevance: Scores, top: float | None = None) -> Scores:
-    """How a slot past the candidates picks: the Thompson draw plus half the relevance (scaled to its best,
-    or to ``top`` when the rows given are a subset), so an untried tool gets its chance among those a little
-    less relevant than the candidates."""
+    """How a slot past the candidates picks: the Thompson draw plus ``DEEP_RELEVANCE_WEIGHT`` of the relevance
+    (scaled to its best, or to ``top`` when the rows given are a subset), so an untried tool gets its chance among
+    those a little less relevant than the candidates."""
     if top is None:
         top = float(relevance.max()) if relevance.size else 0.0
-    result: Scores = draw + 0.5 * (relevance / top if top > 0 else relevance)
+    result: Scores = draw + DEEP_RELEVANCE_WEIGHT * (relevance / top if top > 0 else relevance)
     return result
 
 

@@ -4,6 +4,8 @@ from typing import Any
 
 import polars as pl
 
+from toolsel.contracts import POSITIVE_VERDICTS, Verdict
+
 TOOL_KEY = pl.concat_str([pl.col("plugin_id"), pl.col("name")], separator="/")
 QUANTILES = {"latency_p50_ms": 0.5, "latency_p95_ms": 0.95, "latency_p99_ms": 0.99}
 
@@ -96,8 +98,9 @@ def unhealthy(quality: pl.DataFrame) -> pl.DataFrame:
     return quality.filter(pl.col("state") != "healthy").sort(["rolling_score", "tool", "tenant_id"], nulls_last=True)
 
 
-VERDICTS = ("perfect", "related", "unrelated", "broken")
-GOOD = ("perfect", "related")
+VERDICTS = tuple(v.value for v in Verdict)
+GOOD = tuple(v.value for v in Verdict if v in POSITIVE_VERDICTS)
+"""The verdicts a review's good share counts."""
 
 
 def review_verdicts(reviews: pl.DataFrame) -> pl.DataFrame:

@@ -24,12 +24,11 @@ from toolsel.chaos.figures import (
     verdict,
 )
 from toolsel.chaos.hostile import Hostile, event_templates
-from toolsel.chaos.stage import LEARNER_KINDS, TOOLS, Stage, durable, eventually, selection_of
+from toolsel.chaos.stage import TOOLS, Stage, durable, eventually, selection_of
 from toolsel.contracts import CategorySpec, PluginSync, ToolSpec, subjects
 from toolsel.stack import health_all
 
-REQUEST_SUBJECTS = (subjects.SELECT, subjects.SYNC, subjects.PINS, *subjects.ADMIN_SUBJECTS)
-EVENT_KINDS = (*LEARNER_KINDS, "sync")
+REQUEST_SUBJECTS = subjects.request_subjects(subjects.OPERATOR_SCOPE)
 CONCURRENCY = 16
 """Requests in flight at once."""
 REQUEST_TIMEOUT_S = 10.0

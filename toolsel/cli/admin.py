@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.tree import Tree
 
+from toolsel.cli import selection
 from toolsel.cli.running import (
     USAGE,
     AsJson,
@@ -24,9 +25,8 @@ from toolsel.cli.running import (
     validated,
 )
 from toolsel.client import ToolselClient
-from toolsel.contracts import SelectReply
 from toolsel.contracts.admin import CategoryNode, CategoryTree, PageMapping, RuleFields, VisibilityRule
-from toolsel.render import EXPLAIN, console, selection_view
+from toolsel.render import console
 
 app = typer.Typer(help="Categories, page mappings, visibility rules, test selections, quarantine.")
 mappings_app = typer.Typer(help="Page-to-category mappings.", no_args_is_help=True)
@@ -248,22 +248,29 @@ def rules_delete(rule_id: int, fmt: ObjectOutput = ObjectFormat.table, as_json: 
 @app.command("test-selection")
 def dry_run_selection(
     query: str,
-    page: str = "",
-    tenant: str = "default",
-    tier: str = "free",
-    role: str | None = None,
-    user: str | None = None,
-    k: int | None = None,
+    page: selection.Page = "",
+    tenant: selection.Tenant = "default",
+    tier: selection.Tier = "free",
+    role: selection.Role = None,
+    user: selection.User = None,
+    k: selection.Count = None,
     fmt: ObjectOutput = ObjectFormat.table,
     as_json: AsJson = False,
 ) -> None:
-    """A dry run (nothing recorded) with every part of each score."""
-    fields = {"query": query, "page": page, "tenant_id": tenant, "tier": tier, "role": role, "user_id": user, "k": k}
-
-    def show(reply: SelectReply) -> None:
-        console.print(selection_view(reply, query, EXPLAIN, k))
-
-    ask(ToolselClient.select, fields | {"dry_run": True}, "test-selection", chosen(as_json, fmt), show)
+    """A dry run (nothing recorded) with every part of each score: ``toolsel select --dry-run --explain``."""
+    selection.select(
+        query,
+        page=page,
+        tenant=tenant,
+        tier=tier,
+        user=user,
+        role=role,
+        k=k,
+        explain=True,
+        dry_run=True,
+        fmt=fmt,
+        as_json=as_json,
+    )
 
 
 @quarantine_app.command("list")

@@ -25,7 +25,7 @@ from toolsel.errors import NoStack, Timeout
 from toolsel.errors import first_problem as field_and_why
 from toolsel.render import console, errors, printable_json, rows_csv, rows_table
 from toolsel.settings import Settings, SettingsRefused, get_settings, refusal
-from toolsel.stack import configured_endpoints
+from toolsel.stack import Endpoints, configured_endpoints
 from toolsel.store import create_pool
 
 T = TypeVar("T")
@@ -110,14 +110,20 @@ def operator_token(current: Settings) -> str | None:
     return current.admin_token or admin_token(current.home)
 
 
+def running_endpoints(current: Settings) -> Endpoints:
+    """The configured (or running) stack's endpoints; exit ``NO_STACK`` when there is none."""
+    endpoints = configured_endpoints(current)
+    if endpoints is None:
+        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
+    return endpoints
+
+
 @asynccontextmanager
 async def client(stay_connected: bool = False) -> AsyncIterator[ToolselClient]:
     """A client of the configured (or running) stack, carrying the operators' token; exit 2 when there is none.
     ``stay_connected`` for a server that holds it for its life (``ToolselClient.stay_connected``)."""
     current = settings()
-    endpoints = configured_endpoints(current)
-    if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
+    endpoints = running_endpoints(current)
     token = operator_token(current)
     async with ToolselClient(endpoints.nats_url, admin_token=token, stay_connected=stay_connected) as connected:
         yield connected

@@ -41,24 +41,33 @@ def _count(value: str) -> str:
     return value
 
 
+Page = Annotated[str, typer.Option(help="page the user is on")]
+Tenant = Annotated[str, typer.Option(help="tenant / organisation id")]
+Tier = Annotated[str, typer.Option(help="the user's plan (visibility rules, the learning context)")]
+User = Annotated[str | None, typer.Option(help="user id (visibility rules, history)")]
+Role = Annotated[str | None, typer.Option(help="the user's role (visibility rules)")]
+Count = Annotated[
+    str | None,
+    typer.Option(
+        parser=_count,
+        metavar="K|auto",
+        help="tools to retrieve, 1..50 (pinned tools may add more), or auto: as many as the confidence supports",
+        show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
+    ),
+]
+"""The request's options that ``toolsel admin test-selection`` shares."""
+
+
 @app.command()
 def select(
     query: str,
-    page: Annotated[str, typer.Option(help="page the user is on")] = "",
-    tenant: Annotated[str, typer.Option(help="tenant / organisation id")] = "default",
-    tier: Annotated[str, typer.Option(help="the user's plan (visibility rules, the learning context)")] = "free",
-    user: Annotated[str | None, typer.Option(help="user id (visibility rules, history)")] = None,
-    role: Annotated[str | None, typer.Option(help="the user's role (visibility rules)")] = None,
+    page: Page = "",
+    tenant: Tenant = "default",
+    tier: Tier = "free",
+    user: User = None,
+    role: Role = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,
-    k: Annotated[
-        str | None,
-        typer.Option(
-            parser=_count,
-            metavar="K|auto",
-            help="tools to retrieve, 1..50 (pinned tools may add more), or auto: as many as the confidence supports",
-            show_default=f"the selector's TOOLSEL_DEFAULT_K, {Settings.model_fields['default_k'].default}",
-        ),
-    ] = None,
+    k: Count = None,
     token_budget: Annotated[
         int | None, typer.Option(help="the most tokens of tool definitions in the answer, pins included")
     ] = None,

@@ -13,9 +13,9 @@ from typing import Annotated
 import typer
 from faststream import FastStream
 
-from toolsel.cli.running import NO_DATABASE, NO_STACK, USAGE, fail, operator_token, settings
+from toolsel.cli.running import NO_DATABASE, NO_STACK, USAGE, fail, operator_token, running_endpoints, settings
 from toolsel.settings import Settings
-from toolsel.stack import configured_endpoints, running_stack
+from toolsel.stack import running_stack
 
 app = typer.Typer()
 
@@ -35,6 +35,11 @@ def service_settings(current: Settings, service: str) -> Settings:
     return current.model_copy(update={name: getattr(current, name) or value for name, value in found.items()})
 
 
+def start_logging(current: Settings) -> None:
+    """A served process's log lines, at ``TOOLSEL_LOG_LEVEL``, each with its time and logger."""
+    logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
 def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
     """Build one service's app from the environment's settings (or the running stack's) and run it until it is
     stopped."""
@@ -42,7 +47,7 @@ def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
 
     current = service_settings(settings(), service)
     threadpool_limits(current.blas_threads, user_api="blas")
-    logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    start_logging(current)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     asyncio.run(create_app(current).run())
 
@@ -109,13 +114,11 @@ def dashboard(
     from toolsel.dashboard.app import create_app, uvicorn_options
 
     current = settings()
-    endpoints = configured_endpoints(current)
-    if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
+    endpoints = running_endpoints(current)
     token = operator_token(current)
     if not token:
         fail("no admin token to sign in with: set TOOLSEL_ADMIN_TOKEN (or start the stack with `toolsel up`)", USAGE)
-    logging.basicConfig(level=current.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    start_logging(current)
     app = create_app(current, endpoints.nats_url, token)
     chosen = port if port is not None else current.dashboard_port
     uvicorn.run(app, host=host or current.dashboard_host, port=chosen, **uvicorn_options(current))

@@ -23,6 +23,7 @@ from toolsel.cli.running import (
     operator_token,
     print_reply,
     run,
+    running_endpoints,
     settings,
 )
 from toolsel.client import ToolselClient
@@ -186,9 +187,7 @@ def status(
         fail(f"unknown service {service!r}: toolsel's services are {', '.join(subjects.SERVICES)}", USAGE)
     services = (service,) if service else subjects.SERVICES
     current = settings()
-    endpoints = configured_endpoints(current)
-    if endpoints is None:
-        fail("no running toolsel: start one with `toolsel up`, or set TOOLSEL_NATS_URL", NO_STACK)
+    endpoints = running_endpoints(current)
     found = asyncio.run(probe_stack(endpoints, services, operator_token(current)))
     info = stack_info(current.home) or {}
     health = StackHealth(

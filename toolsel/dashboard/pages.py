@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import (
@@ -421,6 +421,9 @@ async def analytics(request: Request, caller: Reader) -> HTMLResponse:
 
 # try it
 
+Blank = BeforeValidator(lambda given: given or None)
+"""An empty form field is no value: a number input left empty sends ``k=``."""
+
 
 @router.get("/try")
 async def try_it(
@@ -430,8 +433,9 @@ async def try_it(
     page: str = "",
     tenant_id: str = "default",
     tier: str = "free",
-    k: int = 7,
+    k: Annotated[int | None, Blank] = None,
 ) -> HTMLResponse:
+    """A dry-run selection; with no k the selector's own ``TOOLSEL_DEFAULT_K`` applies, as for ``toolsel select``."""
     reply = None
     if query:
         asked = SelectRequest(query=query, page=page, tenant_id=tenant_id, tier=tier, k=k, dry_run=True)

@@ -10,6 +10,7 @@ selector that fetches ``version > its watermark`` misses none.
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 from uuid import UUID
 
 import asyncpg
@@ -21,9 +22,25 @@ from toolsel.store.pool import vector_array
 Vector = npt.NDArray[np.float32]
 ExampleRow = tuple[int, str, UUID, int, int, UUID]
 """tool id, scope, event id, polarity (+1, -1), row of its query (see ``add_examples``), selection id."""
-VectorRow = tuple[int, str, Vector, Vector | None, int, int, Sequence[str], Vector | None]
-"""tool id, scope, unit centroid of the positives, of the negatives (None: none), positives, negatives, learnt
-words (the newest positives' texts that have them), residual (None: left as stored)."""
+
+
+class VectorRow(NamedTuple):
+    """One (tool, scope)'s usage vector as ``write_vectors`` stores it."""
+
+    tool_id: int
+    scope: str
+    centroid: Vector
+    """Unit centroid of the positives."""
+    negative_centroid: Vector | None
+    """Unit centroid of the negatives (None: none)."""
+    positives: int
+    negatives: int
+    words: Sequence[str]
+    """Learnt words: the newest positives' texts that have them."""
+    residual: Vector | None
+    """None: left as stored."""
+
+
 Found = tuple[int, Vector, str | None]
 """An example read back: polarity, query vector, words."""
 
@@ -181,14 +198,14 @@ async def write_vectors(conn: asyncpg.Connection, rows: Sequence[VectorRow]) -> 
     version: int = (await conn.fetchrow(NEXT_VERSION, VERSION_LOCK))["version"]
     await conn.execute(
         UPSERT_VECTORS,
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        vector_array(r[2] for r in rows),
-        vector_array(r[3] for r in rows),
-        [r[4] for r in rows],
-        [r[5] for r in rows],
-        [json.dumps(list(r[6])) for r in rows],
-        vector_array(r[7] for r in rows),
+        [r.tool_id for r in rows],
+        [r.scope for r in rows],
+        vector_array(r.centroid for r in rows),
+        vector_array(r.negative_centroid for r in rows),
+        [r.positives for r in rows],
+        [r.negatives for r in rows],
+        [json.dumps(list(r.words)) for r in rows],
+        vector_array(r.residual for r in rows),
         version,
     )
     return version

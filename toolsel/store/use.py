@@ -6,6 +6,7 @@ hostile outcome cannot name a tool its tenant was never shown."""
 
 import asyncpg
 
+from toolsel.contracts import POSITIVE_VERDICTS
 from toolsel.store.events import SELECTION_KEYS
 
 USE_EVIDENCE = f"""
@@ -16,7 +17,7 @@ said AS (
     WHERE (c ->> 'success')::boolean
     UNION ALL
     SELECT r.selection_id, r.occurred_at, (v ->> 'plugin_id') || '/' || (v ->> 'name'),
-           v ->> 'verdict' IN ('perfect', 'related')
+           v ->> 'verdict' = ANY($1::text[])
     FROM reviews r, jsonb_array_elements(r.reviews) v
     UNION ALL
     SELECT r.selection_id, r.occurred_at, k, false
@@ -29,9 +30,9 @@ FROM said JOIN s USING (selection_id)
 WHERE said.tool = ANY(s.keys)
 ORDER BY said.occurred_at, s.selection_id, said.tool
 """
-"""Each (selection, tool) an outcome or review spoke of: a successful call or a 'perfect'/'related' verdict
-(positive), an 'unrelated'/'broken' verdict or "none of these" (negative), with the selection's tenant, who asked
-and when (its actor, as learning credits count it: ``toolsel.tenancy.actor``) and its query."""
+"""Each (selection, tool) an outcome or review spoke of: a successful call or a verdict in ``$1``
+(``POSITIVE_VERDICTS``: positive), another verdict or "none of these" (negative), with the selection's tenant, who
+asked and when (its actor, as learning credits count it: ``toolsel.tenancy.actor``) and its query."""
 
 LIVE_TOOL_SPECS = """
 SELECT plugin_id || '/' || name AS key, tenant_id, spec FROM tools
@@ -42,7 +43,7 @@ ORDER BY plugin_id, name
 
 async def evidence(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
     """Every stored outcome's and review's word on the tools of its selection (``USE_EVIDENCE``)."""
-    rows: list[asyncpg.Record] = await conn.fetch(USE_EVIDENCE)
+    rows: list[asyncpg.Record] = await conn.fetch(USE_EVIDENCE, sorted(POSITIVE_VERDICTS))
     return rows
 
 

@@ -26,8 +26,6 @@ from toolsel.tuning.pairs import Pair, fair_shares
 
 USAGE_GROUP = "usage"
 """The group the model card names for pairs from use."""
-POSITIVE_VERDICTS = frozenset({"perfect", "related"})
-NEGATIVE_VERDICTS = frozenset({"unrelated", "broken"})
 
 
 @dataclass(frozen=True)

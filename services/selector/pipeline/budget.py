@@ -1,4 +1,4 @@
-"""Stage 8, budget: the chosen tools within the request's ``token_budget``, counted as the reply's ``tokens``
+"""Budget: the chosen tools within the request's ``token_budget``, counted as the reply's ``tokens``
 counts them. In the answer's order (pins first, then the ranking, then related tools), each tool that still fits
 is kept and each that would take the total past the budget is left out, so a large schema does not keep out the
 smaller ones after it; the reply names those left out (and keeps what put them in the answer: related to which

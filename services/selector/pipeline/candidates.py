@@ -1,4 +1,4 @@
-"""Stage 4, candidates: each query part's top-n, their merge, and the only rows every later stage reads, with
+"""Candidates: each query part's top-n, their merge, and the only rows every later stage reads, with
 what those stages need of retrieval's view of the whole pool (ranks, the vector's lead, the best relevance, the
 bandit context) taken here, once: from here on nothing reads an array over the whole catalog."""
 
@@ -79,12 +79,12 @@ def variant(request: SelectRequest, visible: Visible) -> Hashable:
     )
 
 
-def context_key(template: str, tier: str, page: str, intent: str = "general") -> str:
-    """Seed 000's bandit context, ``tier:page:general`` by default, the page as its route (``page_route``).
-    ``{intent}`` in the template stands for the query's intent label (seed 000, 10.3's finer query category):
-    posteriors then learn, per intent, which tool the agent really uses. A key longer than ``CONTEXT_KEY_MAX`` (a
-    template with much text of its own about a long page) keeps its beginning and ends with a digest of the whole,
-    so that it fits the selection event and two such keys stay apart."""
+def context_key(template: str, tier: str, page: str, intent: str) -> str:
+    """The bandit context (``TOOLSEL_CONTEXT_KEY_TEMPLATE``, ``{tier}:{page}:{intent}`` by default), the page as
+    its route (``page_route``). ``{intent}`` stands for the query's intent label (seed 000, 10.3's finer query
+    category): posteriors then learn, per intent, which tool the agent really uses. A key longer than
+    ``CONTEXT_KEY_MAX`` (a template with much text of its own about a long page) keeps its beginning and ends with a
+    digest of the whole, so that it fits the selection event and two such keys stay apart."""
     key = template.format(tier=tier, page=page_route(page) or "*", intent=intent)
     if len(key) <= CONTEXT_KEY_MAX:
         return key

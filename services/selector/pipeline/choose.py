@@ -1,4 +1,4 @@
-"""Stage 7, choice: which candidates the reply gives, in order: the score floor, each part's quota, the top by the
+"""Choice: which candidates the reply gives, in order: the score floor, each part's quota, the top by the
 expected score and the exploration slots by the draw, then the pins, the top tool's related tools and the limit."""
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""Stage 6, count: how many tools the request gets before pins. A number it gives, the selector's default, or
+"""Count: how many tools the request gets before pins. A number it gives, the selector's default, or
 for ``k: auto`` as many as the calibrated confidence supports: every candidate that may be the tool needed (its
 confidence clears a floor, and a share of the best one's), so a sure one-need query gets one or two tools, an
 unsure or compound one more, between ``TOOLSEL_AUTO_K_FLOOR`` and ``TOOLSEL_AUTO_K_CEILING``."""

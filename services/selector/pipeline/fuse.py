@@ -1,4 +1,4 @@
-"""Stage 3, fusion: each query part's retrieval signals in one relevance, weighed by their settings and their trust
+"""Fusion: each query part's retrieval signals in one relevance, weighed by their settings and their trust
 for the query; BM25 alone where vectors are not read (the BM25 mode, its fast path, or no vector to be had)."""
 
 from dataclasses import dataclass

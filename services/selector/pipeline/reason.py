@@ -1,4 +1,4 @@
-"""Stage 9, reason: one short sentence per chosen tool, from the evidence that put it there (seed 001's
+"""Reason: one short sentence per chosen tool, from the evidence that put it there (seed 001's
 ``reason``): the query's words it matched, how near its meaning is, its success in this context over how many
 calls, what reviews of queries alike made of it, and whether it is pinned, explored or related to another tool.
 Deterministic: the same evidence, the same sentence."""

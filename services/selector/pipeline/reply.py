@@ -1,4 +1,4 @@
-"""Stage 10, reply: the chosen tools with their scores as the reply shows them, and the selection event that
+"""Reply: the chosen tools with their scores as the reply shows them, and the selection event that
 records it, each validated once as a whole (nested models built in one pass, not one constructor per tool)."""
 
 import time

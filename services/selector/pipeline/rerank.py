@@ -1,4 +1,4 @@
-"""Stage 5, rerank: the request's candidate rows scored in its tenant's bandit context: posteriors, the rerank
+"""Rerank: the request's candidate rows scored in its tenant's bandit context: posteriors, the rerank
 signals weighed into the composite, its exploring twin fed the Thompson draws, and each row's confidence."""
 
 import time

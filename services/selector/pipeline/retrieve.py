@@ -1,4 +1,4 @@
-"""Stage 2, retrieval per query part: each part's retrieval signals over every catalog row of the pool. BM25 comes
+"""Retrieval per query part: each part's retrieval signals over every catalog row of the pool. BM25 comes
 first: its confidence may skip the embedding (seed 003's fast path), and it answers alone when vectors cannot."""
 
 import logging

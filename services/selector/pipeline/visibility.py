@@ -1,4 +1,4 @@
-"""Stage 1, policy and page filter: the rows a request may see, be given and have retrieved, with their counts."""
+"""Policy and page filter: the rows a request may see, be given and have retrieved, with their counts."""
 
 from dataclasses import dataclass
 

@@ -56,6 +56,12 @@ def test_bad_input_is_usage() -> None:
     assert _toolsel("selekt").returncode == USAGE
 
 
+def test_test_selection_takes_the_answer_size_select_takes() -> None:
+    """``admin test-selection`` is ``select --dry-run --explain``: ``--k auto`` is asked (of no stack here)."""
+    assert _toolsel("admin", "test-selection", "x", "--k", "auto").returncode == NO_STACK
+    assert _toolsel("admin", "test-selection", "x", "--k", "99").returncode == USAGE
+
+
 def test_the_documented_table_names_every_code_once() -> None:
     table = DOCS.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     codes = [int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)]

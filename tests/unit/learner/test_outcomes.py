@@ -20,6 +20,7 @@ from toolsel.services.learner.outcomes import (
     not_after,
     observations,
     offered_only,
+    split_inserted,
     step,
     taught_with,
     teachable,
@@ -261,3 +262,9 @@ def test_an_actors_credits_refill_with_each_window_of_its_selections() -> None:
     assert len(credits.successes) == len(credits.failures) == 2
     anonymous = _selection(["a/mine"], session=None)
     assert actor(anonymous, 86400.0) == f"selection:{anonymous['selection_id']}"
+
+
+def test_only_the_events_the_store_took_as_new_are_applied() -> None:
+    batch = [OutcomeEvent(selection_id=uuid4()) for _ in range(3)]
+    fresh, repeated = split_inserted(batch, {batch[2].event_id, batch[0].event_id})
+    assert (fresh, repeated) == ([batch[0], batch[2]], [batch[1]])

@@ -58,7 +58,7 @@ def test_no_examples_or_ones_that_cancel_have_no_centroid() -> None:
 
 
 def test_a_tool_with_only_negative_examples_has_no_vector_yet() -> None:
-    assert usage_vectors({(1, "a"): [(NEGATIVE, _unit(1, 0), None)]}, RULES) == []
+    assert usage_vectors({(1, "a"): [(NEGATIVE, _unit(1, 0), None)]}, RULES, {}) == []
 
 
 def test_vectors_are_per_tool_and_scope_with_their_negatives() -> None:
@@ -66,19 +66,21 @@ def test_vectors_are_per_tool_and_scope_with_their_negatives() -> None:
         (1, "a"): [(POSITIVE, _unit(1, 0), None), (NEGATIVE, _unit(0, 1), None), (POSITIVE, _unit(1, 0), None)],
         (1, "b"): [(POSITIVE, _unit(0, 1), None)],
     }
-    rows = usage_vectors(examples, RULES)
-    assert [(t, s, p, n, r) for t, s, _, _, p, n, _, r in rows] == [(1, "a", 2, 1, None), (1, "b", 1, 0, None)]
-    assert rows[0][2].tolist() == pytest.approx([1.0, 0.0])
-    negative = rows[0][3]
+    residual = _unit(0, 1)
+    rows = usage_vectors(examples, RULES, {(1, "b"): residual})
+    assert [(r.tool_id, r.scope, r.positives, r.negatives) for r in rows] == [(1, "a", 2, 1), (1, "b", 1, 0)]
+    assert (rows[0].residual, rows[1].residual) == (None, residual)  # none given: the stored one is kept
+    assert rows[0].centroid.tolist() == pytest.approx([1.0, 0.0])
+    negative = rows[0].negative_centroid
     assert negative is not None
     assert negative.tolist() == pytest.approx([0.0, 1.0])
-    assert rows[1][3] is None
+    assert rows[1].negative_centroid is None
 
 
 def test_each_polarity_keeps_at_most_the_bound() -> None:
     many = [(POSITIVE, _unit(1, 0), None)] * 10 + [(NEGATIVE, _unit(0, 1), None)] * 10
-    (row,) = usage_vectors({(1, "a"): many}, RULES)
-    assert (row[4], row[5]) == (4, 4)
+    (row,) = usage_vectors({(1, "a"): many}, RULES, {})
+    assert (row.positives, row.negatives) == (4, 4)
 
 
 @pytest.mark.parametrize(("sharing", "scope"), [("tenant", "acme"), ("global", "*")])
@@ -95,8 +97,8 @@ def test_learnt_words_are_the_newest_kept_positives_that_have_words() -> None:
         (POSITIVE, _unit(1, 0), "kept"),
         (POSITIVE, _unit(1, 0), "beyond the bound"),
     ]
-    (row,) = usage_vectors({(1, "a"): found}, RULES)
-    assert list(row[6]) == ["newest", "older", "kept"]
+    (row,) = usage_vectors({(1, "a"): found}, RULES, {})
+    assert list(row.words) == ["newest", "older", "kept"]
 
 
 STEP = Listwise(rate=0.1, sharpness=10.0, max_norm=1.0)

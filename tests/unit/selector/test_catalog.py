@@ -123,9 +123,9 @@ def assert_same_copy(spliced: Catalog, whole: Catalog) -> None:
         assert np.array_equal(spliced.lexical.scores(query), whole.lexical.scores(query))
         assert spliced.lexical.ceiling(query) == whole.lexical.ceiling(query)
     for index in (spliced.lexical, whole.lexical):
-        assert index.holding(index.words).min(initial=1) > 0  # every word some document holds
-    words = sorted(whole.lexical.words)
-    assert sorted(spliced.lexical.words) == words
+        assert index.holding(index.words_of(None)).min(initial=1) > 0  # every word some document holds
+    words = sorted(whole.lexical.words_of(None))
+    assert sorted(spliced.lexical.words_of(None)) == words
     assert np.array_equal(spliced.lexical.holding(words), whole.lexical.holding(words))
 
 
@@ -201,9 +201,9 @@ def test_an_index_spliced_by_edits_scores_as_bm25s_indexing_the_same_documents(
             expected = fresh.get_scores(known)
         assert np.array_equal(index.scores(" ".join(query)), expected.astype(np.float64))
         afresh = LexicalIndex.of_texts([" ".join(doc) for doc in current], k1=k1, b=b)
-        assert sorted(index.words) == sorted(afresh.words)
-        assert np.array_equal(index.holding(afresh.words), afresh.holding(afresh.words))
-        held = len(index.words)  # words no document holds any more are at most a share of the vocabulary
+        assert sorted(index.words_of(None)) == sorted(afresh.words_of(None))
+        assert np.array_equal(index.holding(afresh.words_of(None)), afresh.holding(afresh.words_of(None)))
+        held = len(index.words_of(None))  # words no document holds any more are at most a share of the vocabulary
         assert len(index._vocab) - held <= UNUSED_CODES_KEPT * len(index._vocab)
 
 
@@ -237,7 +237,6 @@ def test_a_copy_replaced_after_start_up_froze_the_heap_is_freed_without_the_coll
         first.related(row)
         first.words(row)
     first.standing("acme")
-    first.lexical.words  # noqa: B018 - cached on first read
     first.filter_rows  # noqa: B018
     repair("sendd an emial", first.lexical, settings)
     gone = weakref.ref(first)

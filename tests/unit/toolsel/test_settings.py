@@ -89,6 +89,7 @@ def test_a_bad_value_in_the_environment_is_refused_naming_its_variable(
     ("low", "high", "values"),
     [
         ("auto_k_floor", "auto_k_ceiling", (10, 2)),
+        ("retrieval_candidates", "exploration_depth", (100, 90)),
         ("spelling_one_edit_length", "spelling_two_edits_length", (9, 8)),
         ("restart_backoff_s", "restart_backoff_max_s", (60.0, 30.0)),
         ("quarantine_release_after_s", "quarantine_release_max_s", (7200.0, 3600.0)),
