@@ -4,6 +4,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from string import Formatter
 from typing import Any, Literal, Self
 
 import platformdirs
@@ -23,6 +24,8 @@ RERANK_WEIGHTS = {
     "fitness": 0.3,
 }
 FUSION_WEIGHTS = {"vector": 1.0, "bm25": 2.0, "history": 0.0}
+CONTEXT_FIELDS = ("tier", "page", "intent")
+"""What a bandit context's template may name (``context_key_template``)."""
 CONFIDENCE_COEFFICIENTS = {
     "intercept": -4.6912,
     "cosine": 3.9119,
@@ -430,7 +433,7 @@ class Settings(BaseSettings):
     """When off, a tool flagged for review is set to ``draft`` (not selectable) until an operator approves it."""
     sync_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     """Largest sync (its JSON, in bytes) a client sends and the indexer accepts. One larger than a NATS message
-    travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync.part``)."""
+    travels in parts that the indexer stages in PostgreSQL and joins (``toolsel.rpc.sync_part.<scope>``)."""
     sync_concurrency: int = Field(default=4, ge=1)
     """Syncs an indexer applies at once, of those sent as one request and of those sent in parts: a plugin's syncs
     are applied one at a time, and the syncs embedded together take turns at the model, so one tenant's large sync
@@ -541,13 +544,48 @@ class Settings(BaseSettings):
     @field_validator("rerank_weights", "fusion_weights")
     @classmethod
     def _weights(cls, given: dict[str, float], info: ValidationInfo) -> dict[str, float]:
-        """Each weight given replaces its default alone (as one variable per weight did); none is negative.
-        The selector refuses names of signals it does not have."""
+        """Each weight given replaces its default alone (as one variable per weight did); none is negative, and
+        each names a signal (the defaults name every one): a misspelt name would weigh nothing, or stop the
+        selector only once it started."""
+        defaults = RERANK_WEIGHTS if info.field_name == "rerank_weights" else FUSION_WEIGHTS
+        unknown = sorted(set(given) - set(defaults))
+        if unknown:
+            raise ValueError(f"no signal named {', '.join(unknown)}; the signals are {', '.join(defaults)}")
         negative = sorted(name for name, weight in given.items() if weight < 0)
         if negative:
             raise ValueError(f"weights must be >= 0: {', '.join(negative)}")
-        defaults = RERANK_WEIGHTS if info.field_name == "rerank_weights" else FUSION_WEIGHTS
         return {**defaults, **given}
+
+    @field_validator("confidence_coefficients")
+    @classmethod
+    def _coefficients(cls, given: dict[str, float]) -> dict[str, float]:
+        """Every coefficient of the model, and no other: they are fitted together, so one left out is not taken
+        from the defaults (every select failed ``internal`` instead)."""
+        missing, unknown = (
+            sorted(set(CONFIDENCE_COEFFICIENTS) - set(given)),
+            sorted(set(given) - set(CONFIDENCE_COEFFICIENTS)),
+        )
+        if missing or unknown:
+            said = [
+                f"lacks {', '.join(missing)}" if missing else "",
+                f"has no term {', '.join(unknown)}" if unknown else "",
+            ]
+            raise ValueError(f"{' and '.join(s for s in said if s)}: give all of {', '.join(CONFIDENCE_COEFFICIENTS)}")
+        return given
+
+    @field_validator("context_key_template")
+    @classmethod
+    def _template(cls, given: str) -> str:
+        """Only the placeholders a selection fills ({tier}, {page}, {intent}): any other failed every select."""
+        wanted = ", ".join(f"{{{name}}}" for name in CONTEXT_FIELDS)
+        try:
+            fields = {name for _, name, _, _ in Formatter().parse(given) if name is not None}
+            if unknown := sorted(fields - set(CONTEXT_FIELDS)):
+                raise ValueError(f"no placeholder {', '.join(repr(f) for f in unknown)}")
+            given.format(**dict.fromkeys(CONTEXT_FIELDS, ""))
+        except ValueError as refused:
+            raise ValueError(f"{refused}: the context's placeholders are {wanted}") from None
+        return given
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -19,7 +19,7 @@ from toolsel.services.selector.policy import Rule, TenantRules
 from toolsel.services.selector.signals.base import ReviewLookup
 from toolsel.services.selector.signals.bm25 import BM25
 from toolsel.services.selector.signals.history import HISTORY
-from toolsel.services.selector.signals.registry import RETRIEVAL, check_weights
+from toolsel.services.selector.signals.registry import RETRIEVAL
 from toolsel.services.selector.usage import Blending, UsageMemory, scope_of
 from toolsel.settings import Settings
 
@@ -52,7 +52,6 @@ class Selector:
     at weight 0 that shows nowhere, the review index's by default, would cost a search per query for nothing)."""
 
     def __post_init__(self) -> None:
-        check_weights(self.settings)
         if self.settings.query_spelling:
             spelling.english()  # loaded now (half a second, once a process), not in the first misspelt request
         self._hot = pipeline.HotQueries(self.settings.retrieval_cache_size)

@@ -1,7 +1,6 @@
 """Every signal by name, in the order they are summed. Adding a signal: its module, one line here, its test,
 and a weight in ``Settings.fusion_weights`` or ``Settings.rerank_weights`` if it should count by default."""
 
-from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from toolsel.contracts import ScoreBreakdown
@@ -18,7 +17,6 @@ from toolsel.services.selector.signals import (
     vector,
 )
 from toolsel.services.selector.signals.base import RerankSignal, RetrievalSignal, Signal
-from toolsel.settings import Settings
 
 S = TypeVar("S", bound=Signal[Any])
 
@@ -52,15 +50,3 @@ RERANK: dict[str, RerankSignal] = _by_name(
     fitness.FITNESS,
 )
 NEUTRAL: dict[str, float] = {name: signal.neutral for name, signal in RERANK.items()}
-
-
-def check_weights(settings: Settings) -> None:
-    """Refuse a weight for a signal that does not exist: a misspelt name would otherwise weigh nothing."""
-    _refuse_unknown("fusion_weights", settings.fusion_weights, RETRIEVAL)
-    _refuse_unknown("rerank_weights", settings.rerank_weights, RERANK)
-
-
-def _refuse_unknown(setting: str, weights: Mapping[str, float], known: Mapping[str, object]) -> None:
-    unknown = sorted(set(weights) - set(known))
-    if unknown:
-        raise ValueError(f"{setting}: no signal named {', '.join(unknown)}; the signals are {', '.join(known)}")

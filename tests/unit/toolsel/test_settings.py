@@ -1,5 +1,6 @@
 """Settings refuse values that would break a selection, with pydantic's typed error naming the field."""
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from toolsel.settings import ENV_PREFIX, Settings, SettingsRefused, load_settings, variable
+from toolsel.settings import CONFIDENCE_COEFFICIENTS, ENV_PREFIX, Settings, SettingsRefused, load_settings, variable
 
 
 @pytest.mark.parametrize(
@@ -73,6 +74,14 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Monke
         ("drift_days", "0"),
         ("poison_attempts", "0"),
         ("log_level", "verbose"),
+        # the selector started with these and failed every select (or exited 1 naming no variable)
+        ("confidence_coefficients", '{"intercept": -4.0}'),
+        ("confidence_coefficients", json.dumps({**CONFIDENCE_COEFFICIENTS, "cosin": 1.0})),
+        ("context_key_template", "{tier}:{pgae}"),
+        ("context_key_template", "{tier}:{page"),
+        ("context_key_template", "{}:{page}"),
+        ("fusion_weights", '{"bm52": 0.5}'),
+        ("rerank_weights", '{"fitnes": 0.5}'),
     ],
 )
 def test_a_bad_value_in_the_environment_is_refused_naming_its_variable(
