@@ -45,7 +45,9 @@ def _number_or_auto(value: Any, _handler: ValidatorFunctionWrapHandler) -> Any:
 
 AnswerSize = Annotated[Annotated[int, Field(ge=1, le=50)] | Literal["auto"], WrapValidator(_number_or_auto)]
 """How many tools to retrieve, or ``auto``."""
-Query = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True), Storable]
+QUERY_MAX = 2000
+"""A query's length at most; the recorded selections and the MCP server's ``search_tools`` take it too."""
+Query = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_MAX, strip_whitespace=True), Storable]
 Page = Annotated[str, StringConstraints(max_length=256), Storable]
 LABEL_MAX = 512
 """An intent label's length at most: a tool's key (a plugin id and a name of up to 128 characters each) or a
@@ -230,7 +232,7 @@ class SelectionEvent(Message):
     identity, or the operator, may report outcomes and reviews of this selection."""
     user_id: Identifier | None = None
     session_id: Identifier | None = None
-    query: Annotated[str, StringConstraints(max_length=2000), Storable]
+    query: Annotated[str, StringConstraints(max_length=QUERY_MAX), Storable]
     page: Page = ""
     tier: Identifier
     role: Identifier | None = None

@@ -44,7 +44,7 @@ from toolsel.bench.catalog import pooled_sets
 from toolsel.embedder import BATCH_TOKENS, MODEL_NAME, load_embedder
 from toolsel.evaluation.dataset import BenchSet, Tool, tool_spec
 from toolsel.services.indexer.hashing import embedding_text
-from toolsel.services.selector.retrieval import decompose
+from toolsel.services.selector.decompose import decompose
 from toolsel.training_data.licences import NO_ASSERTION, PERMISSIVE, evaluation_set_origin, spdx_id
 from toolsel.training_data.model import LabelledQuery, Pair, SourceSet
 from toolsel.training_data.near_duplicates import NearDuplicateIndex

@@ -180,11 +180,15 @@ class Embedder:
     def embed_requests(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[Matrix]]:
         """``embed_request`` of each (query, parts), cached alike, with the plain queries (no parts) not cached yet
         read in one call of ``embed``: requests that arrive together cost the model's batch rate, not its rate one
-        query at a time. A compound request is read as ``embed_request`` reads it (in its own context)."""
-        plain = list(dict.fromkeys(query for query, parts in requests if not parts and not self.cached(query)))
-        for query, vector in zip(plain, self.embed(plain), strict=True):
-            self._keep((query,), [vector])
-        return [self.embed_request(query, parts) for query, parts in requests]
+        query at a time, however few the cache keeps. A compound request is read as ``embed_request`` reads it
+        (in its own context)."""
+        with self._cache_lock:
+            plain = list(dict.fromkeys(query for query, parts in requests if not parts and (query,) not in self._cache))
+        read = {query: self._keep((query,), [vector]) for query, vector in zip(plain, self.embed(plain), strict=True)}
+        return [
+            list(read[query]) if not parts and query in read else self.embed_request(query, parts)
+            for query, parts in requests
+        ]
 
     def _keep(self, key: tuple[str, ...], vectors: list[Matrix]) -> list[Matrix]:
         """Read-only vectors, kept in the cache (when it keeps any) by request."""

@@ -54,8 +54,8 @@ async def open_store(settings: Settings) -> asyncpg.Pool:
 
 
 async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
-    """The embedding model, loaded off the event loop; ``cache`` keeps repeated queries (the selector's case). Its
-    vectors must have the size the settings say (the store's record of the model says it too)."""
+    """The embedding model, loaded off the event loop; ``cache`` keeps repeated queries (a selector's and the
+    learner's case). Its vectors must have the size the settings say (the store's record of the model says it too)."""
     embedder = await asyncio.to_thread(
         load_embedder,
         settings.model_dir,

@@ -1,7 +1,7 @@
 """What one learner process holds while it runs: its settings, store, model, publishers and counters."""
 
 import asyncio
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -88,8 +88,6 @@ class LearnerState:
     store: asyncpg.Pool | None = None
     embedder: Embedder | None = None
     embedder_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    query_vectors: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict)
-    """Recently embedded queries (least recently used first): agents repeat queries."""
 
     @classmethod
     def from_settings(
@@ -119,19 +117,11 @@ class LearnerState:
         return self.store
 
     async def embed(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Unit embeddings of these queries, one row each: the ones not cached are embedded in one batch, off
-        the event loop; the model is loaded when first needed, once."""
+        """Unit embeddings of these queries, one row each: the ones not in the model's cache (agents repeat
+        queries) are embedded in one batch, off the event loop; the model is loaded when first needed, once."""
         async with self.embedder_lock:
             if self.embedder is None:
-                self.embedder = await load_model(self.settings, cache=False)
-        embedder, cache = self.embedder, self.query_vectors
-        missing = [q for q in dict.fromkeys(queries) if q not in cache]
-        if missing:
-            for query, vector in zip(missing, await asyncio.to_thread(embedder.embed, missing), strict=True):
-                cache[query] = vector
-        rows = [cache[q] for q in queries]
-        for query in queries:
-            cache.move_to_end(query)
-        while len(cache) > self.settings.query_cache_size:
-            cache.popitem(last=False)
-        return np.vstack(rows) if rows else np.zeros((0, embedder.dim), dtype=np.float32)
+                self.embedder = await load_model(self.settings)
+        embedder = self.embedder
+        rows = await asyncio.to_thread(embedder.embed_requests, [(q, ()) for q in queries])
+        return np.vstack([vectors[0] for vectors in rows]) if rows else np.zeros((0, embedder.dim), dtype=np.float32)

@@ -14,8 +14,6 @@ MAX_SYNC_BYTES = 800_000
 """A sync travels as one NATS message (1 MB by default): larger catalogs go as several plugins."""
 MAX_NAME = 128
 MAX_DESCRIPTION = 8000
-MAX_QUERY = 2000
-"""A select request's query limit: longer labelled queries are cut to it."""
 MAX_SUBSET_VALUES = 30
 """An extra string field of the queries with 2..this many distinct values is a subset label."""
 

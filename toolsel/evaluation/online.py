@@ -9,8 +9,9 @@ from typing import Any
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
+from toolsel.contracts.selection import QUERY_MAX
 from toolsel.errors import Timeout
-from toolsel.evaluation.dataset import MAX_QUERY, Query
+from toolsel.evaluation.dataset import Query
 from toolsel.evaluation.discovery import discovery
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.plan import Event
@@ -160,7 +161,7 @@ async def learn(
 
     async def one(i: int, event: Event) -> None:
         request = SelectRequest(
-            query=event.query.text[:MAX_QUERY],
+            query=event.query.text[:QUERY_MAX],
             tenant_id=catalog.tenant_id,
             session_id=f"eval-{i}",
             k=STREAM_K,

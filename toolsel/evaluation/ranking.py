@@ -8,7 +8,8 @@ from typing import Literal
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import PluginSync, SelectFilters, SelectReply, SelectRequest
-from toolsel.evaluation.dataset import MAX_QUERY, Query, Tool, catalog_syncs, wire_names
+from toolsel.contracts.selection import QUERY_MAX
+from toolsel.evaluation.dataset import Query, Tool, catalog_syncs, wire_names
 from toolsel.render import console
 
 CONCURRENCY = 16
@@ -56,7 +57,7 @@ async def load_catalog(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         reply = await client.select(
-            query=probe[:MAX_QUERY],
+            query=probe[:QUERY_MAX],
             tenant_id=catalog.tenant_id,
             k=50,
             dry_run=True,
@@ -105,7 +106,7 @@ async def rank(
 
     async def one(query: Query) -> tuple[list[str], list[float], int]:
         request = SelectRequest(
-            query=query.text[:MAX_QUERY],
+            query=query.text[:QUERY_MAX],
             tenant_id=catalog.tenant_id,
             k=k,
             dry_run=True,

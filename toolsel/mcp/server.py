@@ -26,6 +26,7 @@ from toolsel.client import ToolselError
 from toolsel.contracts import PinList
 from toolsel.contracts.common import Identifier
 from toolsel.contracts.pins import PinAction
+from toolsel.contracts.selection import Page, Query
 from toolsel.heap import freeze_start_up_heap
 from toolsel.mcp.stdio import run_stdio
 from toolsel.mcp.toolshed import (
@@ -112,7 +113,7 @@ def create_server(
 
     @server.tool()
     async def search_tools(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="What do you need to do?")],
+        query: Annotated[Query, Field(description="What do you need to do?")],
         limit: Annotated[
             int | None,
             Field(ge=1, le=MAX_LIMIT, description="How many tools at most; leave out for as many as the request needs"),
@@ -120,12 +121,14 @@ def create_server(
         page: Annotated[
             int, Field(ge=1, le=50, description="2, 3, ...: further options for the same query (an offset of limit)")
         ] = 1,
-        session: Annotated[str | None, Field(max_length=128, description="The session id of earlier answers")] = None,
+        session: Annotated[
+            Identifier | Literal[""] | None, Field(description="The session id of earlier answers")
+        ] = None,  # "" as leaving it out: agents fill in optional fields
         explore: Annotated[
             bool, Field(description="false: no slot for a tool that is there to be tried, only the expected best")
         ] = True,
         app_page: Annotated[
-            str, Field(max_length=256, description="Where the user is in your application, e.g. /travel/booking")
+            Page, Field(description="Where the user is in your application, e.g. /travel/booking")
         ] = "",
         tier: Annotated[
             Identifier | None, Field(description="The user's plan (free, pro, ...), unless your identity has one")
@@ -151,7 +154,7 @@ def create_server(
 
     @server.tool()
     async def review_tools(
-        session: Annotated[str, Field(max_length=128, description="The session id search_tools returned")],
+        session: Annotated[Identifier, Field(description="The session id search_tools returned")],
         reviews: Annotated[list[Review], Field(max_length=200)] = [],  # noqa: B006 (a schema default, never mutated)
         none_of_these: Annotated[
             bool, Field(description="None of the last answer's tools fit: they are all marked unrelated")
@@ -166,7 +169,7 @@ def create_server(
 
     @server.tool()
     async def report_outcome(
-        session: Annotated[str, Field(max_length=128, description="The session id search_tools returned")],
+        session: Annotated[Identifier, Field(description="The session id search_tools returned")],
         calls: Annotated[list[Call], Field(min_length=1, max_length=200)],
     ) -> OutcomeResult:
         """Optional: report the calls you made to offered tools and whether they worked."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from toolsel.services.selector import retrieval, stages
+from toolsel.services.selector.decompose import decompose, split_sentences
 from toolsel.services.selector.pipeline.held import Held
 from toolsel.services.selector.signals.base import QueryContext
 from toolsel.services.selector.signals.bm25 import BM25
@@ -39,7 +40,7 @@ class Parts:
 def queries_of(settings: Settings, query: str) -> tuple[list[str], list[str]]:
     """The request's atomic needs (seed 002; just the query when it is not compound) and what retrieval ranks
     for: the whole query, then each need."""
-    parts = retrieval.decompose(query) if settings.decompose_queries else [query]
+    parts = decompose(query) if settings.decompose_queries else [query]
     return parts, [query, *parts] if len(parts) > 1 else parts
 
 
@@ -47,7 +48,7 @@ def sentences_of(settings: Settings, query: str) -> list[str]:
     """The sentences of a query of several, its first ``TOOLSEL_SENTENCE_VECTORS_MAX`` (none for one sentence, or
     with ``TOOLSEL_SENTENCE_VECTORS`` off): a tool's cosine with the whole query is its best over the query and
     these, since a request that sets the scene before it asks is nearest its tool in the sentence that asks."""
-    found = retrieval.split_sentences(query) if settings.sentence_vectors else []
+    found = split_sentences(query) if settings.sentence_vectors else []
     return found[: settings.sentence_vectors_max] if len(found) > 1 else []
 
 

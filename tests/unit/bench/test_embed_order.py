@@ -146,6 +146,15 @@ def test_the_query_cache_keeps_at_most_its_size_and_vectors_are_read_only() -> N
     assert model.calls == 4  # "a" was evicted
 
 
+@pytest.mark.parametrize("cache_size", [0, 1, 8])
+def test_requests_read_together_cost_one_model_call_however_few_the_cache_keeps(cache_size: int) -> None:
+    model = CountingModel()
+    requests = [("a" * 20, ()), ("b" * 21, ()), ("a" * 20, ()), ("c" * 22, ())]
+    rows = embedder_over(model, cache_size).embed_requests(requests)
+    assert model.batches == [["a" * 20, "b" * 21, "c" * 22]]
+    np.testing.assert_allclose(np.vstack([r[0] for r in rows]), unit_rows([20, 21, 20, 22]), rtol=1e-6)
+
+
 def test_cached_tells_whether_a_request_would_be_answered_from_the_cache() -> None:
     embedder = embedder_over(CountingModel(), cache_size=8)
     embedder.embed_request("a" * 3, ["b" * 4])

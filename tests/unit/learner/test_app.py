@@ -1,15 +1,21 @@
-"""The learner app built from a given Settings object, in memory: its consumers, admin areas and health."""
+"""The learner app built from a given Settings object, in memory: its consumers, admin areas, health and query
+embeddings."""
 
 import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
-from faststream.nats import TestNatsBroker
+from faststream.nats import NatsBroker, TestNatsBroker
 
+from tests.unit.bench.test_embed_order import CountingModel, embedder_over, unit_rows
 from toolsel.contracts import ErrorCode, ErrorReply, HealthReply, subjects
+from toolsel.embedder import Embedder
+from toolsel.services.learner import state as learner_state
 from toolsel.services.learner.app import create_app
 from toolsel.services.learner.handlers import EVENT_KINDS
+from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings
 
 LEARNING_AND_ANALYTICS = {
@@ -79,3 +85,24 @@ async def test_health_reports_the_counters_of_this_app() -> None:
         "feedback": 0,
         "transitions": 0,
     }
+
+
+async def test_queries_are_embedded_once_each_through_the_models_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents repeat queries: the learner keeps their vectors in the model's cache, as a selector does, and reads
+    the new ones of a batch in one model call."""
+    model = CountingModel()
+
+    async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
+        return embedder_over(model, settings.query_cache_size if cache else 0)
+
+    monkeypatch.setattr(learner_state, "load_model", load_model)
+    settings, broker = _settings(), NatsBroker()
+    state = LearnerState.from_settings(
+        settings, broker, broker.publisher(subjects.POSTERIORS_UPDATED), broker.publisher(subjects.TOOL_STATE_CHANGED)
+    )
+    rows = await state.embed(["a" * 20, "b" * 21, "a" * 20])
+    assert model.batches == [["a" * 20, "b" * 21]]
+    np.testing.assert_allclose(rows, unit_rows([20, 21, 20]), rtol=1e-6)
+    np.testing.assert_allclose(await state.embed(["b" * 21]), unit_rows([21]), rtol=1e-6)
+    assert model.calls == 1
+    assert (await state.embed([])).shape == (0, 2)

@@ -12,9 +12,9 @@ from tests.unit.selector.factory import DIM, AxisEmbedder, T, axis, catalog, usa
 from toolsel.contracts import SelectRequest, ToolRef
 from toolsel.contracts.selection import CONTEXT_KEY_MAX, SELECTED_MAX
 from toolsel.services.selector.catalog import ReviewIndex
+from toolsel.services.selector.decompose import decompose
 from toolsel.services.selector.pipeline.candidates import first_best
 from toolsel.services.selector.policy import Rule
-from toolsel.services.selector.retrieval import decompose
 from toolsel.services.selector.selector import Selector
 from toolsel.services.selector.signals.base import ReviewLookup
 from toolsel.settings import Settings
