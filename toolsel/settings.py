@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     contend with the other services for the cores (a 2,000-tool cosine: 24 ms with two threads on a busy
     2-core machine, 0.6 ms with one)."""
     query_cache_size: int = Field(default=4096, ge=0)
-    """Query embeddings a selector keeps (LRU); repeated queries skip the model."""
+    """Query embeddings a selector, and the learner, keeps (LRU); repeated queries skip the model."""
     embedding_workers: int = Field(default=2, ge=1)
     """Threads a service embeds in (the model releases the GIL, so each can use a core): a selector embeds this many
     requests' queries at once, off the event loop that other requests and broadcasts wait on; and any one call runs
