@@ -1,6 +1,6 @@
-"""Choose the ``k: auto`` rule (``TOOLSEL_AUTO_K_*``): for each set, the product's full-pipeline top 20 of a seeded
-sample of its queries, with each tool's calibrated confidence, and for each rule of a grid the mean tools it would
-return and Complete@returned, beside fixed k=5 and k=10.
+"""Choose the ``k: auto`` rule (``TOOLSEL_AUTO_K_*``): for each set, the product's full-pipeline top 20 of
+``toolsel eval``'s seeded sample of its queries, with each tool's calibrated confidence, and for each rule of a grid
+the mean tools it would return and Complete@returned, beside fixed k=5 and k=10.
 
     python scripts/answer_size_grid.py SETS_DIR [--max-queries 600] [--seed 0] [--vectors CACHE_DIR]
         [--model SET=DIR ...] [--floors 0.02,0.03,0.04] [--shares 0,0.05,0.1,0.15] [--ceilings 8,10,15]
@@ -22,7 +22,7 @@ from fit_fusion import model_settings
 
 from toolsel.contracts import SelectRequest
 from toolsel.evaluation.dataset import load_set
-from toolsel.evaluation.split import sample
+from toolsel.evaluation.split import evaluated_sample
 from toolsel.runtime import load_model
 from toolsel.services.selector.pipeline.count import auto
 from toolsel.services.selector.selector import Selector
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         catalog = SetCatalog.of(bench, served, embedder, cached)
         selector = Selector(served, catalog.catalog, embedder)
         rows = []
-        for query in sample(bench.queries, args.max_queries, args.seed):
+        for query in evaluated_sample(bench.queries, args.max_queries, args.seed):
             reply, _ = selector.select(SelectRequest(query=query.text[:2000], dry_run=True, k=DEPTH, seed=0))
             names = [catalog.named.get(t.name, "") for t in reply.tools]
             rows.append((names, np.array([t.confidence for t in reply.tools]), query.relevant))

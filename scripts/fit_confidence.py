@@ -27,7 +27,7 @@ from toolsel.contracts import SelectRequest
 from toolsel.embedder import Embedder
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import BenchSet, Query, load_set, tool_spec, wire_names
-from toolsel.evaluation.split import sample
+from toolsel.evaluation.split import evaluated_sample
 from toolsel.runtime import load_model
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.services.selector import confidence
@@ -46,7 +46,7 @@ def rows_of(folder: Path, settings: Settings, embedder: Embedder, args: argparse
     cached = None if args.vectors is None else args.vectors / f"{bench.name}.npy"
     catalog = SetCatalog.of(bench, settings, embedder, cached)
     measured = catalog.measure(
-        Selector(settings, catalog.catalog, embedder), sample(bench.queries, args.max_queries, args.seed)
+        Selector(settings, catalog.catalog, embedder), evaluated_sample(bench.queries, args.max_queries, args.seed)
     )
     return measured.terms, measured.labels
 

@@ -30,7 +30,7 @@ from fit_confidence import Matrix, Measured, SetCatalog, ece, fit
 from toolsel.embedder import MODEL_NAME
 from toolsel.evaluation.dataset import load_set
 from toolsel.evaluation.metrics import ndcg_at
-from toolsel.evaluation.split import sample, split_queries
+from toolsel.evaluation.split import evaluated_sample
 from toolsel.runtime import load_model
 from toolsel.services.selector import confidence
 from toolsel.services.selector.selector import Selector
@@ -70,7 +70,7 @@ def measure_set(folder: Path, model: str, grid: Sequence[Point], args: argparse.
     settings = model_settings(get_settings(), model)
     embedder = asyncio.run(load_model(settings))
     catalog = SetCatalog.of(bench, settings, embedder)
-    queries = sample(split_queries(bench.queries, 0.0, args.seed).evaluate, args.max_queries, args.seed)
+    queries = evaluated_sample(bench.queries, args.max_queries, args.seed)
     by_point = {}
     for factor, scale in grid:
         at = settings.model_copy(update={"fusion_zscore_bm25_factor": factor, "bm25_confidence_scale": scale})

@@ -3,9 +3,9 @@ how often a reply whose first tool is relevant says ``no_match``, under settings
 spelling stage's milliseconds).
 
 Dev script, not part of the product. Each set's tools are embedded as the indexer embeds them (kept in
-``--vectors`` between runs), each sampled query is selected as ``toolsel eval`` selects it (top 10, dry run,
-seeded, no Thompson draws). ``--misspell`` first misspells one word of five letters or more in each query (a
-seeded swap, drop or doubling of a letter), to measure what a typo costs. Compare runs on the same sample.
+``--vectors`` between runs), each query of ``toolsel eval``'s seeded sample is selected as it selects it (top 10,
+dry run, seeded, no Thompson draws). ``--misspell`` first misspells one word of five letters or more in each query
+(a seeded swap, drop or doubling of a letter), to measure what a typo costs. Compare runs on the same sample.
 
 Usage (from the repository root)::
 
@@ -26,7 +26,7 @@ from toolsel.contracts import SelectRequest
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import load_set
 from toolsel.evaluation.metrics import ndcg_at
-from toolsel.evaluation.split import sample
+from toolsel.evaluation.split import evaluated_sample
 from toolsel.runtime import load_model
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import get_settings
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         selector = Selector(settings, catalog.catalog, embedder)
         rng = random.Random(args.seed)
         ndcg, sure, right, first_right, said_none, spelling_ms = [], [], [], 0, 0, []
-        for query in sample(bench.queries, args.max_queries, args.seed):
+        for query in evaluated_sample(bench.queries, args.max_queries, args.seed):
             text = misspell(query.text[:2000], rng) if args.misspell else query.text[:2000]
             selection = selector.run(SelectRequest(query=text, dry_run=True, k=10, seed=0))
             reply = selection.reply

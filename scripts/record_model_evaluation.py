@@ -5,7 +5,9 @@ model never saw the set (a number from a model trained on the set's queries is k
     python scripts/record_model_evaluation.py MODEL_DIR EVAL_JSON [EVAL_JSON ...]
 
 A leave-one-set-out model records its own left-out set; the default model, which saw every set, records its
-siblings' cold numbers, the evaluation it is shipped with.
+siblings' cold numbers, the evaluation it is shipped with. A result whose model's training sets are unknown
+(``trained_on`` null: no card of its name where the evaluation ran) is refused, nothing written: whether its
+number is cold cannot be said.
 """
 
 import argparse
@@ -25,6 +27,11 @@ def main() -> None:
         raise SystemExit(f"{args.model_dir} has no model card")
     for path in args.results:
         result = json.loads(path.read_text())
+        if result["model"]["trained_on"] is None:
+            raise SystemExit(
+                f"{path}: {result['model']['name']}'s training sets are unknown (no model card of that name beside the"
+                " evaluation): run it again with TOOLSEL_MODEL_DIR set to that model's directory"
+            )
         modes = result["modes"]
         card.evaluation[result["set"]] = {
             "model": result["model"]["name"],

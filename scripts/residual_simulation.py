@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     column = {t.name: i for i, t in enumerate(bench.tools)}
     embedder = asyncio.run(load_model(settings, cache=False))
     declared = embedder.embed([embedding_text(tool_spec(t, names[t.name])) for t in bench.tools]).astype(np.float64)
-    held, pool = holdout_split(bench.queries, args.holdout, args.seed)
+    held, pool, _ = holdout_split(bench.queries, args.holdout, args.seed)
     streamed = stream(pool, args.events)
     texts = list(dict.fromkeys(q.text for q in streamed))
     vectors = dict(zip(texts, embedder.embed(texts).astype(np.float64), strict=True))

@@ -25,7 +25,7 @@ from fit_confidence import set_folders
 
 from toolsel.evaluation.dataset import load_set, tool_spec, wire_names
 from toolsel.evaluation.metrics import ndcg_at
-from toolsel.evaluation.split import sample, split_queries
+from toolsel.evaluation.split import evaluated_sample
 from toolsel.services.indexer.hashing import embedding_text
 from toolsel.tuning.export import SERVED_MAX_TOKENS
 from toolsel.tuning.pairs import Pair, choose, read_pairs
@@ -72,7 +72,7 @@ def vectors(model: Any, tokenizer: Any, texts: Sequence[str]) -> np.ndarray:
 def left_out_ndcg(weights: Path, folder: Path) -> float:
     """NDCG@10 of the vectors alone over ``folder``'s set: its whole catalog, ``toolsel eval``'s queries."""
     bench = load_set(folder)
-    queries = sample(split_queries(bench.queries, 0.0, 0).evaluate, MAX_QUERIES, 0)
+    queries = evaluated_sample(bench.queries, MAX_QUERIES, 0)
     names = wire_names([t.name for t in bench.tools])
     model, tokenizer = load(weights)
     model.to(training_device()).eval()

@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     column = {t.name: i for i, t in enumerate(bench.tools)}
     embedder = asyncio.run(load_model(settings, cache=False))
     declared = embedder.embed([embedding_text(tool_spec(t, names[t.name])) for t in bench.tools])
-    held, pool = holdout_split(bench.queries, args.holdout, args.seed)
+    held, pool, _ = holdout_split(bench.queries, args.holdout, args.seed)
     streamed = stream(pool, args.events)
     vectors = dict(zip([q.text for q in streamed], embedder.embed([q.text for q in streamed]), strict=True))
     examples: dict[int, list[Matrix]] = {}

@@ -1,13 +1,19 @@
 """``toolsel eval`` end to end on a tiny generated set, against the session's real stack."""
 
+import asyncio
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from toolsel.evaluation.metrics import METRICS
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
+from toolsel.store import space
+from toolsel.tuning.card import ModelCard, write_card
 
 TOOLS = [
     ("send_email", "Send an email message to one or more recipients."),
@@ -38,12 +44,16 @@ def tiny_set(folder: Path) -> Path:
     return folder
 
 
-def run_eval(endpoints: Endpoints, folder: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_eval(
+    endpoints: Endpoints, folder: Path, out: Path, *args: str, shell: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``toolsel eval`` against the session's servers; ``shell``: more of its own environment."""
     env = {
         **os.environ,
         "TOOLSEL_NATS_URL": endpoints.nats_url,
         "TOOLSEL_DATABASE_URL": endpoints.database_url,
         "COLUMNS": "200",
+        **(shell or {}),
     }
     return subprocess.run(
         [*TOOLSEL_COMMAND, "eval", str(folder), "--json", str(out), *args],
@@ -106,6 +116,7 @@ def run_online(endpoints: Endpoints, tmp_path: Path, scenario: str, *args: str) 
     assert [p["events"] for p in result["curve"]] == [0, 6, 12]
     assert all(0.0 <= p[m] <= 1.0 for p in result["curve"] for m in ("recall_at_5", "ndcg_at_10"))
     assert result["scenario"]["name"] == scenario
+    assert result["overlap_dropped"] == 0  # no text of the tiny set is another's
     taught = result["discovery"]
     assert 0.0 <= taught["taught_share"] <= 1.0
     assert 0.0 <= taught["taught_share_last_quarter"] <= 1.0
@@ -153,3 +164,70 @@ def test_eval_online_tenants_one_tenants_stream_never_moves_the_others_answers(
     with_tool = scenario["b_held_out_answers_with_failing_tool"]
     assert with_tool["before"] == with_tool["after"]
     assert scenario["b_before"]["recall_at_5"] == scenario["b_after"]["recall_at_5"]
+
+
+ODD_TOOLS = [
+    {"name": ".", "description": "Convert a currency amount."},
+    {"name": "tab\tname", "description": "Roll dice."},
+]
+ODD_QUERIES = [
+    {"id": "odd-1", "query": "convert 20 euros to dollars", "relevant": ["."], "type": "single"},
+    {
+        "id": "odd-2",
+        "query": "roll two dice and email me",
+        "relevant": ["tab\tname", "send_mail_gone"],
+        "type": "multi",
+    },
+    {"id": "odd-3", "query": "book a table for two", "relevant": ["reserve_gone"], "type": "single"},
+]
+"""Names ToolSpec refuses as they are (a path segment, a control character) and labels outside the catalog."""
+
+
+async def test_against_configured_servers_the_eval_names_their_model_and_removes_its_catalog(
+    endpoints: Endpoints, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """This shell is set for another model (its card beside it) than the servers serve: the numbers are the
+    servers' model's, whose training this card does not tell. The set's odd names are read, its labels outside
+    the catalog counted, and its catalog gone from the servers when the run ends."""
+    folder = tiny_set(tmp_path / "tiny")
+    with (folder / "tools.jsonl").open("a") as tools, (folder / "queries.jsonl").open("a") as queries:
+        tools.writelines(json.dumps(t) + "\n" for t in ODD_TOOLS)
+        queries.writelines(json.dumps(q) + "\n" for q in ODD_QUERIES)
+    other = tmp_path / "cold-model"
+    other.mkdir()
+    write_card(other, cold_card("my/minilm-tools-without-tiny"))
+    shell = {"TOOLSEL_EMBEDDING_MODEL": "my/minilm-tools-without-tiny", "TOOLSEL_MODEL_DIR": str(other)}
+    synced = "SELECT count(*) FROM tools WHERE plugin_id LIKE 'eval-%-text-%'"
+    before = await pool.fetchval(synced)
+    out = tmp_path / "result.json"
+    done = await asyncio.to_thread(run_eval, endpoints, folder, out, shell=shell)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    async with pool.acquire() as conn:
+        served = await space.recorded(conn)
+    assert served is not None
+    assert result["model"] == {"name": served[0], "trained_on": None}
+    assert "trained on unknown sets" in done.stdout
+    assert "labels not in tools.jsonl: 1 taken off 1 queries" in " ".join(done.stdout.split())
+    assert result["queries_evaluated"] == len(QUERIES) + 2
+    split = result["split"]
+    assert (split["labels_outside_catalog"], split["queries_with_labels_outside_catalog"]) == (1, 1)
+    assert split["queries_without_known_tools"] == 1
+    assert await pool.fetchval(synced) == before + len(TOOLS) + len(ODD_TOOLS)
+    assert await pool.fetchval(f"{synced} AND deleted_at IS NULL") == 0
+
+
+def cold_card(name: str) -> ModelCard:
+    return ModelCard(
+        name=name,
+        base_model="sentence-transformers/all-MiniLM-L6-v2",
+        base_weights="test",
+        dim=384,
+        trained_on=["external"],
+        pairs_file="pairs.jsonl",
+        pairs_sha256="0" * 64,
+        pairs={"external": 10},
+        settings={"seed": 0},
+        training={"steps": 1},
+        export={"min_cosine": 0.998},
+    )

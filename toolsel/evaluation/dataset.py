@@ -14,6 +14,8 @@ MAX_SYNC_BYTES = 800_000
 """A sync travels as one NATS message (1 MB by default): larger catalogs go as several plugins."""
 MAX_NAME = 128
 MAX_DESCRIPTION = 8000
+UNNAMEABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""What a tool name may not hold: control characters and lone surrogates (made spaces)."""
 MAX_SUBSET_VALUES = 30
 """An extra string field of the queries with 2..this many distinct values is a subset label."""
 
@@ -41,6 +43,27 @@ class BenchSet:
     baselines: dict[str, Any] | None
     dropped_queries: int
     """Queries none of whose relevant tools is in the catalog."""
+    removed_labels: int
+    """Relevant names outside the catalog taken off the queries kept (scored on their other tools alone)."""
+    queries_with_removed_labels: int
+
+    def label_counts(self) -> dict[str, int]:
+        """What the labels outside the catalog cost, for the JSON: the numbers a reader needs to compare runs."""
+        return {
+            "queries_without_known_tools": self.dropped_queries,
+            "labels_outside_catalog": self.removed_labels,
+            "queries_with_labels_outside_catalog": self.queries_with_removed_labels,
+        }
+
+    def labels_note(self) -> str:
+        """The same for the terminal, "" when every label is a tool of the catalog: a missing label scores nothing,
+        so a query that lost one reads as better answered than it was."""
+        if not self.dropped_queries and not self.removed_labels:
+            return ""
+        return (
+            f"labels not in tools.jsonl: {self.removed_labels} taken off {self.queries_with_removed_labels} "
+            f"queries (scored on their other tools); {self.dropped_queries} queries with none in it not evaluated"
+        )
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -51,7 +74,7 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def load_set(folder: Path) -> BenchSet:
-    """Tools and labelled queries of one folder; relevant names outside the catalog are dropped."""
+    """Tools and labelled queries of one folder; relevant names outside the catalog are dropped (and counted)."""
     tools = [
         Tool(str(t["name"]), str(t.get("description") or ""), t.get("parameters") or None)
         for t in _lines(folder / "tools.jsonl")
@@ -59,17 +82,20 @@ def load_set(folder: Path) -> BenchSet:
     names = {t.name for t in tools}
     if len(names) != len(tools):
         raise ValueError(f"{folder / 'tools.jsonl'}: tool names must be unique")
-    queries, dropped = [], 0
+    queries, dropped, removed, lessened = [], 0, 0, 0
     for q in _lines(folder / "queries.jsonl"):
-        relevant = frozenset(str(n) for n in q["relevant"]) & names
+        labelled = frozenset(str(n) for n in q["relevant"])
+        relevant = labelled & names
         if not relevant:
             dropped += 1
             continue
+        removed += len(labelled) - len(relevant)
+        lessened += relevant != labelled
         extras = {k: v for k, v in q.items() if k not in ("id", "query", "relevant") and isinstance(v, str)}
         queries.append(Query(str(q["id"]), str(q["query"]), relevant, extras))
     baselines_path = folder / "baselines.json"
     baselines = json.loads(baselines_path.read_text()) if baselines_path.exists() else None
-    return BenchSet(folder.resolve().name, tools, queries, baselines, dropped)
+    return BenchSet(folder.resolve().name, tools, queries, baselines, dropped, removed, lessened)
 
 
 def subset_fields(queries: Sequence[Query]) -> list[str]:
@@ -81,11 +107,13 @@ def subset_fields(queries: Sequence[Query]) -> list[str]:
 
 
 def wire_names(names: Sequence[str]) -> dict[str, str]:
-    """Each name made a valid, unique tool name (no ``/``, no leading space, at most 128 characters)."""
+    """Each name made a valid, unique tool name (no ``/``, control character or lone surrogate, no leading space,
+    neither ``.`` nor ``..``, at most 128 characters): any set in the format is read, whatever its names."""
     out: dict[str, str] = {}
     taken: set[str] = set()
     for name in names:
-        base = re.sub(r"^\s+", "", name.replace("/", "∕"))[:MAX_NAME] or "tool"
+        base = re.sub(r"^\s+", "", UNNAMEABLE.sub(" ", name.replace("/", "∕")))[:MAX_NAME]
+        base = "tool" if base in ("", ".", "..") else base
         wire, n = base, 1
         while wire in taken:
             n += 1

@@ -50,12 +50,15 @@ def score(rankings: Sequence[Sequence[str]], queries: Sequence[Query], fields: S
     }
 
 
-def answer_size(answers: Sequence[Sequence[str]], tokens: Sequence[int], queries: Sequence[Query]) -> dict[str, float]:
-    """What whole answers cost and hold: mean tools returned, mean tokens of their definitions, and the share of
-    queries whose every relevant tool was returned (Complete@returned)."""
+def answer_size(
+    rankings: Sequence[Sequence[str]], answers: Sequence[tuple[int, int]], queries: Sequence[Query]
+) -> dict[str, float]:
+    """What whole answers cost and hold: mean tools returned and mean tokens of their definitions (``answers``:
+    each one's tools and tokens, a pin included in both), and the share of queries whose every relevant tool was
+    returned (Complete@returned, over the set's tools in ``rankings``)."""
     n = max(len(queries), 1)
     return {
-        "tools": sum(len(a) for a in answers) / n,
-        "tokens": sum(tokens) / n,
-        "complete": sum(complete_at(a, q.relevant, len(a)) for a, q in zip(answers, queries, strict=True)) / n,
+        "tools": sum(tools for tools, _ in answers) / n,
+        "tokens": sum(tokens for _, tokens in answers) / n,
+        "complete": sum(complete_at(r, q.relevant, len(r)) for r, q in zip(rankings, queries, strict=True)) / n,
     }

@@ -5,7 +5,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, ReviewEvent, SelectReply, SelectRequest, ToolCall, ToolReview, Verdict
@@ -16,6 +16,7 @@ from toolsel.evaluation.discovery import discovery
 from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.plan import Event
 from toolsel.evaluation.ranking import CONCURRENCY, BenchCatalog, rank
+from toolsel.evaluation.split import same_text
 
 STREAM_K = 10
 """Tools the simulated agent is offered per query."""
@@ -40,13 +41,24 @@ class Streamed:
     discovery: dict[str, Any] = field(default_factory=dict)
 
 
-def holdout_split(queries: Sequence[Query], holdout: int, seed: int) -> tuple[list[Query], list[Query]]:
-    """(held-out slice, stream pool): a seeded shuffle; the first ``holdout`` queries are never streamed, at most
-    half of a small set so that something is left to stream."""
+class Holdout(NamedTuple):
+    holdout: list[Query]
+    pool: list[Query]
+    overlap_dropped: int
+    """Queries left out of the pool because their text is a held-out query's (``split.same_text``)."""
+
+
+def holdout_split(queries: Sequence[Query], holdout: int, seed: int) -> Holdout:
+    """(held-out slice, stream pool, pool queries dropped): a seeded shuffle; the first ``holdout`` queries are
+    never streamed, at most half of a small set so that something is left to stream. Nor is their text: a set
+    holds the same query under several ids (toolbench_stb's G2_category/43200 and /43201), and one streamed would
+    teach the answer to the held-out one it measures."""
     order = list(queries)
     random.Random(seed).shuffle(order)
     cut = min(holdout, len(order) // 2)
-    return order[:cut], order[cut:]
+    held = {same_text(q.text) for q in order[:cut]}
+    pool = [q for q in order[cut:] if same_text(q.text) not in held]
+    return Holdout(order[:cut], pool, len(order) - cut - len(pool))
 
 
 def stream(pool: Sequence[Query], events: int) -> list[Query]:

@@ -99,12 +99,13 @@ async def rank(
     seed: int,
     advance: Callable[[int], None] = lambda n: None,
     confidences: list[list[float]] | None = None,
-    tokens: list[int] | None = None,
+    answers: list[tuple[int, int]] | None = None,
 ) -> list[list[str]]:
     """Each query's ranking (dry run, seeded), CONCURRENCY selects at a time; ``confidences`` gathers each
-    ranked tool's confidence, in the same order, and ``tokens`` each answer's ``tokens.selected``."""
+    ranked tool's confidence, in the same order, and ``answers`` each whole answer's tools and
+    ``tokens.selected``, both of every tool returned: a pinned tool outside the catalog costs tokens too."""
 
-    async def one(query: Query) -> tuple[list[str], list[float], int]:
+    async def one(query: Query) -> tuple[list[str], list[float], tuple[int, int]]:
         request = SelectRequest(
             query=query.text[:QUERY_MAX],
             tenant_id=catalog.tenant_id,
@@ -117,16 +118,16 @@ async def rank(
         )
         reply = await client.select(request)
         sure = [t.confidence for t in reply.tools if t.plugin_id in catalog.plugins]
-        return catalog.ranked(reply), sure, reply.tokens.selected
+        return catalog.ranked(reply), sure, (len(reply.tools), reply.tokens.selected)
 
     out: list[list[str]] = []
     for start in range(0, len(queries), CONCURRENCY):
         chunk = queries[start : start + CONCURRENCY]
-        for names, sure, spent in await asyncio.gather(*(one(q) for q in chunk)):
+        for names, sure, whole in await asyncio.gather(*(one(q) for q in chunk)):
             out.append(names)
             if confidences is not None:
                 confidences.append(sure)
-            if tokens is not None:
-                tokens.append(spent)
+            if answers is not None:
+                answers.append(whole)
         advance(len(chunk))
     return out

@@ -73,12 +73,15 @@ def answer_size_table(name: str, sizes: Mapping[str, Mapping[str, float]]) -> Ta
 
 
 def model_line(result: Mapping[str, Any]) -> str:
-    """Which embedding model measured the set, and a warning where it was trained on the set's queries."""
+    """Which embedding model measured the set, and a warning where it was trained on the set's queries or where
+    what it was trained on is unknown (no model card of its name here)."""
     model = result.get("model")
     if not model:
         return ""
     line = f"model: {model['name']}"
-    if result["set"] in model["trained_on"]:
+    if model["trained_on"] is None:
+        line += " [bold red](no model card of its name here: trained on unknown sets)[/]"
+    elif result["set"] in model["trained_on"]:
         line += f" [bold red](trained on {result['set']}'s queries: not a cold number)[/]"
     return line
 

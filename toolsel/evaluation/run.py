@@ -1,17 +1,20 @@
 """``toolsel eval``: run an offline or online evaluation of one set against a real stack."""
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 from uuid import uuid4
 
+import asyncpg
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from toolsel.client import ToolselClient
-from toolsel.embedder import packaged_model_dir
+from toolsel.embedded import redacted
+from toolsel.embedder import MODEL_NAME, packaged_model_dir
+from toolsel.errors import NoStack
 from toolsel.evaluation import online, scenarios
 from toolsel.evaluation.calibration import calibration
 from toolsel.evaluation.dataset import Query, load_set, subset_fields
@@ -19,10 +22,12 @@ from toolsel.evaluation.metrics import DEPTH
 from toolsel.evaluation.offline import ANSWER_SIZES, Mode, answer_size, plan_modes, score
 from toolsel.evaluation.plan import Scenario
 from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
-from toolsel.evaluation.session import nats_url
+from toolsel.evaluation.session import servers
 from toolsel.evaluation.split import sample, split_queries
 from toolsel.render import console
 from toolsel.settings import Settings
+from toolsel.stack import Endpoints
+from toolsel.store import space
 from toolsel.tuning.card import read_card
 
 REQUEST_TIMEOUT_S = 600
@@ -62,12 +67,29 @@ def _advance(progress: Progress, description: str, total: int) -> Callable[[int]
     return lambda n: progress.advance(task, n)
 
 
-def model_used(settings: Settings) -> dict[str, Any]:
-    """The embedding model the evaluation runs with (as this process reads the environment) and, from its model
-    card, the evaluation sets whose queries it was trained on (none for a model without a card)."""
-    directory = settings.model_dir or packaged_model_dir(settings.embedding_model)
+def model_used(settings: Settings, served: str) -> dict[str, Any]:
+    """The model that made the numbers, ``served``, and the evaluation sets whose queries it was trained on, from
+    the model card in TOOLSEL_MODEL_DIR (else the packaged model's) only when the card is of that very model: None
+    (unknown, so no number is known to be cold) without one, as against servers set for another model than this
+    process; none for the stock model, published before every set."""
+    if served == MODEL_NAME and settings.model_dir is None:
+        return {"name": served, "trained_on": []}
+    directory = settings.model_dir or packaged_model_dir(served)
     card = read_card(directory) if directory is not None else None
-    return {"name": settings.embedding_model, "trained_on": card.trained_on if card else []}
+    return {"name": served, "trained_on": card.trained_on if card is not None and card.name == served else None}
+
+
+async def served_model(endpoints: Endpoints) -> str:
+    """The model the servers' store records (``embedding_space``): every service checks its own against it when it
+    starts, so it is the one that embedded the tools and the queries, whatever this process's settings say."""
+    where = redacted(endpoints.database_url)
+    try:
+        found = await space.recorded_at(endpoints.database_url)
+    except (OSError, asyncpg.PostgresError) as error:
+        raise NoStack.saying(f"cannot read the servers' embedding model from PostgreSQL at {where}: {error}") from error
+    if found is None:
+        raise NoStack.saying(f"the store at {where} records no embedding model: no service has started on it")
+    return found[0]
 
 
 def _services_settings() -> dict[str, Any]:
@@ -86,16 +108,17 @@ async def run_offline(options: Options) -> dict[str, Any]:
     split_text = split.describe(options.train_fraction, options.seed)
     sampled = f"; a seeded sample of {len(queries)} of them" if len(queries) < len(split.evaluate) else ""
     console.print(f"[bold]{bench.name}[/]: {len(bench.tools)} tools. Split: {split_text}{sampled}.")
+    if note := bench.labels_note():
+        console.print(note)
     run = uuid4().hex[:8]
-    result: dict[str, Any] = {
-        "set": bench.name,
-        "path": str(options.path),
-        "model": model_used(Settings()),
-        "queries_evaluated": len(queries),
-    }
-    async with nats_url(OFFLINE_ENV) as (url, stack), ToolselClient(url, timeout_s=REQUEST_TIMEOUT_S) as client:
+    result: dict[str, Any] = {"set": bench.name, "path": str(options.path), "queries_evaluated": len(queries)}
+    async with (
+        servers(OFFLINE_ENV) as (endpoints, stack),
+        ToolselClient(endpoints.nats_url, timeout_s=REQUEST_TIMEOUT_S) as client,
+        _catalogs(client, removed=stack is None) as catalogs,
+    ):
         own_stack = stack is not None
-        catalogs: dict[str, BenchCatalog] = {}
+        result["model"] = model_used(Settings(), await served_model(endpoints))
         modes_out: dict[str, Any] = {}
         with _progress() as progress:
             for mode in modes:
@@ -134,7 +157,7 @@ async def run_offline(options: Options) -> dict[str, Any]:
         "sampled": len(queries),
         "overlap_dropped": split.overlap_dropped,
         "examples_capped": split.capped,
-        "queries_without_known_tools": bench.dropped_queries,
+        **bench.label_counts(),
     }
     result["subset_fields"] = fields
     result["modes"] = modes_out
@@ -151,12 +174,26 @@ async def _answers(
     progress: Progress,
 ) -> dict[str, float]:
     """The full pipeline's whole answers at one size (``k``: a number or auto)."""
-    spent: list[int] = []
+    whole: list[tuple[int, int]] = []
     advance = _advance(progress, f"answers, k={k}", len(queries))
     got = await rank(
-        client, catalog, queries, retrieval="hybrid", rerank=True, k=k, seed=seed, advance=advance, tokens=spent
+        client, catalog, queries, retrieval="hybrid", rerank=True, k=k, seed=seed, advance=advance, answers=whole
     )
-    return answer_size(got, spent, queries)
+    return answer_size(got, whole, queries)
+
+
+@asynccontextmanager
+async def _catalogs(client: ToolselClient, removed: bool) -> AsyncIterator[dict[str, BenchCatalog]]:
+    """The run's synced catalogs, by kind; ``removed`` (configured servers) when it ends: those servers keep what is
+    synced, and every tenant's BM25 statistics count it, so a later run would rank beside this one's copies."""
+    catalogs: dict[str, BenchCatalog] = {}
+    try:
+        yield catalogs
+    finally:
+        if removed:
+            for catalog in catalogs.values():
+                for plugin in catalog.plugins:
+                    await client.remove_plugin(plugin, catalog.tenant_id)
 
 
 def _calibration(rankings: list[list[str]], sure: list[list[float]], queries: list[Query]) -> dict[str, Any]:
@@ -205,16 +242,20 @@ async def run_online(options: Options) -> dict[str, Any]:
     """Stream ``events`` queries through select → outcome → review in the chosen scenario; the held-out curve and
     what the scenario measured."""
     bench = load_set(options.path)
-    holdout, pool = online.holdout_split(bench.queries, options.holdout, options.seed)
+    holdout, pool, overlap = online.holdout_split(bench.queries, options.holdout, options.seed)
     queries = online.stream(pool, options.events)
     console.print(
         f"[bold]{bench.name}[/] ({options.scenario}): {len(bench.tools)} tools described by their text only; "
-        f"seed {options.seed}: {len(holdout)} held-out queries (never streamed), {len(queries)} events from the "
-        f"other {len(pool)}{' (cycled)' if len(queries) > len(pool) else ''}; measured every {options.every} events."
+        f"seed {options.seed}: {len(holdout)} held-out queries (never streamed, nor is their text: {overlap} others "
+        f"of the same text left out), {len(queries)} events from the other {len(pool)}"
+        f"{' (cycled)' if len(queries) > len(pool) else ''}; measured every {options.every} events."
     )
+    if note := bench.labels_note():
+        console.print(note)
     stack_env = _stack_env(options)
-    async with nats_url(stack_env) as (url, stack), ToolselClient(url, timeout_s=60) as client:
+    async with servers(stack_env) as (endpoints, stack), ToolselClient(endpoints.nats_url, timeout_s=60) as client:
         own_stack = stack is not None
+        model = model_used(Settings(), await served_model(endpoints))
         with _progress() as progress:
             stage = scenarios.Stage(
                 client,
@@ -233,9 +274,11 @@ async def run_online(options: Options) -> dict[str, Any]:
     return {
         "set": bench.name,
         "path": str(options.path),
-        "model": model_used(Settings()),
+        "model": model,
         "settings": settings,
         "holdout": len(holdout),
+        "overlap_dropped": overlap,
+        **bench.label_counts(),
         "events": len(queries),
         "curve": [asdict(p) for p in outcome.curve],
         "discovery": outcome.discovery,

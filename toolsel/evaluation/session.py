@@ -7,17 +7,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from toolsel.settings import Settings
-from toolsel.stack import Stack
+from toolsel.stack import Endpoints, Stack
 
 UNSET = ("TOOLSEL_PLUGIN_SECRETS", "TOOLSEL_REQUIRE_PLUGIN_CREDENTIALS", "TOOLSEL_SIGNED_PLUGINS")
 
 
 @asynccontextmanager
-async def nats_url(env: Mapping[str, str]) -> AsyncIterator[tuple[str, Stack | None]]:
-    """(NATS URL, the stack when it is our own). With TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL set those
-    servers are used as they are; otherwise a fresh stack starts with ``env`` set for its services."""
+async def servers(env: Mapping[str, str]) -> AsyncIterator[tuple[Endpoints, Stack | None]]:
+    """(the servers' endpoints, the stack when it is our own). With TOOLSEL_NATS_URL and TOOLSEL_DATABASE_URL set
+    those servers are used as they are; otherwise a fresh stack starts with ``env`` set for its services."""
     if os.environ.get("TOOLSEL_NATS_URL") and os.environ.get("TOOLSEL_DATABASE_URL"):
-        yield os.environ["TOOLSEL_NATS_URL"], None
+        yield Endpoints(os.environ["TOOLSEL_NATS_URL"], os.environ["TOOLSEL_DATABASE_URL"]), None
         return
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="toolsel-eval-") as home:
@@ -26,8 +26,7 @@ async def nats_url(env: Mapping[str, str]) -> AsyncIterator[tuple[str, Stack | N
             os.environ.pop(name, None)
         stack = Stack(Settings(home=Path(home)))
         try:
-            endpoints = await stack.start(timeout_s=300)
-            yield endpoints.nats_url, stack
+            yield await stack.start(timeout_s=300), stack
         finally:
             stack.stop()
             os.environ.clear()

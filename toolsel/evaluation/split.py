@@ -1,6 +1,7 @@
 """Seeded, reproducible train/evaluation split: training queries become their tools' example queries."""
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ class Split:
     examples: dict[str, list[str]]
     """Tool name -> example queries (training query texts, in shuffled order, capped per tool)."""
     overlap_dropped: int
-    """Evaluation queries dropped because their text is also a training query."""
+    """Evaluation queries dropped because their text is also a training query's (``same_text``)."""
     capped: int
     """Example queries left out by the per-tool cap."""
 
@@ -32,13 +33,16 @@ class Split:
             f"moved the first {len(self.train)} (fraction {fraction:g}) into the example queries of their relevant "
             f"tools ({used} examples over {len(self.examples)} tools, at most {MAX_EXAMPLES_PER_TOOL} per tool: "
             f"{self.capped} left out), evaluated on the other {len(self.evaluate)}; "
-            f"{self.overlap_dropped} whose text equals a training query were dropped (no evaluated query is an "
-            "example)"
+            f"{self.overlap_dropped} whose text is a training query's (case, spacing and punctuation aside) were "
+            "dropped (no evaluated query is an example)"
         )
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+def same_text(text: str) -> str:
+    """What two queries' texts are compared by: their lower-case words of letters and digits, so that texts that
+    differ only in case, spacing or punctuation ("ethereum." and "Ethereum") count as one. Words in any script
+    (not ASCII alone, which would make every Chinese query one text); a text without a word is compared whole."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower())) or text
 
 
 def split_queries(queries: Sequence[Query], fraction: float, seed: int) -> Split:
@@ -49,8 +53,8 @@ def split_queries(queries: Sequence[Query], fraction: float, seed: int) -> Split
     random.Random(seed).shuffle(order)
     cut = round(fraction * len(order))
     train, rest = order[:cut], order[cut:]
-    seen = {_norm(q.text) for q in train}
-    evaluate = [q for q in rest if _norm(q.text) not in seen]
+    seen = {same_text(q.text) for q in train}
+    evaluate = [q for q in rest if same_text(q.text) not in seen]
     examples: dict[str, list[str]] = {}
     capped = 0
     for q in train:
@@ -69,3 +73,9 @@ def sample(queries: Sequence[Query], limit: int, seed: int) -> list[Query]:
         return list(queries)
     keep = set(random.Random(seed).sample(range(len(queries)), limit))
     return [q for i, q in enumerate(queries) if i in keep]
+
+
+def evaluated_sample(queries: Sequence[Query], limit: int, seed: int) -> list[Query]:
+    """The queries ``toolsel eval`` ranks without a train split (its seeded shuffle, then its seeded sample): the
+    in-process scripts measure the same queries as the product's numbers beside theirs."""
+    return sample(split_queries(queries, 0.0, seed).evaluate, limit, seed)

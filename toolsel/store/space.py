@@ -18,6 +18,16 @@ async def recorded(conn: asyncpg.Connection) -> tuple[str, int] | None:
     return None if row is None else (str(row["model"]), int(row["dim"]))
 
 
+async def recorded_at(dsn: str, timeout_s: float = 30) -> tuple[str, int] | None:
+    """``recorded`` of the store at ``dsn``, on a connection of its own: a client's one read (the evaluation's, of
+    the model that served it), which neither migrates nor keeps a pool."""
+    conn = await asyncpg.connect(dsn, timeout=timeout_s)
+    try:
+        return await recorded(conn)
+    finally:
+        await conn.close(timeout=timeout_s)
+
+
 async def claim(
     conn: asyncpg.Connection, model: str, dim: int, unrecorded: tuple[str, int] | None = None
 ) -> tuple[str, int]:

@@ -13,6 +13,7 @@ from toolsel.evaluation.dataset import (
     catalog_syncs,
     load_set,
     subset_fields,
+    tool_spec,
     wire_names,
 )
 
@@ -43,10 +44,29 @@ def test_load_set_reads_tools_queries_and_subset_labels(tmp_path: Path) -> None:
     assert bench.tools[0].parameters == SCHEMA
     assert bench.tools[1].description == ""
     assert bench.dropped_queries == 1  # none of its relevant tools is in the catalog
+    assert (bench.removed_labels, bench.queries_with_removed_labels) == (1, 1)  # "gone", taken off query 2
     assert bench.queries[1].relevant == frozenset({"API::Get Sure BTTS/Goal"})
     assert bench.queries[0].extras == {"type": "single"}
     assert subset_fields(bench.queries) == ["type"]
     assert bench.baselines is None
+
+
+def test_labels_outside_the_catalog_are_counted_for_the_json_and_the_terminal(tmp_path: Path) -> None:
+    """A label outside the catalog is taken off its query, which then scores better than it was answered: the
+    output says how many were, beside the queries left with none."""
+    bench = load_set(write_set(tmp_path / "tiny", TOOLS, QUERIES))
+    assert bench.label_counts() == {
+        "queries_without_known_tools": 1,
+        "labels_outside_catalog": 1,
+        "queries_with_labels_outside_catalog": 1,
+    }
+    assert bench.labels_note() == (
+        "labels not in tools.jsonl: 1 taken off 1 queries (scored on their other tools); 1 queries with none in it "
+        "not evaluated"
+    )
+    whole = load_set(write_set(tmp_path / "whole", TOOLS, QUERIES[:1]))
+    assert whole.labels_note() == ""
+    assert set(whole.label_counts().values()) == {0}
 
 
 def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
@@ -58,6 +78,15 @@ def test_wire_names_are_valid_and_unique() -> None:
     names = wire_names(["a/b", "a∕b", " lead", "x" * 200, "x" * 200 + "y"])
     assert len(set(names.values())) == 5
     assert all("/" not in n and not n[0].isspace() and len(n) <= MAX_NAME for n in names.values())
+
+
+@pytest.mark.parametrize("name", [".", "..", "tab\there", "line\nbreak", "\x1b[31mred", "bell\x07", "\ud800 lone"])
+def test_any_name_in_the_format_is_made_a_tool_name_the_sync_takes(name: str) -> None:
+    """Control characters, lone surrogates and the path segments ``.`` and ``..`` are refused by ToolSpec: the
+    evaluation stopped (``error: name: control character U+0009``) instead of reading the set."""
+    wire = wire_names([name, "tool"])
+    assert tool_spec(Tool(name, "", None), wire[name]).name == wire[name]
+    assert len(set(wire.values())) == 2
 
 
 def test_catalog_syncs_carry_name_description_schema_and_examples() -> None:

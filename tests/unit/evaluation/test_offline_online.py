@@ -6,14 +6,23 @@ from typing import cast
 from uuid import uuid4
 
 from toolsel.client import ToolselClient
-from toolsel.contracts import HealthReply, ScoreBreakdown, ScoredTool, SelectReply, TokenEstimate, Verdict
+from toolsel.contracts import (
+    HealthReply,
+    ScoreBreakdown,
+    ScoredTool,
+    SelectReply,
+    SelectRequest,
+    TokenEstimate,
+    Verdict,
+)
 from toolsel.errors import Timeout
 from toolsel.evaluation.dataset import Query
-from toolsel.evaluation.offline import plan_modes, score
+from toolsel.evaluation.offline import answer_size, plan_modes, score
 from toolsel.evaluation.online import Point, agent_events, holdout_split, learner_handled, stream, wait_for_learner
 from toolsel.evaluation.plan import Sighting
-from toolsel.evaluation.ranking import BenchCatalog
+from toolsel.evaluation.ranking import BenchCatalog, rank
 from toolsel.evaluation.report import write_online
+from toolsel.evaluation.split import same_text
 
 
 def test_modes_with_and_without_a_train_split() -> None:
@@ -59,6 +68,26 @@ def reply(*names: str) -> SelectReply:
 CATALOG = BenchCatalog(["p-0"], "t", {"a": "a", "b": "b", "c∕d": "c/d"})
 
 
+async def test_a_whole_answer_counts_every_tool_whose_tokens_it_counts_a_pin_included() -> None:
+    """A pin joins the reply whatever the plugin filter says (a shared plugin's, on configured servers): its
+    definition is in ``tokens.selected``, so it is one of the answer's tools too, not tokens for no tool."""
+
+    class Selector:
+        async def select(self, request: SelectRequest) -> SelectReply:
+            answer = reply("a", "c∕d")
+            pin = answer.tools[0].model_copy(update={"plugin_id": "shared-pins", "name": "pinned"})
+            tokens = TokenEstimate(selected=300, catalog=900, saved=600)
+            return answer.model_copy(update={"tools": [*answer.tools, pin], "tokens": tokens})
+
+    queries = [Query("1", "q", frozenset({"a", "c/d"}))]
+    whole: list[tuple[int, int]] = []
+    rankings = await rank(
+        cast(ToolselClient, Selector()), CATALOG, queries, retrieval="hybrid", rerank=True, k=5, seed=0, answers=whole
+    )
+    assert rankings == [["a", "c/d"]]  # the set's tools, for the metrics
+    assert answer_size(rankings, whole, queries) == {"tools": 3.0, "tokens": 300.0, "complete": 1.0}
+
+
 def test_agent_calls_the_first_relevant_tool_and_reviews_every_offered_one() -> None:
     answer = reply("a", "c∕d", "b")
     outcome, review = agent_events(answer, Query("1", "q", frozenset({"c/d", "b"})), CATALOG)
@@ -79,8 +108,8 @@ def test_agent_calls_nothing_when_no_relevant_tool_is_offered() -> None:
 
 def test_holdout_is_never_streamed_and_the_stream_cycles() -> None:
     queries = [Query(str(i), f"q{i}", frozenset({"a"})) for i in range(10)]
-    holdout, pool = holdout_split(queries, 3, seed=1)
-    assert holdout == holdout_split(queries, 3, seed=1)[0]
+    holdout, pool, _ = holdout_split(queries, 3, seed=1)
+    assert holdout == holdout_split(queries, 3, seed=1).holdout
     assert not {q.id for q in holdout} & {q.id for q in pool}
     events = stream(pool, 16)
     assert len(events) == 16
@@ -102,8 +131,20 @@ def test_a_failing_tool_fails_is_reviewed_broken_and_the_agent_calls_the_next_re
 
 def test_the_holdout_leaves_half_of_a_small_set_to_stream() -> None:
     queries = [Query(str(i), f"q{i}", frozenset({"a"})) for i in range(9)]
-    holdout, pool = holdout_split(queries, 200, seed=0)
+    holdout, pool, _ = holdout_split(queries, 200, seed=0)
     assert (len(holdout), len(pool)) == (4, 5)
+
+
+def test_a_held_out_querys_text_is_never_streamed_under_another_id() -> None:
+    """toolbench_stb holds G2_category/43200 and /43201, one text; metatool "… ethereum." and "… Ethereum": the
+    stream would teach the very answer a held-out twin measures."""
+    queries = [Query(f"{i}", f"query {i}", frozenset({"a"})) for i in range(20)]
+    twins = [Query(f"{q.id}-twin", f"{q.text.upper()}.", q.relevant) for q in queries]
+    holdout, pool, dropped = holdout_split([*queries, *twins], 10, seed=0)
+    held = {same_text(q.text) for q in holdout}
+    assert not [q for q in pool if same_text(q.text) in held]
+    assert dropped == 2 * len(held) - len(holdout) > 0  # every held-out text's other copy, when not held out too
+    assert len(holdout) + len(pool) + dropped == len(queries) + len(twins)
 
 
 def test_an_online_result_writes_its_curve_and_the_tracked_tool(tmp_path: Path) -> None:

@@ -1,9 +1,14 @@
 """The train/evaluation split and the query sample: seeded, disjoint, fraction respected."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from toolsel.evaluation.dataset import Query
-from toolsel.evaluation.split import MAX_EXAMPLES_PER_TOOL, sample, split_queries
+from toolsel.evaluation.split import MAX_EXAMPLES_PER_TOOL, evaluated_sample, same_text, sample, split_queries
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def queries(n: int, tools: int = 7) -> list[Query]:
@@ -34,6 +39,37 @@ def test_no_evaluated_query_is_among_the_examples() -> None:
     examples = {" ".join(e.lower().split()) for texts in split.examples.values() for e in texts}
     assert all(" ".join(q.text.lower().split()) not in examples for q in split.evaluate)
     assert len(split.train) + len(split.evaluate) + split.overlap_dropped == len(qs)
+
+
+def test_a_text_differing_only_in_case_spacing_or_punctuation_is_a_training_query_and_not_evaluated() -> None:
+    twins = [
+        Query("a", "What is the price of ethereum.", frozenset({"t"})),
+        Query("b", "what is the  price of Ethereum?", frozenset({"t"})),
+    ]
+    split = split_queries(twins, 0.5, 0)  # one trains, and its twin is not evaluated
+    assert (len(split.train), split.evaluate, split.overlap_dropped) == (1, [], 1)
+
+
+def test_texts_are_compared_by_their_words_in_any_script() -> None:
+    assert same_text("  Ethereum,  price?") == same_text("ethereum price") == "ethereum price"
+    assert same_text("北京的天气") != same_text("上海的天气")  # not every Chinese query one text
+    assert same_text("?!") != same_text("...")  # no word: compared whole
+
+
+@pytest.mark.parametrize(
+    "script", ["fit_confidence", "answer_size_grid", "measure_pipeline", "fit_fusion", "sweep_training"]
+)
+def test_the_in_process_scripts_rank_toolsel_evals_own_sample(script: str) -> None:
+    """Their numbers stand beside the product's in docs/results.md: a sample of their own (the set's first queries
+    drawn from in file order) shared a tenth of metatool's queries with ``toolsel eval``'s."""
+    source = (ROOT / "scripts" / f"{script}.py").read_text()
+    assert "evaluated_sample(bench.queries, " in source
+    assert not re.search(r"(?<!evaluated_)sample\(", source)
+
+
+def test_the_evaluated_sample_is_the_one_toolsel_eval_ranks_without_a_train_split() -> None:
+    qs = queries(100)
+    assert evaluated_sample(qs, 20, 3) == sample(split_queries(qs, 0.0, 3).evaluate, 20, 3) != sample(qs, 20, 3)
 
 
 def test_training_queries_become_examples_of_their_relevant_tools() -> None:
