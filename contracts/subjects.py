@@ -11,6 +11,7 @@ a stream's subject space would get the stream's publish ack back instead of the 
 spaces never overlap (a test checks it).
 """
 
+import re
 from typing import Final
 
 RPC_PREFIX: Final = "toolsel.rpc"
@@ -191,8 +192,25 @@ def scope_of(subject: str, root: str) -> str | None:
 
 
 def health(service: str) -> str:
-    """The health request subject of one service."""
+    """The health request subject of one service: whichever of its copies the queue group hands it to answers."""
     return f"{HEALTH_PREFIX}.{service}"
+
+
+INSTANCE: Final = "{instance}"
+"""Where a copy's instance stands in ``instance_health`` as the AsyncAPI documents show it."""
+
+
+def instance_health(service: str, instance: str) -> str:
+    """The health request subject of one copy of a service (``instance``: ``instance_name`` of its host, in a
+    container the container's), which that copy alone answers: a container's health check asks its own process,
+    not whichever copy the queue group picks. ``*`` for every copy (the services' NATS permissions)."""
+    return f"{health(service)}.{instance}"
+
+
+def instance_name(host: str) -> str:
+    """A host's name as one subject token: what is not a letter, a digit, ``-`` or ``_`` (a domain's dots) becomes
+    ``-``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", host).strip("-") or "unnamed"
 
 
 def dead_letter(kind: str) -> str:

@@ -3,6 +3,8 @@
 from pathlib import Path
 
 from toolsel.cli.asyncapi import documents
+from toolsel.contracts import subjects
+from toolsel.messaging import this_instance
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "asyncapi"
 
@@ -19,3 +21,10 @@ def test_documents_name_every_subject_the_services_use() -> None:
     text = "".join(documents().values())
     for subject in ("toolsel.rpc.select", "toolsel.rpc.sync", "toolsel.events.outcome", "toolsel.notify.posteriors"):
         assert subject in text
+
+
+def test_documents_show_each_copys_own_health_subject_on_no_machine_in_particular() -> None:
+    generated = documents()
+    for name, text in generated.items():
+        assert f'"{subjects.instance_health(name, subjects.INSTANCE)}"' in text, name
+        assert subjects.instance_health(name, this_instance()) not in text, name

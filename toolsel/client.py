@@ -6,8 +6,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from copy import copy
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -75,6 +76,16 @@ def refused_credentials(error: Exception) -> bool:
     return REFUSED_CREDENTIALS in str(error).lower()
 
 
+REFUSED_PUBLISH = re.compile(r'permissions violation for publish to "([^"]+)"', re.IGNORECASE)
+"""How NATS says, in an error line of its own, that it dropped a publish the connection's user may not make."""
+
+
+def refused_publish(error: Exception) -> str | None:
+    """The subject of a publish NATS refused this connection, if ``error`` says so."""
+    found = REFUSED_PUBLISH.search(str(error))
+    return found[1] if found else None
+
+
 REMOVED_VERSION = "0.0.0"
 """The plugin version recorded with a plugin's removal (a declaration needs one)."""
 
@@ -132,6 +143,8 @@ class ToolselClient(AsyncMethods):
         self.admin_token = admin_token or os.environ.get("TOOLSEL_ADMIN_TOKEN")
         self.scope = scope_of_user(urlsplit(self.url).username) if self.url else scope_of_user(user)
         """Who the client sends as (its subjects' scope)."""
+        self._refusals: dict[str, set[asyncio.Future[NotPermitted]]] = {}
+        """The requests and publishes awaiting an answer, by subject, each failed at once when NATS refuses it."""
         self._nc: Client | None = None
 
     async def __aenter__(self) -> Self:
@@ -144,12 +157,14 @@ class ToolselClient(AsyncMethods):
         async def connection_error(error: Exception) -> None:
             """Raised to the caller (or retried): logged in a line at debug level, not printed with its traceback
             (``toolsel status`` with NATS down printed four). Credentials refused while connecting are not tried
-            again: they would be refused again."""
+            again: they would be refused again. A publish NATS refused fails what awaits its answer."""
             nonlocal refused
             log.debug("NATS: %s: %s", type(error).__name__, error)
             if refused_credentials(error) and not nc.is_connected:
                 refused = True
                 nc.options["allow_reconnect"] = False
+            if (subject := refused_publish(error)) is not None:
+                self._refuse(subject)
 
         try:
             await nc.connect(
@@ -172,6 +187,41 @@ class ToolselClient(AsyncMethods):
             nc.options["max_reconnect_attempts"] = -1
         self._nc = nc
         return self
+
+    @property
+    def _nats_user(self) -> str | None:
+        """The NATS user of the client's URL (None without credentials)."""
+        return urlsplit(self.url).username
+
+    def _refuse(self, subject: str) -> None:
+        """Fail at once what awaits an answer on ``subject``: NATS dropped the publish, so none will come."""
+        refusal = NotPermitted.saying(
+            f"NATS does not let user {self._nats_user or '(none)'} publish to {subject}: the operator's user may"
+            " (`toolsel env` prints its TOOLSEL_NATS_URL), a tenant's identity only under its own scope"
+        )
+        for waiting in self._refusals.get(subject, ()):
+            if not waiting.done():
+                waiting.set_result(refusal)
+
+    async def _refusable(self, subject: str, sending: Awaitable[T]) -> T:
+        """``sending`` (a request or a publish to ``subject``), or ``NotPermitted`` as soon as NATS says it refused
+        the publish: NATS drops it and tells the connection apart, so its answer would never come (an admin call
+        from a service's user waited out its 300 s)."""
+        refusal: asyncio.Future[NotPermitted] = asyncio.get_running_loop().create_future()
+        waiting = self._refusals.setdefault(subject, set())
+        waiting.add(refusal)
+        task = asyncio.ensure_future(sending)
+        try:
+            await asyncio.wait((task, refusal), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.discard(refusal)
+            if not waiting:
+                self._refusals.pop(subject, None)
+            if not task.done():
+                task.cancel()
+        if task.done() and not task.cancelled():
+            return task.result()
+        raise refusal.result()
 
     def _failure(self, error: Exception, subject: str, timeout_s: float | None = None) -> Exception:
         """A nats-py failure as the ``ToolselError`` it means (others as they are)."""
@@ -205,9 +255,9 @@ class ToolselClient(AsyncMethods):
 
     async def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
         """Send raw bytes; decode the reply as ``reply_type`` or raise the typed error it carries."""
-        waited = timeout_s or self.timeout_s
+        waited, sent = timeout_s or self.timeout_s, self.subject(subject)
         try:
-            msg = await self.nc.request(self.subject(subject), payload, timeout=waited)
+            msg = await self._refusable(sent, self.nc.request(sent, payload, timeout=waited))
         except nats.errors.Error as error:
             raise self._failure(error, subject, waited) from None
         body = from_json(msg.data)  # pydantic's parser: a select reply's 8 KB in 60 against 86 us with validation
@@ -253,11 +303,13 @@ class ToolselClient(AsyncMethods):
 
     async def admin(self, subject: str, request: AdminRequest, reply_type: type[R]) -> R:
         """One admin request (``contracts.subjects.ADMIN_*``), with the client's admin token unless it has one;
-        refused at once for a tenant's identity (NATS would refuse it to any user but the operator)."""
-        if not self.scope.operator:
+        refused at once for a tenant's identity or a service's user (NATS refuses it to any user but the
+        operator)."""
+        if not self.scope.operator or self._nats_user in subjects.SERVICES:
+            who = self._nats_user if self.scope.operator else self.scope.user
             raise NotPermitted.saying(
                 f"{subject} is an admin call: it needs the operator's NATS user (`toolsel env` prints its "
-                f"TOOLSEL_NATS_URL), and this client is {self.scope.user}"
+                f"TOOLSEL_NATS_URL), and this client is {who}"
             )
         if request.admin_token is None and self.admin_token:
             request = request.model_copy(update={"admin_token": self.admin_token})
@@ -282,10 +334,10 @@ class ToolselClient(AsyncMethods):
         """Publish one event durably, within ``timeout_s`` for JetStream's ack (nats-py's own default is 5 s); its
         ``event_id`` is the JetStream de-duplication id."""
         headers = {"Nats-Msg-Id": str(event_id)} if (event_id := getattr(event, "event_id", None)) else None
+        sent = self.subject(subject)
         try:
-            await self.nc.jetstream().publish(
-                self.subject(subject), wire(event), timeout=self.timeout_s, headers=headers
-            )
+            js = self.nc.jetstream()
+            await self._refusable(sent, js.publish(sent, wire(event), timeout=self.timeout_s, headers=headers))
         except nats.errors.Error as error:
             raise self._failure(error, subject, self.timeout_s) from None
 

@@ -1,12 +1,13 @@
 """Embedded NATS (JetStream) and PostgreSQL + pgvector, started from Python packages under one directory.
 
-Both reuse their data across restarts; a crashed earlier run (stale pid file, lock or socket) is recovered
-from: NATS writes a fresh ports file per pid and pgserver ignores a postmaster.pid whose process is gone.
-The embedded NATS admits only its users (``credentials.json`` beside its data, 0600), each with the
-permissions of ``toolsel.messaging.nats_permissions``, and the tenants' identities the operator made
-(``toolsel.identities``: only their bcrypt hashes are kept); the operators' admin token is kept like the
-credentials (``admin-token`` in the home). A changed list of identities reaches the running server by a
-configuration reload (SIGHUP): no restart, and a revoked identity's connections are closed.
+Both reuse their data across restarts (``toolsel up``'s NATS its port too: ``EmbeddedNats.keep_port``); a crashed
+earlier run (stale pid file, lock or socket) is recovered from: NATS writes a fresh ports file per pid and
+pgserver ignores a postmaster.pid whose process is gone. The embedded NATS admits only its users
+(``credentials.json`` beside its data, 0600), each with the permissions of ``toolsel.messaging.nats_permissions``,
+and the tenants' identities the operator made (``toolsel.identities``: only their bcrypt hashes are kept); the
+operators' admin token is kept like the credentials (``admin-token`` in the home). A changed list of identities
+reaches the running server by a configuration reload (SIGHUP): no restart, and a revoked identity's connections
+are closed.
 """
 
 import contextlib
@@ -17,6 +18,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -171,6 +173,32 @@ def running_nats(directory: Path) -> tuple[int, str] | None:
     return None
 
 
+def port_taken(host: str, port: int) -> bool:
+    """Whether a program listens on ``host:port`` already (a port only lingering after a close is free)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+LOOPBACK = "127.0.0.1"
+NATS_PORT = 4222
+"""NATS's own port, which the docs' URLs show: a home's embedded NATS takes it on its first start when it is free."""
+PORT_FILE = "port"
+"""Where a home's embedded NATS keeps its port across restarts of ``toolsel up`` (``EmbeddedNats.keep_port``)."""
+
+
+def kept_port(directory: Path) -> int | None:
+    """The port the embedded NATS of ``directory`` keeps, once it has started there."""
+    try:
+        return int((directory / PORT_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 RELOADED = "Reloaded server configuration"
 RELOAD_FAILED = "Failed to reload"
 LOG_FILE = "nats.log"
@@ -212,18 +240,50 @@ def local_nats_url(home: Path, user: str) -> str:
 
 @dataclass
 class EmbeddedNats:
-    """A NATS server with JetStream on a loopback port (a free one unless ``port`` is given)."""
+    """A NATS server with JetStream on a loopback port (a free one unless ``port`` is given or kept)."""
 
     directory: Path
     port: int = -1
+    keep_port: bool = False
+    """Keep the port in the directory (``PORT_FILE``) for the next ``toolsel up`` on the home, so the URLs handed
+    out, identities' among them, stay valid across restarts: the home's first start takes ``NATS_PORT`` when it
+    is free, else a free one; a later one the kept port while it is free, else a free one, kept from then on
+    (``moved_from`` names the port given up)."""
     admit: Callable[[], Sequence[tuple[Scope, str]]] = tuple
     """The tenants' identities it admits, read at each start (``toolsel.identities.admitted``)."""
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
+    moved_from: int | None = field(default=None, init=False)
+    """The kept port that another program held at this server's first start, if one did."""
 
     def start(self, timeout_s: float = 10.0) -> str:
         """Start the server (its users' credentials are created on the first start); returns its URL, which
-        carries no credentials: see ``login_url``."""
+        carries no credentials: see ``login_url``. A start after the first (a restart of a server that died)
+        asks for the same port: the services reconnect to the URL they have."""
+        first = not self.url
+        if self.keep_port and first:
+            self.port = self._wanted_port()
+        try:
+            self.url = self._launch(timeout_s)
+        except EmbeddedError:
+            if not (self.keep_port and first and self.port != -1 and port_taken(LOOPBACK, self.port)):
+                raise
+            self.moved_from, self.port = kept_port(self.directory), -1  # taken since the check: another stack's
+            self.url = self._launch(timeout_s)
+        if self.keep_port:
+            (self.directory / PORT_FILE).write_text(f"{self.port}\n")
+        return self.url
+
+    def _wanted_port(self) -> int:
+        """The kept port while it is free; on the first start ``NATS_PORT`` if free; else -1 (a free one)."""
+        kept = kept_port(self.directory)
+        if kept is not None and not port_taken(LOOPBACK, kept):
+            return kept
+        self.moved_from = kept
+        return NATS_PORT if kept is None and not port_taken(LOOPBACK, NATS_PORT) else -1
+
+    def _launch(self, timeout_s: float) -> str:
+        """Run nats-server on ``port`` and return its URL once it reports it (the port, if it was -1, with it)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         for stale in self.directory.glob("nats-server_*.ports"):
             stale.unlink(missing_ok=True)
@@ -235,7 +295,7 @@ class EmbeddedNats:
                 "-c",
                 str(config),
                 "-a",
-                "127.0.0.1",
+                LOOPBACK,
                 "-p",
                 str(self.port),
                 "-js",
@@ -256,9 +316,9 @@ class EmbeddedNats:
                 raise EmbeddedError(f"nats-server exited with {self.process.returncode}; see {log_file.name}")
             if ports_file.exists():
                 try:
-                    self.url = json.loads(ports_file.read_text())["nats"][0]
-                    self.port = urlsplit(self.url).port or self.port
-                    return self.url
+                    url: str = json.loads(ports_file.read_text())["nats"][0]
+                    self.port = urlsplit(url).port or self.port
+                    return url
                 except (ValueError, KeyError, IndexError):
                     pass  # file seen half-written; read again
             time.sleep(0.005)

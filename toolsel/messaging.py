@@ -5,8 +5,10 @@ import contextlib
 import hmac
 import logging
 import re
+import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
@@ -304,12 +306,34 @@ def make_broker(url: str, name: str, graceful_timeout: float | None = None) -> N
     )
 
 
-def add_health(router: NatsRouter, service: str, details: Callable[[], dict[str, Any]]) -> None:
-    """Answer ``toolsel.rpc.health.<service>`` so ``toolsel status`` and health checks can ask."""
+DOCUMENTED_INSTANCE: ContextVar[str | None] = ContextVar("DOCUMENTED_INSTANCE", default=None)
+"""Set while ``toolsel asyncapi`` builds the apps: the instance their health subjects name instead of this host's
+(``subjects.INSTANCE``), so the documents are the same on every machine."""
 
-    @router.subscriber(subjects.health(service), queue=f"toolsel-{service}-health", title=f"{service}-health")
+
+def this_instance() -> str:
+    """This process's instance in its service's health subjects: its host's name, in a container the container's
+    (its id, unless compose names it), which a health check run in the same container reads too."""
+    return subjects.instance_name(socket.gethostname())
+
+
+def add_health(
+    router: NatsRouter, service: str, details: Callable[[], dict[str, Any]], instance: str | None = None
+) -> None:
+    """Answer ``toolsel.rpc.health.<service>`` (one copy of the service, through a queue group) so ``toolsel
+    status`` can ask, and ``toolsel.rpc.health.<service>.<instance>`` (this copy, ``this_instance`` unless given) so
+    a container's health check (``toolsel <service> --health``) asks its own process."""
+    instance = instance or DOCUMENTED_INSTANCE.get() or this_instance()
+
     async def health() -> HealthReply:
         return HealthReply(service=service, version=__version__, details=details())
+
+    router.subscriber(subjects.health(service), queue=f"toolsel-{service}-health", title=f"{service}-health")(health)
+    router.subscriber(
+        subjects.instance_health(service, instance),
+        title=f"{service}-health-instance",
+        description=f"The health of one copy of the {service}: the one whose host (container) is {{instance}}.",
+    )(health)
 
 
 async def dead_letter(broker: NatsBroker, kind: str, body: bytes, reason: str) -> None:
@@ -352,6 +376,11 @@ def _consume(stream: str) -> list[str]:
 HEALTH = f"{subjects.HEALTH_PREFIX}.>"
 
 
+def health_subjects(service: str) -> list[str]:
+    """What a service answers of the health subjects: its own, for any copy, and each copy's own."""
+    return [subjects.health(service), subjects.instance_health(service, "*")]
+
+
 def identity_permissions(scope: Scope) -> dict[str, Any]:
     """A tenant's identity: it requests selections, syncs and its own pins and publishes outcome, review, feedback
     and sync events only under its own scope (so the services know whose they are), and reads replies only under
@@ -369,8 +398,9 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
     and usage, only the indexer registry changes (and operators, to make selectors re-read the store), only a
     selector selection events (and operators, replaying them); the default tenant's agents as any tenant's
     identity (``identity_permissions``); admin requests, and every tenant's scope, are the operator's. Services
-    answer requests (``allow_responses``); the JetStream API is open only for toolsel's streams, and only as each
-    user needs."""
+    answer requests (``allow_responses``), each its own health subjects alone (its copies' too: one subject per
+    copy), and every service user may ask any service's health (a container's health check runs as its service);
+    the JetStream API is open only for toolsel's streams, and only as each user needs."""
     streams = [*_declare(subjects.EVENTS_STREAM), *_declare(subjects.DLQ_STREAM), *_consume(subjects.EVENTS_STREAM)]
     health = HEALTH
 
@@ -386,7 +416,7 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
             [subjects.SELECTION_EVENTS],
             [
                 subjects.any_scope(subjects.SELECT_ROOT),
-                subjects.health("selector"),
+                *health_subjects("selector"),
                 f"{subjects.NOTIFY_PREFIX}.>",
                 subjects.SELECTION_EVENTS,
                 subjects.any_scope(subjects.OUTCOME_ROOT),
@@ -399,14 +429,14 @@ def nats_permissions() -> dict[str, dict[str, Any]]:
                 subjects.USAGE_UPDATED,
                 f"{subjects.DLQ_PREFIX}.>",
             ],
-            [*subjects.ADMIN_LEARNING_SUBJECTS, *subjects.ADMIN_ANALYTICS_SUBJECTS, subjects.health("learner")],
+            [*subjects.ADMIN_LEARNING_SUBJECTS, *subjects.ADMIN_ANALYTICS_SUBJECTS, *health_subjects("learner")],
         ),
         "indexer": service(
             [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
             [
                 *(subjects.any_scope(root) for root in (*subjects.SYNC_ROOTS, subjects.PINS_ROOT)),
                 *subjects.ADMIN_REGISTRY_SUBJECTS,
-                subjects.health("indexer"),
+                *health_subjects("indexer"),
             ],
         ),
         DEFAULT_AGENT.user: identity_permissions(DEFAULT_AGENT),

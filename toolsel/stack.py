@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -33,8 +33,10 @@ from toolsel.embedded import (
     die_with_parent,
     login_url,
     nats_credentials,
+    port_taken,
     write_private,
 )
+from toolsel.errors import NotPermitted
 from toolsel.identities import admitted
 from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings
@@ -58,11 +60,14 @@ START_LOG_LINES = 40
 
 
 async def health_all(client: ToolselClient, services: tuple[str, ...]) -> dict[str, HealthReply | str]:
-    """Each service's health reply, or why it did not answer."""
+    """Each service's health reply, or why it did not answer; ``NotPermitted`` when the client's user may not
+    ask (a tenant's identity)."""
     replies: dict[str, HealthReply | str] = {}
     for service in services:
         try:
             replies[service] = await client.health(service)
+        except NotPermitted:
+            raise
         except Exception as error:
             replies[service] = type(error).__name__
     return replies
@@ -96,10 +101,14 @@ class StackProbe:
 
     servers: dict[str, str]
     services: dict[str, HealthReply | str]
+    not_permitted: str | None = None
+    """The NATS user that may not ask the services' health (a tenant's identity), when it is one: they were not
+    asked, so nothing is known of them."""
 
     def down(self) -> dict[str, str]:
-        """Each part that is down, servers first, with why."""
-        parts = {**self.servers, **{n: r for n, r in self.services.items() if not isinstance(r, HealthReply)}}
+        """Each part that is down, servers first, with why (services not asked are not down)."""
+        services = {} if self.not_permitted else self.services
+        parts = {**self.servers, **{n: r for n, r in services.items() if not isinstance(r, HealthReply)}}
         return {name: why for name, why in parts.items() if why != "ok"}
 
 
@@ -114,14 +123,19 @@ async def probe_stack(endpoints: Endpoints, services: tuple[str, ...], admin: st
             servers["postgres"] = "ok"
         except Exception as error:
             servers["postgres"] = why_down(error)
+    not_permitted = None
     try:
         async with ToolselClient(endpoints.nats_url, admin_token=admin, connect_timeout_s=PROBE_S) as client:
             servers["nats"] = "ok"
-            replies = await health_all(client, services)
+            try:
+                replies = await health_all(client, services)
+            except NotPermitted:
+                not_permitted = urlsplit(endpoints.nats_url).username or "(none)"
+                replies = {service: f"not asked: not permitted for user {not_permitted}" for service in services}
     except Exception as error:
         servers["nats"] = why_down(error)
         replies = {service: "not asked: NATS is down" for service in services}
-    return StackProbe(servers, replies)
+    return StackProbe(servers, replies, not_permitted)
 
 
 def stack_info(home: Path) -> dict[str, Any] | None:
@@ -134,17 +148,6 @@ def stack_info(home: Path) -> dict[str, Any] | None:
     if not psutil.pid_exists(int(info.get("pid", -1))):
         return None
     return info
-
-
-def port_taken(host: str, port: int) -> bool:
-    """Whether a program listens on ``host:port`` already (a port only lingering after a close is free)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def rotated(log: Path, max_bytes: int) -> Path:
@@ -249,6 +252,10 @@ class Stack:
     """Servers and services started by this process, stopped in reverse order."""
 
     settings: Settings
+    keep_nats_port: bool = False
+    """The home's own stack (``toolsel up``, ``toolsel demo``): its embedded NATS keeps its port across restarts,
+    so the URLs handed out stay valid (``EmbeddedNats.keep_port``). One in a temporary home (an evaluation, a
+    benchmark, a test) takes any free port, leaving 4222 to the homes' own."""
     nats: EmbeddedNats | None = None
     postgres: EmbeddedPostgres | None = None
     services: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -290,7 +297,7 @@ class Stack:
         home.mkdir(parents=True, exist_ok=True)
         nats_url = self.settings.nats_url
         if not nats_url:
-            self.nats = EmbeddedNats(home / "nats", admit=lambda: admitted(home))
+            self.nats = EmbeddedNats(home / "nats", keep_port=self.keep_nats_port, admit=lambda: admitted(home))
             self.nats.start()
             nats_url = self.nats.login(OPERATOR)
         database_url = self.settings.database_url

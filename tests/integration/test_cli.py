@@ -1,4 +1,5 @@
-"""The CLI against the running test stack: status, select with the explained breakdown, sync a file."""
+"""The CLI against the running test stack: status (as the operator, and as an identity, which may not ask), select
+with the explained breakdown, sync a file."""
 
 import asyncio
 import json
@@ -8,7 +9,7 @@ from pathlib import Path
 import asyncpg
 
 from tests.integration.catalog import cli_env, eventually, many_tools, plugin_sync, run_cli, tool, unique
-from toolsel.stack import TOOLSEL_COMMAND, Endpoints
+from toolsel.stack import AGENT, TOOLSEL_COMMAND, Endpoints, Stack
 
 
 def test_status_exits_zero_when_every_service_answers(endpoints: Endpoints) -> None:
@@ -16,6 +17,19 @@ def test_status_exits_zero_when_every_service_answers(endpoints: Endpoints) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     for service in ("selector", "learner", "indexer"):
         assert service in done.stdout
+
+
+def test_status_with_a_tenants_identity_says_it_may_not_ask_rather_than_down(stack: Stack) -> None:
+    """NATS refuses an identity the health subjects: status waited out each request and said every service was
+    down (`error: down: selector (Timeout); ...`)."""
+    assert stack.nats is not None
+    done = run_cli(Endpoints(stack.nats.login(AGENT), ""), "status", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("error: not permitted for user default.agent: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    found = json.loads(done.stdout)
+    assert found["down"] == {}
+    assert {s["status"] for s in found["services"]} == {"not asked"}
 
 
 def test_status_names_an_unknown_service(endpoints: Endpoints) -> None:

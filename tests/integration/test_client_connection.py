@@ -1,12 +1,11 @@
 """The client's connection on a real nats-server of its own: credentials NATS refuses are a refusal at once, not
-"no stack" after the reconnect attempts; a client a server holds for its life outlives an outage longer than its
+"no stack" after the reconnect attempts; so is a request or an event NATS does not let the user publish, and an
+admin call from a service's user; a client a server holds for its life outlives an outage longer than its
 attempts; leaving a client whose connection was lost raises nothing of nats-py's; and an event whose ack does not
 come fails within the client's own time limit."""
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from uuid import uuid4
 
 import nats
@@ -23,20 +22,39 @@ from toolsel.messaging import DEFAULT_AGENT, ensure_streams, refit_consumers
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedNats]:
-    nats_server = EmbeddedNats(tmp_path / "nats")
-    nats_server.start()
-    yield nats_server
-    nats_server.stop()
-
-
 async def test_credentials_nats_refuses_are_not_permitted_and_not_tried_again(server: EmbeddedNats) -> None:
     wrong = server.url.replace("nats://", f"nats://{DEFAULT_AGENT.user}:wrong@")
     with pytest.raises(NotPermitted, match=r"refused the credentials of default\.agent") as refused:
         async with ToolselClient(wrong, reconnect_attempts=3):
             pass
     assert "wrong" not in str(refused.value)  # the password is not repeated
+
+
+def login(server: EmbeddedNats, user: str) -> str:
+    return login_url(server.url, user, nats_credentials(server.directory)[user])
+
+
+async def test_what_nats_does_not_let_the_user_publish_fails_at_once_not_after_the_timeout(
+    server: EmbeddedNats,
+) -> None:
+    """NATS drops such a publish and says so apart, as a "Permissions Violation": the request waited out its
+    timeout (an admin call its 300 s) and then said that no service answered. A service's user may answer selects,
+    not make them, nor report events."""
+    await ensure_streams(login(server, "learner"))  # the events stream: the refused event is not merely unstored
+    async with ToolselClient(login(server, "selector"), timeout_s=60, admin_token="token") as selector:
+        started = time.monotonic()
+        with pytest.raises(NotPermitted, match=r"does not let user selector publish to toolsel\.rpc\.select\.op"):
+            await selector.select(query="will it rain in Paris")
+        with pytest.raises(NotPermitted, match=r"toolsel\.events\.outcome\.op"):
+            await selector.report_outcome(uuid4(), [ToolCall(plugin_id="p", name="t", success=True)])
+        with pytest.raises(NotPermitted, match=r"toolsel\.rpc\.admin\.tools\.list is an admin call.* is selector$"):
+            await selector.list_tools()
+        assert time.monotonic() - started < 5
+    async with ToolselClient(agent_url(server), timeout_s=60) as agent:
+        started = time.monotonic()
+        with pytest.raises(NotPermitted, match=r"default\.agent publish to toolsel\.rpc\.health\.selector"):
+            await agent.health("selector", timeout_s=60)
+        assert time.monotonic() - started < 5
 
 
 async def test_a_client_that_stays_connected_outlives_an_outage_longer_than_its_attempts(

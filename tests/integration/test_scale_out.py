@@ -1,7 +1,8 @@
 """Scaling out as docs/operators.md shows it: with `toolsel up` running, one more selector started from another
-shell (`eval "$(toolsel env --user selector)"`, then `toolsel selector`) serves the stack's requests, from the
-catalog in the store, once the stack's own selector is killed (its restart held off). On the same stack
-`toolsel migrate` finds the database, and an agent's exports hold its NATS URL alone."""
+shell (`eval "$(toolsel env --user selector)"`, then `toolsel selector`, in a subshell that leaves the shell as it
+was) serves the stack's requests, from the catalog in the store, once the stack's own selector is killed (its
+restart held off). On the same stack `toolsel migrate` finds the database, and an agent's exports hold its NATS
+URL alone."""
 
 import asyncio
 import os
@@ -31,6 +32,29 @@ def scale_out_block() -> str:
     """The shell block of docs/operators.md that starts one more selector."""
     blocks = re.findall(r"^```bash\n(.*?)^```", OPERATORS.read_text(), flags=re.M | re.S)
     return next(block for block in blocks if "toolsel env --user selector" in block)
+
+
+def test_the_documented_block_leaves_the_shell_it_runs_in_as_it_was(tmp_path: Path) -> None:
+    """The exports made the reader's whole shell the selector: its selects were refused and its admin commands
+    waited 300 s. A stand-in ``toolsel`` checks that the copy gets them and the shell after it does not."""
+    stand_in = tmp_path / "toolsel"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = env ]; then echo "export TOOLSEL_NATS_URL=nats://selector:pw@127.0.0.1:9"; exit; fi\n'
+        '[ "$TOOLSEL_NATS_URL" = nats://selector:pw@127.0.0.1:9 ] && echo served\n'
+    )
+    stand_in.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEL_")}
+    script = scale_out_block() + 'echo "after: ${TOOLSEL_NATS_URL:-none}"\n'
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        env=env | {"PATH": f"{tmp_path}{os.pathsep}{env['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "served\nafter: none\n"
 
 
 def exports(home: Path, user: str) -> dict[str, str]:

@@ -13,7 +13,16 @@ import nats
 import nats.errors
 import pytest
 
-from tests.integration.catalog import TOOLS, dead_letters, eventually, plugin_sync, sync_and_wait, tool, unique
+from tests.integration.catalog import (
+    TOOLS,
+    dead_letters,
+    eventually,
+    plugin_sync,
+    run_cli,
+    sync_and_wait,
+    tool,
+    unique,
+)
 from tests.integration.test_nats_auth import Connection
 from toolsel import identities
 from toolsel.client import ToolselClient, ToolselError
@@ -21,7 +30,7 @@ from toolsel.contracts import ErrorCode, FeedbackEvent, OutcomeEvent, SelectRepl
 from toolsel.contracts.identity import INBOX
 from toolsel.embedded import EmbeddedNats
 from toolsel.messaging import ensure_streams
-from toolsel.stack import Stack
+from toolsel.stack import Endpoints, Stack
 from toolsel.store import events, readmodels
 
 QUERY = "what is the weather in Oslo"
@@ -135,6 +144,26 @@ async def test_feedback_naming_another_tenant_is_dead_lettered(
 
     letters = await eventually(refused)
     assert "not the sender's tenant" in letters[0][1]
+
+
+async def test_an_identity_rates_its_tenants_tool_from_the_command_line_unchecked(
+    stack: Stack, client: ToolselClient, tenants: tuple[Tenant, Tenant]
+) -> None:
+    """`toolsel feedback submit` named the tenant `default` unless told another, so an identity's rating was
+    dead-lettered; and it looked the tool up first, an admin call refused to an identity."""
+    a, _ = tenants
+    assert stack.nats is not None
+    identity = Endpoints(a.made.nats_url(stack.nats.url), "")
+    rate = ("feedback", "submit", "--tool", f"{a.plugin}/get_weather", "--rating", "0.3", "--comment", a.name)
+    done = await asyncio.to_thread(run_cli, identity, *rate)
+    assert done.returncode == 0, done.stderr
+
+    async def stored() -> bool:
+        listed = await client.list_feedback(plugin_id=a.plugin, name="get_weather")
+        return any((f.tenant_id, f.comment) == (a.name, a.name) for f in listed.feedback)
+
+    assert await eventually(stored)
+    assert "not checked (looking a tool up is an admin call)" in done.stderr
 
 
 async def test_a_claimed_message_id_suppresses_no_selection_event(

@@ -10,6 +10,7 @@ import typer
 from faststream import FastStream
 
 from toolsel.cli.running import USAGE, fail
+from toolsel.contracts import subjects
 from toolsel.settings import Settings
 
 app = typer.Typer()
@@ -24,12 +25,19 @@ def _factories() -> dict[str, Callable[[Settings], FastStream]]:
 
 
 def documents() -> dict[str, str]:
-    """Service name -> its AsyncAPI 3.0 document as stable JSON text (the app is built, never started)."""
+    """Service name -> its AsyncAPI 3.0 document as stable JSON text (the app is built, never started; a copy's
+    own health subject names ``{instance}``, not this host)."""
+    from toolsel.messaging import DOCUMENTED_INSTANCE
+
     settings = Settings(nats_url=None, database_url=None)
     out = {}
-    for name, create_app in _factories().items():
-        spec = create_app(settings).schema.to_specification()
-        out[name] = json.dumps(json.loads(spec.to_json()), indent=2, sort_keys=True) + "\n"
+    documented = DOCUMENTED_INSTANCE.set(subjects.INSTANCE)
+    try:
+        for name, create_app in _factories().items():
+            spec = create_app(settings).schema.to_specification()
+            out[name] = json.dumps(json.loads(spec.to_json()), indent=2, sort_keys=True) + "\n"
+    finally:
+        DOCUMENTED_INSTANCE.reset(documented)
     return out
 
 

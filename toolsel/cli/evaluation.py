@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from toolsel.cli.running import run
+from toolsel.cli.running import USAGE, fail, run
 from toolsel.evaluation.plan import Scenario
 from toolsel.render import console
 
@@ -44,6 +44,9 @@ def eval_(
     ] = False,
 ) -> None:
     """Measure retrieval quality (or, with --online, learning) on a labelled set, through a real stack."""
+    for name in ("tools.jsonl", "queries.jsonl"):
+        if not (path / name).is_file():
+            fail(f"{path / name}: no such file (an evaluation set is a folder of tools.jsonl and queries.jsonl)", USAGE)
     from toolsel.evaluation import report
     from toolsel.evaluation.online import Point
     from toolsel.evaluation.run import Options, run_offline, run_online
@@ -64,9 +67,6 @@ def eval_(
         add_at=add_at,
         answer_sizes=answer_sizes,
     )
-    if not (path / "tools.jsonl").is_file() or not (path / "queries.jsonl").is_file():
-        console.print(f"[red]{path} needs tools.jsonl and queries.jsonl[/]")
-        raise typer.Exit(2)
     result = run(lambda: run_online(options) if online else run_offline(options))
     if online:
         console.print(report.curve_table([Point(**p) for p in result["curve"]]))

@@ -57,16 +57,26 @@ def feedback_submit(
     tool: Annotated[str, typer.Option(help="PLUGIN/NAME")],
     rating: Annotated[float, typer.Option(help="0..1")],
     comment: str = "",
-    tenant: str = "default",
+    tenant: Annotated[
+        str | None,
+        typer.Option(help="the tenant (the operator's, default 'default'; a tenant's identity rates for its own)"),
+    ] = None,
     author: str | None = None,
 ) -> None:
-    """Rate a tool; published durably for the learner (toolsel.events.feedback) once the registry knows it."""
+    """Rate a tool; published durably for the learner (toolsel.events.feedback) once the registry knows it (a
+    tenant's identity may not look it up: its feedback is sent unchecked)."""
     plugin, name = _tool(tool)
-    fields = {"plugin_id": plugin, "name": name, "rating": rating, "comment": comment, "tenant_id": tenant}
-    event = validated(FeedbackEvent, fields | {"author": author}, "feedback")
+    fields = {"plugin_id": plugin, "name": name, "rating": rating, "comment": comment, "author": author}
+    event = validated(FeedbackEvent, fields | ({} if tenant is None else {"tenant_id": tenant}), "feedback")
 
     async def main() -> None:
         async with client() as connected:
+            if not connected.scope.operator:
+                warn(
+                    f"{tool} not checked (looking a tool up is an admin call): sent; the learner dead-letters"
+                    " feedback for a tool the tenant does not see, or that does not exist"
+                )
+                return await connected.report([event])
             try:
                 shown = await connected.show_tool(plugin, name)
             except ToolselError as error:

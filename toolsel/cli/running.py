@@ -164,6 +164,15 @@ def first_problem(error: ValidationError) -> str:
     return f"{field}: {why}" if field else why
 
 
+def require_file(path: Path) -> None:
+    """Exit 2 naming ``path``, a file the command reads, when it is missing or a directory, before any work
+    (training read its pairs only once it had loaded the model, and failed with a traceback's last line)."""
+    if path.is_dir():
+        fail(f"{path}: is a directory, not a file", USAGE)
+    if not path.exists():
+        fail(f"{path}: no such file", USAGE)
+
+
 def read_json(path: Path) -> Any:
     """The JSON in ``path``; exit 2 naming the file when it is missing, unreadable, empty or not JSON."""
     try:

@@ -2,7 +2,8 @@
 operators' dashboard and HTTP admin API (``toolsel up`` starts them this way, with ``python -m
 toolsel.cli.services``); the CLI is the one place that builds a service app from
 the settings. Each command imports its service only when it runs, so the other commands start without loading
-the services."""
+the services. With ``--health`` a service command asks the copy running on this host instead (compose's health
+checks)."""
 
 import asyncio
 import logging
@@ -14,10 +15,44 @@ import typer
 from faststream import FastStream
 
 from toolsel.cli.running import NO_DATABASE, NO_STACK, USAGE, fail, operator_token, running_endpoints, settings
+from toolsel.contracts import HealthReply, subjects
 from toolsel.settings import Settings
-from toolsel.stack import running_stack
+from toolsel.stack import PROBE_S, running_stack, why_down
 
 app = typer.Typer()
+
+OWN_HEALTH_S = 5.0
+"""How long ``--health`` waits for this host's copy to answer (compose gives the whole check 10 s)."""
+Health = Annotated[
+    bool,
+    typer.Option(
+        "--health",
+        help="instead of serving, ask the copy running on this host (in a container, this container's) on its own"
+        " health subject, print its health reply and exit; 1 when it does not answer (compose's health checks)",
+    ),
+]
+
+
+def own_health(service: str) -> None:
+    """``toolsel SERVICE --health``: the health reply of the copy of ``service`` on this host, asked on its own
+    subject (``toolsel.rpc.health.<service>.<instance>``), never the queue group's, where another copy could
+    answer for a hung one; exit 1 when it does not answer within ``OWN_HEALTH_S``."""
+    from toolsel.client import ToolselClient
+    from toolsel.messaging import this_instance
+
+    endpoints = running_endpoints(settings())
+    instance = this_instance()
+    subject = subjects.instance_health(service, instance)
+
+    async def ask() -> HealthReply:
+        async with ToolselClient(endpoints.nats_url, connect_timeout_s=PROBE_S) as connected:
+            return await connected.request(subject, b"{}", HealthReply, timeout_s=OWN_HEALTH_S)
+
+    try:
+        reply = asyncio.run(ask())
+    except Exception as error:
+        fail(f"the {service} on {instance} does not answer on {subject}: {why_down(error)}")
+    print(reply.model_dump_json())
 
 
 def service_settings(current: Settings, service: str) -> Settings:
@@ -53,8 +88,11 @@ def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
 
 
 @app.command()
-def selector() -> None:
+def selector(health: Health = False) -> None:
     """Run a selector (more copies share the load through a queue group)."""
+    if health:
+        own_health("selector")
+        return
     from toolsel.services.selector.app import create_app
 
     serve(create_app, "selector")
@@ -69,8 +107,12 @@ def learner(
             " query texts, then exit"
         ),
     ] = False,
+    health: Health = False,
 ) -> None:
     """Run a learner (more copies share the durable consumers)."""
+    if health:
+        own_health("learner")
+        return
     if rebuild:
         from toolsel.cli.learning import rebuild_from_history
 
@@ -90,8 +132,12 @@ def indexer(
             " the reviews', those learnt from use), embed every tool with this one, then exit; stop the services first"
         ),
     ] = False,
+    health: Health = False,
 ) -> None:
     """Run an indexer."""
+    if health:
+        own_health("indexer")
+        return
     if switch_model:
         from toolsel.cli.tools import switch_embedding_model
 

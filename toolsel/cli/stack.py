@@ -4,12 +4,14 @@ import asyncio
 import shlex
 import signal
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from toolsel import identities
 from toolsel.cli.demo import reset_demo, run_demo
 from toolsel.cli.running import (
     NO_STACK,
@@ -25,11 +27,12 @@ from toolsel.cli.running import (
     run,
     running_endpoints,
     settings,
+    warn,
 )
 from toolsel.client import ToolselClient
 from toolsel.contracts import HealthReply, subjects
-from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, redacted
-from toolsel.render import console, new_table, status_table
+from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, login_url, redacted
+from toolsel.render import console, errors, new_table, status_table
 from toolsel.stack import (
     AGENT,
     OPERATOR,
@@ -68,19 +71,25 @@ def _where(stack: Stack) -> Table:
 
 
 def _start(stack: Stack, doing: str) -> None:
-    """Start ``stack``; exit 1 with the reason when another stack runs on its home."""
+    """Start ``stack``; exit 1 with the reason when another stack runs on its home. Warn when its embedded NATS
+    could not have its kept port back: every identity's URL changed with it."""
     try:
         with console.status(doing):
             asyncio.run(stack.start())
     except StackRunning as running:
         fail(str(running))
+    if stack.nats is not None and stack.nats.moved_from is not None:
+        warn(
+            f"NATS's port {stack.nats.moved_from} was taken by another program: NATS is on {stack.nats.port} now"
+            " and keeps it, so the identities' URLs changed (`toolsel env --user TENANT.NAME` prints one)"
+        )
 
 
 @app.command()
 def up() -> None:
     """Start NATS, PostgreSQL (embedded unless configured) and the three services, restarting any service or
     embedded server that dies; Ctrl-C stops all. Refuses when a stack already runs on this home."""
-    stack = Stack(settings())
+    stack = Stack(settings(), keep_nats_port=True)
     stopping = False
 
     def _stop(signum: int, frame: object) -> None:
@@ -124,7 +133,7 @@ def demo(
     stack: Stack | None = None
     try:
         if endpoints is None:
-            stack = Stack(current)
+            stack = Stack(current, keep_nats_port=True)
             _start(stack, "starting an embedded toolsel for the demo")
             console.print(_where(stack))
             endpoints = stack.endpoints
@@ -169,10 +178,10 @@ class StackHealth(BaseModel):
     """Restarts of each service and embedded server since that ``toolsel up`` started."""
 
 
-def _health(service: str, reply: HealthReply | str) -> ServiceHealth:
+def _health(service: str, reply: HealthReply | str, asked: bool) -> ServiceHealth:
     if isinstance(reply, HealthReply):
         return ServiceHealth.model_validate(reply.model_dump(include={"service", "status", "version", "details"}))
-    return ServiceHealth(service=service, status="down", error=reply)
+    return ServiceHealth(service=service, status="down" if asked else "not asked", error=reply)
 
 
 @app.command()
@@ -182,7 +191,7 @@ def status(
     as_json: AsJson = False,
 ) -> None:
     """Ask PostgreSQL, NATS and every service whether they answer; exit 0 only when all do, else 1 with one line
-    naming what is down."""
+    naming what is down (or saying that the NATS user, a tenant's identity, may not ask the services)."""
     if service is not None and service not in subjects.SERVICES:
         fail(f"unknown service {service!r}: toolsel's services are {', '.join(subjects.SERVICES)}", USAGE)
     services = (service,) if service else subjects.SERVICES
@@ -191,7 +200,7 @@ def status(
     found = asyncio.run(probe_stack(endpoints, services, operator_token(current)))
     info = stack_info(current.home) or {}
     health = StackHealth(
-        services=[_health(name, reply) for name, reply in found.services.items()],
+        services=[_health(name, reply, found.not_permitted is None) for name, reply in found.services.items()],
         servers=found.servers,
         down=found.down(),
         pid=info.get("pid"),
@@ -199,7 +208,7 @@ def status(
     )
 
     def show(health: StackHealth) -> None:
-        if health.servers.get("nats") == "ok":
+        if health.servers.get("nats") == "ok" and found.not_permitted is None:
             console.print(status_table(found.services))
         console.print("servers: " + ", ".join(f"{name} {why}" for name, why in health.servers.items()))
         if health.pid is not None:
@@ -207,6 +216,11 @@ def status(
             console.print(f"restarts since toolsel up (pid {health.pid}): {restarts}")
 
     print_reply(health, chosen(as_json, fmt), show)
+    if found.not_permitted is not None:
+        fail(
+            f"not permitted for user {found.not_permitted}: a tenant's identity may not ask the services' health"
+            " (their counters are every tenant's); ask as the operator (`toolsel env` prints its TOOLSEL_NATS_URL)"
+        )
     if health.down:
         fail("down: " + "; ".join(f"{name} ({why})" for name, why in health.down.items()))
 
@@ -220,7 +234,19 @@ def migrate() -> None:
 
 ENV_USERS = {OPERATOR: OPERATOR, "agent": AGENT, **{service: service for service in subjects.SERVICES}}
 """Whose environment ``toolsel env`` prints (the option's value -> the NATS user): the operators', the default
-tenant's agents' or a service's."""
+tenant's agents' or a service's (or a tenant's identity, by its NATS user)."""
+SECRET = "SECRET"
+"""What stands for an identity's secret in the URL ``toolsel env`` prints: the home keeps only its hash."""
+
+
+def _identity_env(home: Path, user: str) -> None:
+    """An identity's export: its NATS URL on the stack running on ``home`` (the port a restart keeps), with
+    ``SECRET`` for the secret that `toolsel identity create` showed once."""
+    info = stack_info(home)
+    if info is None:
+        fail(f"no toolsel running on {home}: start one, or set TOOLSEL_HOME to its home", NO_STACK)
+    print(f"export TOOLSEL_NATS_URL={shlex.quote(login_url(info['nats_url'], user, SECRET))}")
+    errors.print(f"{SECRET} stands for {user}'s secret (`toolsel identity create` showed it once)", soft_wrap=True)
 
 
 @app.command()
@@ -228,16 +254,23 @@ def env(
     user: Annotated[
         str,
         typer.Option(
-            help="whose: operator (admin commands), agent (the default tenant's agents: its NATS URL alone) or a"
-            " service (one more selector, learner or indexer: `toolsel selector` in that environment)"
+            help="whose: operator (admin commands), agent (the default tenant's agents: its NATS URL alone), a"
+            " service (one more selector, learner or indexer: `toolsel selector` in that environment) or a"
+            " tenant's identity TENANT.NAME (its NATS URL alone, SECRET standing for its secret)"
         ),
     ] = OPERATOR,
 ) -> None:
     """Print the `export TOOLSEL_...` lines that reach the running toolsel from another shell or a script:
     eval "$(toolsel env)"."""
     current = settings()
+    if user not in ENV_USERS and user in identities.load(current.home):
+        return _identity_env(current.home, user)
     if user not in ENV_USERS:
-        fail(f"unknown NATS user {user!r}: {', '.join(ENV_USERS)}", USAGE)
+        fail(
+            f"unknown NATS user {user!r}: {', '.join(ENV_USERS)}, or an identity's TENANT.NAME (`toolsel identity"
+            " list`)",
+            USAGE,
+        )
     if user == OPERATOR:
         endpoints = configured_endpoints(current)
         if endpoints is None:

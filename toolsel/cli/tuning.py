@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from toolsel.cli.running import FAILED, USAGE, fail, run, settings
+from toolsel.cli.running import FAILED, USAGE, fail, require_file, run, settings
 from toolsel.cli.tools import answering_services, switch_embedding_model
 from toolsel.render import console
 from toolsel.settings import Settings
@@ -76,12 +76,14 @@ def train_model(
     """Fine-tune all-MiniLM-L6-v2 on query → tool pairs (in-batch negatives), export it to int8 ONNX, check the
     export against the torch model and write its model card. Serve it with TOOLSEL_EMBEDDING_MODEL=NAME
     TOOLSEL_MODEL_DIR=OUT."""
+    for given in (pairs, manifest):
+        if given is not None:
+            require_file(given)
     try:
         from toolsel.tuning.build import build
         from toolsel.tuning.train import TrainSettings
     except ImportError as missing:
-        console.print(f"[red]training needs the tune extra (pip install 'toolsel\\[tune]'): {missing}[/]")
-        raise typer.Exit(2) from None
+        fail(f"training needs the tune extra (pip install 'toolsel[tune]'): {missing}", USAGE)
 
     def progress(step: int, steps: int, loss: float, seconds: float) -> None:
         left = seconds / step * (steps - step)

@@ -104,10 +104,28 @@ def test_feedback_names_the_field() -> None:
 def test_status_and_env_name_an_unknown_service_or_user() -> None:
     assert "unknown service 'bogus'" in _bad("status", "--service", "bogus")
     assert "unknown NATS user 'root'" in _bad("env", "--user", "root")
+    assert "or an identity's TENANT.NAME" in _bad("env", "--user", "acme.nobody")
 
 
 def test_plugins_remove_names_a_bad_plugin_id() -> None:
     assert "plugin_id" in _bad("plugins", "remove", "Not A Plugin")
+
+
+def test_train_model_names_a_missing_file_before_training(tmp_path: Path) -> None:
+    """It found a missing pairs file only once training began: ``FileNotFoundError``, exit 1."""
+    model = ("--out", str(tmp_path / "model"), "--name", "x/y")
+    assert _bad("train-model", str(tmp_path / "none.jsonl"), *model) == f"error: {tmp_path}/none.jsonl: no such file"
+    assert _bad("train-model", str(tmp_path), *model) == f"error: {tmp_path}: is a directory, not a file"
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"query": "q", "tool_id": "t", "tool_text": "t", "group": "g"}\n')
+    line = _bad("train-model", str(pairs), *model, "--manifest", str(tmp_path / "manifest.json"))
+    assert line == f"error: {tmp_path}/manifest.json: no such file"
+    assert not (tmp_path / "model").exists()
+
+
+def test_eval_names_the_file_a_set_lacks_on_stderr(tmp_path: Path) -> None:
+    """It printed its refusal on stdout, without ``error:``."""
+    assert _bad("eval", str(tmp_path / "none")).startswith(f"error: {tmp_path}/none/tools.jsonl: no such file")
 
 
 def test_analytics_names_a_missing_export(tmp_path: Path) -> None:

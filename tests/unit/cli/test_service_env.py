@@ -1,6 +1,6 @@
 """Where the service commands and ``toolsel env`` look for the stack when none runs on the home: they name what to
 do (``toolsel up``, ``toolsel env``) with the no-stack code; an agent's environment is never given database
-credentials, nor the operator's NATS URL."""
+credentials, nor the operator's NATS URL; an identity's is its URL on the running stack, its secret left out."""
 
 import json
 import os
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.cli.test_exit_codes import _toolsel
+from toolsel import identities
 from toolsel.cli.running import FAILED, NO_STACK
 from toolsel.settings import Settings
 from toolsel.stack import STACK_FILE, Endpoints, configured_endpoints
@@ -55,3 +56,19 @@ def test_another_users_env_is_refused_when_the_stack_runs_on_a_nats_of_its_own(t
     assert agent.returncode == FAILED, agent.stdout
     assert "secret" not in agent.stdout + agent.stderr
     assert "a NATS server of its own" in agent.stderr
+
+
+def test_an_identitys_env_is_its_url_on_the_running_stack_with_a_placeholder_for_its_secret(tmp_path: Path) -> None:
+    """The home keeps only the secret's hash, and `toolsel env --user acme.bot` answered "unknown NATS user": a
+    restarted stack's URL of an identity was nowhere to be found."""
+    identities.create(tmp_path, "acme", "bot")
+    stack = {"pid": os.getpid(), "nats_embedded": True, "nats_url": "nats://127.0.0.1:4222", "database_url": "pg"}
+    (tmp_path / STACK_FILE).write_text(json.dumps(stack))
+    done = _toolsel("env", "--user", "acme.bot", TOOLSEL_HOME=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "export TOOLSEL_NATS_URL=nats://acme.bot:SECRET@127.0.0.1:4222\n"
+    assert "SECRET stands for acme.bot's secret" in done.stderr
+    (tmp_path / STACK_FILE).unlink()
+    stopped = _toolsel("env", "--user", "acme.bot", TOOLSEL_HOME=str(tmp_path))
+    assert stopped.returncode == NO_STACK, stopped.stdout
+    assert "no toolsel running on" in stopped.stderr

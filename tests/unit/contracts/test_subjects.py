@@ -138,3 +138,31 @@ def test_every_admin_subject_is_in_exactly_one_area_under_one_of_its_prefixes() 
         areas = [prefixes for area, prefixes in AREAS.items() if subject in area]
         assert len(areas) == 1, subject
         assert any(subject.startswith(prefix) for prefix in areas[0]), subject
+
+
+@pytest.mark.parametrize("service", subjects.SERVICES)
+def test_a_copys_own_health_subject_is_its_services_and_no_other_ones(service: str) -> None:
+    """What a container's health check asks: one copy's subject, which the service's NATS permissions let it answer
+    (``instance_health(service, "*")``), and no other service's, nor the queue group's subject."""
+    own = subjects.instance_health(service, "3f2a9c1b7e10")
+    assert own == f"toolsel.rpc.health.{service}.3f2a9c1b7e10"
+    assert matches(subjects.instance_health(service, "*"), own)
+    assert not matches(subjects.health(service), own)
+    for other in subjects.SERVICES:
+        if other != service:
+            assert not matches(subjects.instance_health(other, "*"), own)
+    assert not any(matches(pattern, own) for pattern in STREAM_PATTERNS)
+
+
+@pytest.mark.parametrize(
+    ("host", "token"),
+    [
+        ("3f2a9c1b7e10", "3f2a9c1b7e10"),  # a container's id
+        ("web-1.example.com", "web-1-example-com"),  # a domain's dots would split the subject
+        ("a*b>c d", "a-b-c-d"),  # NATS wildcards and spaces
+        ("..", "unnamed"),
+    ],
+)
+def test_a_host_name_becomes_one_subject_token(host: str, token: str) -> None:
+    assert subjects.instance_name(host) == token
+    assert len(subjects.instance_health("selector", token).split(".")) == 5

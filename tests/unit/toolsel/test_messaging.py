@@ -1,14 +1,25 @@
 """Validation errors become typed replies naming the field, without the handler's parameter name; slow work keeps
-telling the server its message is in progress."""
+telling the server its message is in progress; a service's health is asked of any copy or of one."""
 
 import asyncio
+import socket
 from typing import Any
 
 import pytest
+from faststream.nats import NatsBroker, TestNatsBroker
 from pydantic import BaseModel, ValidationError
 
-from toolsel.contracts import ErrorCode, PluginSync, SelectRequest
-from toolsel.messaging import RequestError, in_progress_while, validation_reply
+from toolsel.contracts import ErrorCode, HealthReply, PluginSync, SelectRequest, subjects
+from toolsel.messaging import (
+    DOCUMENTED_INSTANCE,
+    RequestError,
+    add_health,
+    in_progress_while,
+    nats_permissions,
+    rpc_router,
+    this_instance,
+    validation_reply,
+)
 
 
 class SelectHandlerArgs(BaseModel):
@@ -99,3 +110,48 @@ async def test_work_longer_than_the_interval_tells_the_server_it_is_in_progress_
     quick = Progress()
     assert await in_progress_while(quick, asyncio.ensure_future(asyncio.sleep(0, result=1)), 5) == 1  # type: ignore[arg-type]
     assert quick.in_progress_told == 0
+
+
+async def test_a_service_answers_its_health_on_the_queue_groups_subject_and_on_its_copys_own() -> None:
+    """A container's health check asks its own copy (``toolsel.rpc.health.<service>.<host>``): through the queue
+    group any copy answered, so a hung copy passed its check whenever another one answered it."""
+    broker = NatsBroker()
+    router = rpc_router()
+    add_health(router, "selector", lambda: {"selections": 3})
+    broker.include_router(router)
+    served = {s.subject.broker_address: getattr(s, "queue", None) for s in broker.subscribers}  # type: ignore[attr-defined]
+    own = subjects.instance_health("selector", this_instance())
+    assert served == {subjects.health("selector"): "toolsel-selector-health", own: ""}
+    async with TestNatsBroker(broker) as connected:
+        for subject in (subjects.health("selector"), own):
+            reply = HealthReply.model_validate_json((await connected.request(None, subject, timeout=5)).body)
+            assert (reply.service, reply.details) == ("selector", {"selections": 3})
+
+
+def test_the_instance_is_the_hosts_name_unless_the_documents_are_made() -> None:
+    assert this_instance() == subjects.instance_name(socket.gethostname())
+    broker = NatsBroker()
+    router = rpc_router()
+    add_health(router, "learner", dict, instance="copy-2")
+    documented = DOCUMENTED_INSTANCE.set(subjects.INSTANCE)
+    try:
+        add_health(router, "indexer", dict)
+    finally:
+        DOCUMENTED_INSTANCE.reset(documented)
+    broker.include_router(router)
+    named = {s.subject.template for s in broker.subscribers}  # type: ignore[attr-defined]
+    assert subjects.instance_health("learner", "copy-2") in named
+    assert subjects.instance_health("indexer", "{instance}") in named  # as the AsyncAPI documents show it
+
+
+@pytest.mark.parametrize("service", subjects.SERVICES)
+def test_each_service_user_answers_its_own_health_subjects_alone_and_may_ask_any(service: str) -> None:
+    """compose runs each health check as its service's NATS user."""
+    permissions = nats_permissions()
+    for user in subjects.SERVICES:
+        subscribe = permissions[user]["subscribe"]["allow"]
+        answers = [s for s in subscribe if s.startswith(subjects.HEALTH_PREFIX)]
+        if user == service:
+            assert answers == [subjects.health(service), subjects.instance_health(service, "*")]
+        assert subjects.instance_health(service, "*") not in subscribe or user == service
+        assert f"{subjects.HEALTH_PREFIX}.>" in permissions[user]["publish"]["allow"]

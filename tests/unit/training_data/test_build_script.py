@@ -1,13 +1,16 @@
 """``scripts/build_training_pairs.py`` end to end: evaluation sets and a public source's git checkout in, pairs
-and a manifest out."""
+and a manifest out; and the rebuild that docs/training-data.md shows is the packaged model's."""
 
 import hashlib
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from scripts.build_training_pairs import parse_args
 from toolsel.evaluation.dataset import Tool, tool_spec
 from toolsel.services.indexer.hashing import embedding_text
 
@@ -133,3 +136,14 @@ def test_with_needs_each_tool_of_a_compound_request_is_paired_with_its_own_need(
     assert len(pairs) == len(whole) + 2  # the whole request's pairs stay
     assert manifest["settings"]["needs"] is True
     assert manifest["needs"]["need_pairs_added"] == {"external": 2}
+
+
+def test_the_documented_rebuild_is_the_packaged_models_file() -> None:
+    """docs/training-data.md's rebuild command parses as the script's own options, with ``--needs``: the packaged
+    model was trained on that file (operators.md's recipe), and the command left it out."""
+    page = (ROOT / "docs" / "training-data.md").read_text()
+    command = re.search(r"^python scripts/build_training_pairs\.py (.*?)\n```", page, re.M | re.S)
+    assert command is not None
+    args = parse_args(shlex.split(command[1].replace("\\\n", " ")))
+    assert args.needs
+    assert "scripts/build_training_pairs.py --needs" in (ROOT / "docs" / "operators.md").read_text()
