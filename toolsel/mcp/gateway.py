@@ -204,17 +204,29 @@ class CallableTools:
         self.version = 0
         """Counts the changes of the list (a server tells its clients when it moved)."""
         self._tools: OrderedDict[str, Proxied] = OrderedDict()
+        self._offered_to: dict[str, set[str]] = {}
+        """Per tool, the sessions it was offered to, expired ones too (two at most: past one, which of them a call
+        is cannot be told)."""
 
-    def add(self, found: Iterable[Proxied]) -> None:
-        """Serve these tools (each now bound to its latest selection)."""
+    def add(self, found: Iterable[Proxied], session_id: str | None = None) -> None:
+        """Serve these tools (each now bound to its latest selection), found in this session."""
         before = sorted(self._tools)
         for proxied in found:
             self._tools.pop(proxied.listed.name, None)
             self._tools[proxied.listed.name] = proxied
+            if session_id is not None:
+                offered = self._offered_to.setdefault(proxied.listed.name, set())
+                if len(offered) < 2:
+                    offered.add(session_id)
         while len(self._tools) > self.limit:
-            self._tools.popitem(last=False)
+            name, _ = self._tools.popitem(last=False)
+            self._offered_to.pop(name, None)
         if sorted(self._tools) != before:
             self.version += 1
+
+    def offered_to(self, name: str) -> frozenset[str]:
+        """The sessions the tool known as ``name`` was offered to (at most two: one, or more than one)."""
+        return frozenset(self._offered_to.get(name, ()))
 
     def get(self, name: str) -> Proxied | None:
         return self._tools.get(name)

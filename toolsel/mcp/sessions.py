@@ -114,11 +114,6 @@ class Sessions:
             self._live.move_to_end(session_id)
         return session
 
-    def offered(self, name: str) -> list[Session]:
-        """The live sessions that were offered the tool the agent knows as ``name`` (none touched by asking)."""
-        self._expire()
-        return [session for session in self._live.values() if name in session.names]
-
     def open(self, session_id: str | None = None) -> Session:
         """The live session with this id, or a new one with a fresh id when none is given. An id that is unknown
         or expired is refused (``UnknownSession``): a new session would silently offer again what was rejected."""

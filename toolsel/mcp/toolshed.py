@@ -259,7 +259,7 @@ class Toolshed:
         current.record(reply.selection_id, query, page, reply.tools)
         proxied = [] if self.gateway is None else [self.gateway.proxied(t, reply.selection_id) for t in reply.tools]
         served = [p for p in proxied if p is not None]
-        self.callable.add(served)
+        self.callable.add(served, current.id)
         return search_result(current, reply, page, frozenset(p.listed.name for p in served))
 
     async def call(self, name: str, arguments: dict[str, Any], session: str | None = None) -> CallToolResult | None:
@@ -290,14 +290,16 @@ class Toolshed:
     def selection_for(self, proxied: Proxied, session: str | None) -> UUID | None:
         """The selection a call of a found tool counts for: that of the caller's ``session`` (``_meta``) that
         offered it. Without one, the latest that offered it where one agent uses the toolshed (stdio); where
-        several do, that of the one live session that was offered it, else None: the call may be any of theirs."""
-        if session is not None:
-            named = self.sessions.find(session)
-            return None if named is None else named.selection_of(proxied.ref)
-        if not self.shared:
+        several do, that of the one session it was ever offered to while that session lives, else None: the call
+        may be any of theirs (an expired session's agent still holds the tool list, so the one live session that
+        was offered it is no proof of who calls)."""
+        if not self.shared and session is None:
             return proxied.selection_id
-        offered = self.sessions.offered(proxied.listed.name)
-        return offered[0].selection_of(proxied.ref) if len(offered) == 1 else None
+        if session is None:
+            offered = self.callable.offered_to(proxied.listed.name)
+            session = next(iter(offered)) if len(offered) == 1 else None
+        named = None if session is None else self.sessions.find(session)
+        return None if named is None else named.selection_of(proxied.ref)
 
     async def _report(self, event: OutcomeEvent) -> None:
         try:

@@ -219,6 +219,25 @@ def test_agents_sharing_an_identity_are_credited_only_with_their_own_calls(
     assert shed.unattributed == 2
 
 
+async def test_a_call_is_not_credited_to_the_one_live_session_when_an_expired_one_was_offered_the_tool_too() -> None:
+    """Bob's session idled past its limit and Alice's lives: Bob's agent, which still holds the tool list, called
+    the tool with no session named, and the outcome was credited to Alice's selection."""
+    now = [0.0]
+    stack = Stack()
+    gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
+    shed = Toolshed(stack, Sessions(10, 600, clock=lambda: now[0]), gateway=gateway, shared=True)  # type: ignore[arg-type]
+    await shed.search("weather in Rome", user="bob")
+    now[0] = 500
+    alice = await shed.search("weather in Rome", user="alice")
+    now[0] = 700  # Bob's session expired
+    await shed.call("weather__forecast", {"city": "Rome"})
+    await asyncio.gather(*shed.reports)
+    assert (stack.reported, shed.unattributed) == ([], 1)
+    await shed.call("weather__forecast", {"city": "Rome"}, session=alice.session)  # named: hers
+    await asyncio.gather(*shed.reports)
+    assert [e.selection_id for e in stack.reported] == [alice.selection_id]
+
+
 class Stalled(Stack):
     """A stack that takes an outcome only once let (a NATS outage: JetStream's ack does not come)."""
 

@@ -98,21 +98,3 @@ def test_offers_are_bounded() -> None:
     for page in range(1, 10):
         session.record(uuid4(), "q", page, refs(f"t{page}"))
     assert [o.page for o in session.offers] == [7, 8, 9]
-
-
-def test_the_live_sessions_offered_a_tool_are_found_without_touching_them() -> None:
-    """What a found tool's call without a session of its own is credited by: never an expired session's offer."""
-    clock = Clock()
-    sessions = Sessions(max_sessions=10, ttl_s=60, clock=clock)
-    mine, theirs, idle = sessions.open(), sessions.open(), sessions.open()
-    mine.record(uuid4(), "q", 1, refs("a"))
-    theirs.record(uuid4(), "q", 1, refs("b"))
-    idle.record(uuid4(), "q", 1, refs("a"))
-    clock.now = 50
-    sessions.find(mine.id)
-    sessions.find(theirs.id)
-    clock.now = 100
-    assert sessions.offered("p__a") == [mine]
-    assert sessions.offered("p__b") == [theirs]
-    assert sessions.offered("p__c") == []
-    assert mine.touched == 50
