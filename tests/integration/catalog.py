@@ -1,11 +1,9 @@
 """Small, real catalogs for the integration tests; each test gets its own plugin and tenant."""
 
-import asyncio
 import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +15,7 @@ import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from pydantic import ValidationError
 
+from toolsel import waiting
 from toolsel.client import ToolselClient
 from toolsel.contracts import CategorySpec, PageMappingSpec, PluginSync, SelectionEvent, SyncReport, ToolSpec, subjects
 from toolsel.stack import TOOLSEL_COMMAND, Endpoints
@@ -97,13 +96,8 @@ def plugin_sync(plugin_id: str, tenant_id: str, tools: list[ToolSpec], **fields:
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 15.0) -> T:
-    """Poll until the probe returns something truthy (events are asynchronous), or return its last answer."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = await probe()
-        if result or time.monotonic() > deadline:
-            return result
-        await asyncio.sleep(0.05)
+    """``toolsel.waiting.eventually`` at the tests' pace: events are asynchronous."""
+    return await waiting.eventually(probe, timeout_s, every_s=0.05)
 
 
 async def sync_and_wait(client: ToolselClient, sync: PluginSync) -> SyncReport:

@@ -17,6 +17,7 @@ from toolsel.evaluation.dataset import catalog_syncs, wire_names
 from toolsel.evaluation.ranking import load_catalog
 from toolsel.settings import Settings
 from toolsel.stack import Stack
+from toolsel.waiting import eventually
 
 TENANT = "bench"
 PLUGIN_PREFIX = "bench"
@@ -154,15 +155,16 @@ async def measure_size(
 async def second_selector_ready(client: ToolselClient, tools: int, first_selections: int) -> None:
     """Until a selector that has answered fewer selects than the first one had (so: the new one) reports the
     whole catalog loaded. Health requests go to either copy (one queue group), so this asks until it hears it."""
-    deadline = time.monotonic() + SECOND_SELECTOR_S
-    while time.monotonic() < deadline:
+
+    async def loaded() -> bool:
         try:
             details = (await client.health("selector")).details
         except Exception:  # the new copy may not answer yet; the next request may reach the other
-            details = {}
-        if details.get("tools") == tools and int(details.get("selections", first_selections)) < first_selections:
-            return
-        await asyncio.sleep(0.1)
+            return False
+        return details.get("tools") == tools and int(details.get("selections", first_selections)) < first_selections
+
+    if await eventually(loaded, SECOND_SELECTOR_S):
+        return
     raise RuntimeError(f"a second selector did not load {tools} tools in {SECOND_SELECTOR_S:.0f} s")
 
 

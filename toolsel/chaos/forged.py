@@ -9,7 +9,7 @@ import nats
 from pydantic import BaseModel
 
 from toolsel.chaos.figures import answer, changed
-from toolsel.chaos.stage import QUERIES, Stage, eventually
+from toolsel.chaos.stage import QUERIES, Stage
 from toolsel.contracts import (
     PosteriorsUpdated,
     PosteriorUpdate,
@@ -20,6 +20,7 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.stack import AGENT
+from toolsel.waiting import eventually
 
 NAME = "get_weather"
 REFUSAL_S = 30.0

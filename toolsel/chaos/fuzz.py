@@ -24,9 +24,10 @@ from toolsel.chaos.figures import (
     verdict,
 )
 from toolsel.chaos.hostile import Hostile, event_templates
-from toolsel.chaos.stage import TOOLS, Stage, durable, eventually, selection_of
+from toolsel.chaos.stage import TOOLS, Stage, durable, selection_of
 from toolsel.contracts import CategorySpec, PluginSync, ToolSpec, subjects
 from toolsel.stack import health_all
+from toolsel.waiting import eventually
 
 REQUEST_SUBJECTS = subjects.request_subjects(subjects.OPERATOR_SCOPE)
 CONCURRENCY = 16

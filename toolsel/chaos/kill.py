@@ -12,10 +12,11 @@ from typing import Any, Literal
 from uuid import UUID
 
 from toolsel.chaos.figures import delivery_figures
-from toolsel.chaos.stage import Stage, durable, eventually, selection_of
+from toolsel.chaos.stage import Stage, durable, selection_of
 from toolsel.contracts import OutcomeEvent, ToolCall, subjects
 from toolsel.settings import Settings
 from toolsel.store import answers, catalog, events, readmodels
+from toolsel.waiting import eventually
 
 Target = Literal["learner", "nats", "postgres"]
 NAME = "create_event"

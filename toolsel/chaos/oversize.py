@@ -6,11 +6,12 @@ import json
 import time
 from typing import Any
 
-from toolsel.chaos.stage import Stage, eventually
+from toolsel.chaos.stage import Stage
 from toolsel.client import ToolselError
 from toolsel.contracts import SelectReply, SelectRequest, SyncReport, subjects
 from toolsel.contracts.registry import MAX_SCHEMA_BYTES
 from toolsel.errors import Timeout
+from toolsel.waiting import eventually
 
 PLUGINS = 3
 TOOLS_EACH = 8

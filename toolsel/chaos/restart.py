@@ -8,9 +8,10 @@ import time
 from typing import Any
 from uuid import UUID
 
-from toolsel.chaos.stage import QUERIES, TOOLS, Stage, eventually
+from toolsel.chaos.stage import QUERIES, TOOLS, Stage
 from toolsel.client import ToolselClient
 from toolsel.store import events
+from toolsel.waiting import eventually
 
 AGENTS = 8
 """Agents selecting at once."""

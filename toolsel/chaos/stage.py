@@ -3,7 +3,6 @@ catalog synced per tenant; plus the waits they share (for a condition, for a con
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -15,6 +14,7 @@ from toolsel.client import ToolselClient
 from toolsel.contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
 from toolsel.messaging import consumer_backlog, consumer_settled
 from toolsel.stack import Stack
+from toolsel.waiting import eventually
 
 T = TypeVar("T")
 
@@ -139,13 +139,3 @@ class Stage:
 
         await eventually(settled, timeout_s)
         return await consumer_backlog(self.client.nc, durable)
-
-
-async def eventually(probe: Callable[[], Awaitable[T]], timeout_s: float = 30.0, every_s: float = 0.1) -> T:
-    """Poll until ``probe`` returns something truthy, or return its last answer at the timeout."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = await probe()
-        if result or time.monotonic() > deadline:
-            return result
-        await asyncio.sleep(every_s)

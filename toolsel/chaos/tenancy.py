@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 
 from toolsel.chaos.figures import answer, changed
 from toolsel.chaos.fuzz import dead_letters
-from toolsel.chaos.stage import QUERIES, TOOLS, Stage, eventually
+from toolsel.chaos.stage import QUERIES, TOOLS, Stage
 from toolsel.chaos.tenants import learnt_tools
 from toolsel.client import ToolselClient, ToolselError
 from toolsel.contracts import (
@@ -37,6 +37,7 @@ from toolsel.contracts import (
 )
 from toolsel.contracts.identity import INBOX
 from toolsel.store import events
+from toolsel.waiting import eventually
 
 SETTLE_S = 120.0
 REFUSAL_S = 30.0

@@ -7,7 +7,7 @@ tested)."""
 from typing import Any
 
 from toolsel.chaos.figures import answer, changed
-from toolsel.chaos.stage import LEARNER_KINDS, QUERIES, TOOLS, Stage, durable, eventually
+from toolsel.chaos.stage import LEARNER_KINDS, QUERIES, TOOLS, Stage, durable
 from toolsel.contracts import (
     SHARED_TENANT,
     FeedbackEvent,
@@ -18,6 +18,7 @@ from toolsel.contracts import (
     Verdict,
 )
 from toolsel.store import catalog, readmodels
+from toolsel.waiting import eventually
 
 SETTLE_S = 120.0
 LEARN_S = 60.0

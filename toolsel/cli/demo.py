@@ -3,9 +3,7 @@ say what it left behind; ``toolsel demo --reset`` removes it. Every demo plugin 
 demo's tools belong to its own tenant, ``demo``: the demo never touches a plugin of the user's own, and its tools
 (pinned ones included) never appear in the user's answers."""
 
-import asyncio
 import json
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from importlib import resources
@@ -20,6 +18,7 @@ from toolsel.render import console, selection_view, sync_table
 from toolsel.services.learner.reward import discounted
 from toolsel.settings import Settings
 from toolsel.store import learning, usage
+from toolsel.waiting import eventually
 
 DEMO_QUERIES = (
     ("find me a cheap flight to Paris next week", "/travel"),
@@ -64,27 +63,26 @@ async def _wait_for_learning(
 ) -> tuple[SelectReply, bool]:
     """Poll (dry runs) until the selector reflects the learner's posterior for ``key`` (alpha at least ``alpha``,
     short of float rounding), and whether it did within ``LEARNING_WAIT_S``."""
-    deadline = time.monotonic() + LEARNING_WAIT_S
-    while True:
+    last: list[SelectReply] = []  # the latest reply, which the demo shows
+
+    async def learnt() -> bool:
         reply = await client.select(query=query, page=page, dry_run=True, seed=7, k=10, tenant_id=DEMO_TENANT)
+        last[:] = [reply]
         seen = {f"{t.plugin_id}/{t.name}": t.breakdown.alpha for t in reply.tools}
-        if seen.get(key, 0) >= alpha - ALPHA_ROUNDING:
-            return reply, True
-        if time.monotonic() > deadline:
-            return reply, False
-        await asyncio.sleep(0.2)
+        return seen.get(key, 0) >= alpha - ALPHA_ROUNDING
+
+    done = await eventually(learnt, LEARNING_WAIT_S, every_s=0.2)
+    return last[0], done
 
 
 async def _catalog_served(client: ToolselClient, version: int) -> bool:
     """Wait until the selector reports a catalog at least as new as ``version`` (the last sync's); False when it
     did not within ``CATALOG_WAIT_S``."""
-    deadline = time.monotonic() + CATALOG_WAIT_S
-    while time.monotonic() < deadline:
-        health = await client.health("selector")
-        if int(health.details.get("catalog_version", 0)) >= version:
-            return True
-        await asyncio.sleep(0.2)
-    return False
+
+    async def served() -> bool:
+        return int((await client.health("selector")).details.get("catalog_version", 0)) >= version
+
+    return await eventually(served, CATALOG_WAIT_S, every_s=0.2)
 
 
 async def _forget_shared_copies(client: ToolselClient) -> None:

@@ -17,6 +17,7 @@ from toolsel.evaluation.metrics import mean_metrics, query_metrics
 from toolsel.evaluation.plan import Event
 from toolsel.evaluation.ranking import CONCURRENCY, BenchCatalog, rank
 from toolsel.evaluation.split import same_text
+from toolsel.waiting import eventually
 
 STREAM_K = 10
 """Tools the simulated agent is offered per query."""
@@ -115,13 +116,13 @@ async def wait_for_learner(client: ToolselClient, target: int, settle_s: float, 
     """Until the learner has dealt with ``target`` events (or ``timeout_s`` passed), then ``settle_s`` more for
     the selectors to take in what it broadcast: a measurement never runs ahead of the learning it measures.
     Returns the seconds the learner took (the settling left out)."""
-    started = time.monotonic()
-    deadline = started + timeout_s
-    while time.monotonic() < deadline:
+
+    async def dealt_with() -> bool:
         handled = await learner_handled(client)
-        if handled is not None and handled >= target:
-            break
-        await asyncio.sleep(0.5)
+        return handled is not None and handled >= target
+
+    started = time.monotonic()
+    await eventually(dealt_with, timeout_s, every_s=0.5)
     waited = time.monotonic() - started
     await asyncio.sleep(settle_s)
     return waited

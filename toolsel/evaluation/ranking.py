@@ -1,7 +1,6 @@
 """Load a catalog through the real sync path and rank queries through the real selector, over NATS."""
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -11,6 +10,7 @@ from toolsel.contracts import PluginSync, SelectFilters, SelectReply, SelectRequ
 from toolsel.contracts.selection import QUERY_MAX
 from toolsel.evaluation.dataset import Query, Tool, catalog_syncs, wire_names
 from toolsel.render import console
+from toolsel.waiting import eventually
 
 CONCURRENCY = 16
 """Selects in flight at once."""
@@ -54,8 +54,8 @@ async def load_catalog(
     total = sum(len(s.tools) for s in syncs)
     last = syncs[-1].tools[-1]
     probe = (last.example_queries[0] if last.example_queries else last.description) or last.name
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    async def served() -> bool:
         reply = await client.select(
             query=probe[:QUERY_MAX],
             tenant_id=catalog.tenant_id,
@@ -66,9 +66,10 @@ async def load_catalog(
             filters=catalog.filters(),
         )
         found = any(t.name == last.name and t.breakdown.similarity > 0 for t in reply.tools)
-        if reply.candidate_counts.get("filtered") == total and found:
-            return catalog
-        await asyncio.sleep(0.2)
+        return reply.candidate_counts.get("filtered") == total and found
+
+    if await eventually(served, timeout_s, every_s=0.2):
+        return catalog
     raise TimeoutError(f"the selector did not serve the {total} synced tools within {timeout_s:.0f} s")
 
 
