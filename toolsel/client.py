@@ -37,13 +37,15 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.contracts.identity import Scope, scope_of_user
-from toolsel.embedded import local_nats_url, redacted
+from toolsel.embedded import EmbeddedError, local_nats_url, redacted
 from toolsel.errors import NoStack, NotPermitted, SyncTooLarge, ToolselError, from_nats, from_reply
 from toolsel.messaging import DEFAULT_AGENT
 from toolsel.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")
+ADMIN_TIMEOUT_S = 300.0
+"""An admin request's wait: a listing, a recompute or a rollback takes longer than a select."""
 SYNC_TIMEOUT_S = 1800.0
 """A sync replies once its tools are embedded: a catalog of thousands takes minutes on a busy small machine."""
 PART_ENVELOPE_BYTES = 1024
@@ -107,7 +109,8 @@ class ToolselClient(AsyncMethods):
     default tenant's agents) with the password kept in that home. The user is who the client is: a tenant's
     identity (``<tenant>.<name>``) selects and reports for its tenant alone, under its scope, and reads its
     replies under its own inbox prefix; any other user sends as the operator. Admin requests carry
-    ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable) and need the operator's user.
+    ``admin_token`` (default: the ``TOOLSEL_ADMIN_TOKEN`` environment variable), need the operator's user, and
+    wait ``admin_timeout_s`` for their answer (every other request ``timeout_s``).
 
     Every failure is a ``toolsel.errors.ToolselError`` (``InvalidRequest``, ``NotPermitted``, ``NoStack``,
     ``Timeout``, ...). nats-py's own log lines are silenced unless ``nats_logs`` is true."""
@@ -118,6 +121,7 @@ class ToolselClient(AsyncMethods):
         *,
         user: str = DEFAULT_AGENT.user,
         timeout_s: float = 10.0,
+        admin_timeout_s: float = ADMIN_TIMEOUT_S,
         admin_token: str | None = None,
         sync_timeout_s: float = SYNC_TIMEOUT_S,
         connect_timeout_s: float = 2.0,
@@ -131,6 +135,7 @@ class ToolselClient(AsyncMethods):
         self.url = url or ""
         self.user = user
         self.timeout_s = timeout_s
+        self.admin_timeout_s = admin_timeout_s
         self.sync_timeout_s = sync_timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_attempts = reconnect_attempts
@@ -146,11 +151,12 @@ class ToolselClient(AsyncMethods):
         self._refusals: dict[str, set[asyncio.Future[NotPermitted]]] = {}
         """The requests and publishes awaiting an answer, by subject, each failed at once when NATS refuses it."""
         self._nc: Client | None = None
+        self._closed = False
+        """Closed by leaving ``async with``: a request then says so, not that NATS cannot be reached."""
 
     async def __aenter__(self) -> Self:
         if not self.url:
-            settings = Settings()
-            self.url = settings.nats_url or local_nats_url(settings.home, self.user)
+            self.url = self._local_url()
             self.scope = scope_of_user(urlsplit(self.url).username)
         nc, refused = Client(), False
 
@@ -185,8 +191,23 @@ class ToolselClient(AsyncMethods):
             raise self._failure(error, "the connection") from None
         if self.stay_connected:
             nc.options["max_reconnect_attempts"] = -1
-        self._nc = nc
+        self._nc, self._closed = nc, False
         return self
+
+    def _local_url(self) -> str:
+        """TOOLSEL_NATS_URL, else the URL of the ``toolsel up`` running in TOOLSEL_HOME as ``user``."""
+        settings = Settings()
+        if settings.nats_url:
+            return settings.nats_url
+        try:
+            return local_nats_url(settings.home, self.user)
+        except EmbeddedError as error:
+            raise NoStack.saying(str(error)) from None
+        except KeyError:  # only the built-in users' passwords are kept in the home
+            raise NotPermitted.saying(
+                f"no password for NATS user {self.user} is kept in {settings.home}: pass its URL (`toolsel identity"
+                " create` printed an identity's)"
+            ) from None
 
     @property
     def _nats_user(self) -> str | None:
@@ -246,11 +267,14 @@ class ToolselClient(AsyncMethods):
                 await self._nc.drain()
             except nats.errors.Error:  # the connection went while draining: nothing is left to flush
                 await self._nc.close()
+        self._closed = True
 
     @property
     def nc(self) -> Client:
         if self._nc is None:
             raise NoStack.saying("not connected: use the client inside 'async with'")
+        if self._closed:
+            raise NoStack.saying("this client was closed on leaving 'async with': use it inside one")
         return self._nc
 
     async def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
@@ -313,7 +337,9 @@ class ToolselClient(AsyncMethods):
             )
         if request.admin_token is None and self.admin_token:
             request = request.model_copy(update={"admin_token": self.admin_token})
-        return await self.request(subject, request.model_dump_json().encode(), reply_type, timeout_s=300)
+        return await self.request(
+            subject, request.model_dump_json().encode(), reply_type, timeout_s=self.admin_timeout_s
+        )
 
     async def health(self, service: str, timeout_s: float = 2.0) -> HealthReply:
         """A service's health reply (``selector``, ``learner``, ``indexer``)."""
@@ -348,8 +374,9 @@ class SyncToolselClient(SyncMethods):
 
     def __init__(self, url: str | None = None, **options: Any):
         self._client = ToolselClient(url, **options)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="toolsel-client", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """Running on its own thread while the client is inside ``with`` (each ``with`` starts a new one)."""
+        self._thread: threading.Thread | None = None
 
     @property
     def aio(self) -> ToolselClient:
@@ -357,10 +384,16 @@ class SyncToolselClient(SyncMethods):
         return self._client
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on the client's loop and wait for it."""
+        """Run a coroutine on the client's loop and wait for it; ``NoStack`` at once outside ``with``, where no loop
+        runs (waiting for one would block for ever)."""
+        if self._loop is None:
+            work.close()
+            raise NoStack.saying("not connected: use the client inside 'with' (leaving it closes the connection)")
         return asyncio.run_coroutine_threadsafe(work, self._loop).result()
 
     def __enter__(self) -> Self:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="toolsel-client", daemon=True)
         self._thread.start()
         try:
             self.run(self._client.__aenter__())
@@ -378,9 +411,11 @@ class SyncToolselClient(SyncMethods):
             self._stop()
 
     def _stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
 
     def request(self, subject: str, payload: bytes, reply_type: type[R], timeout_s: float | None = None) -> R:
         """``ToolselClient.request``: raw bytes sent, the reply decoded as ``reply_type``."""

@@ -177,7 +177,7 @@ class Request(Method[Q, A]):
         *,
         args: tuple[str, ...] = (),
         admin: bool = True,
-        timeout_s: float | None = 300.0,
+        timeout_s: float | None = None,
         **preset: Any,
     ):
         super().__init__(subject, request, args=args, **preset)
@@ -207,21 +207,19 @@ class ClientMethods:
     (the row's ``args``) and fields."""
 
     # sent under the client's scope (``subjects.scoped``): the roots are scoped by ``send`` and ``publish``
-    select = Request(subjects.SELECT_ROOT, SelectRequest, SelectReply, args=("query",), admin=False, timeout_s=None)
+    select = Request(subjects.SELECT_ROOT, SelectRequest, SelectReply, args=("query",), admin=False)
     report_outcome = Event(subjects.OUTCOME_ROOT, OutcomeEvent, args=("selection_id", "calls"))
     review = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id", "reviews"))
     none_of_these = Event(subjects.REVIEW_ROOT, ReviewEvent, args=("selection_id",), none_of_these=True)
     feedback = Event(subjects.FEEDBACK_ROOT, FeedbackEvent, args=("plugin_id", "name", "rating"))
-    # an agent's requests wait the client's timeout (``timeout_s=None``), not an admin request's minutes
-    list_pins = Request(subjects.PINS_ROOT, PinRequest, PinList, admin=False, timeout_s=None, action="list")
-    pin_tool = Request(
-        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="pin"
-    )
+    # an agent's requests wait the client's ``timeout_s``, not an admin request's ``admin_timeout_s``
+    list_pins = Request(subjects.PINS_ROOT, PinRequest, PinList, admin=False, action="list")
+    pin_tool = Request(subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="pin")
     unpin_tool = Request(
-        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="unpin"
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="unpin"
     )
     clear_pin = Request(
-        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, timeout_s=None, action="clear"
+        subjects.PINS_ROOT, PinRequest, PinList, args=("plugin_id", "name"), admin=False, action="clear"
     )
 
     # registry area (indexer)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolsel.contracts import ScoredTool, SelectReply, ToolRef
+from toolsel.contracts.schemas import _walk
 
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What both APIs accept as a function or tool name."""
@@ -58,6 +59,79 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
     return {**{k: v for k, v in schema.items() if k != "$ref"}, **target}
 
 
+CURRENT_DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
+"""The draft both APIs read a schema in (the Messages API refuses a tool whose schema is not valid in it)."""
+
+
+def _draft_2020_12(schema: dict[str, Any]) -> dict[str, Any]:
+    """One (sub)schema's keywords of an older draft in 2020-12's forms: a tuple ``items`` is ``prefixItems`` (its
+    ``additionalItems`` then ``items``; without one ``additionalItems`` meant nothing), ``dependencies`` are
+    ``dependentRequired`` (lists of names) and ``dependentSchemas`` (schemas)."""
+    if isinstance(schema.get("items"), list):
+        schema["prefixItems"] = schema.pop("items")
+        if "additionalItems" in schema:
+            schema["items"] = schema.pop("additionalItems")
+    schema.pop("additionalItems", None)
+    dependencies = schema.pop("dependencies", None)
+    if isinstance(dependencies, Mapping):
+        for name, needs in dependencies.items():
+            kind = "dependentRequired" if isinstance(needs, list) else "dependentSchemas"
+            schema.setdefault(kind, {})[name] = needs
+    return schema
+
+
+def _current(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` in the 2020-12 draft: one declaring an older draft (the indexer accepts any schema valid in the
+    draft it names) rewritten, its ``$schema`` dropped; one naming none is read as 2020-12 already."""
+    draft = schema.get("$schema")
+    if draft is None:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "$schema"}
+    return rest if str(draft).rstrip("#") == CURRENT_DRAFT else _walk(rest, _draft_2020_12)
+
+
+_MERGEABLE: Final = frozenset({"type", "properties", "required", "description", "title"})
+"""What an ``allOf`` part may hold for the merged object to take exactly what the parts take together."""
+
+
+def _all_of_parts(schema: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """A root ``allOf``'s parts, their ``$ref``s resolved, where each is an object schema; None otherwise."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list) or not parts:
+        return None
+    resolved = [_resolved(p, schema) if isinstance(p, Mapping) else None for p in parts]
+    if any(p is None or not isinstance(p.get("properties", {}), Mapping) for p in resolved):
+        return None
+    objects = [p for p in resolved if p is not None and p.get("type", "object") == "object"]
+    return objects if len(objects) == len(parts) else None
+
+
+def _all_of_exact(schema: Mapping[str, Any]) -> bool:
+    """Whether a root ``allOf`` (if any) merges into one object without losing a constraint (for strict mode)."""
+    if "allOf" not in schema:
+        return True
+    parts = _all_of_parts(schema)
+    return parts is not None and all(set(p) <= _MERGEABLE for p in parts)
+
+
+def _merged_all_of(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A root ``allOf`` of object schemas (or ``$ref``s to them) as one object, since every part applies: the
+    union of their properties (one declared by two parts takes both declarations) and of their required."""
+    parts = _all_of_parts(schema)
+    if parts is None:
+        return schema
+    merged = {k: v for k, v in schema.items() if k != "allOf"}
+    properties: dict[str, Any] = dict(merged.get("properties") or {})
+    required = set(merged.get("required") or [])
+    for part in parts:
+        for name, sub in part.get("properties", {}).items():
+            known = properties.get(name)
+            properties[name] = sub if known is None or known == sub else {"allOf": [known, sub]}
+        required |= set(part.get("required") or [])
+    merged["type"], merged["properties"], merged["required"] = "object", properties, sorted(required)
+    return merged
+
+
 def _merged_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     """A root ``anyOf``/``oneOf`` of object schemas (or ``$ref``s to them) as one object the APIs accept: every
     option's properties (the first declaration of a name wins), required only what every option requires, and the
@@ -83,9 +157,11 @@ def _merged_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def parameters_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a tool's parameters both APIs accept: an object at the root without root combinators (a root
-    ``anyOf``/``oneOf`` of objects merged into one, a root ``$ref`` inlined), ``properties`` present and
-    ``required`` naming only declared properties."""
-    schema = _merged_root(_resolved(schema, schema))
+    ``anyOf``/``oneOf`` of objects merged into one, a root ``allOf`` of objects merged, a root ``$ref`` inlined),
+    ``properties`` present and ``required`` naming only declared properties, in JSON Schema 2020-12 (an older
+    draft's tuple ``items`` and ``dependencies`` rewritten)."""
+    current = _current(schema)
+    schema = _merged_root(_merged_all_of(_resolved(current, current)))
     cleaned = {k: copy.deepcopy(v) for k, v in schema.items() if k not in ROOT_KEYWORDS_REFUSED}
     if cleaned.get("type") != "object":
         cleaned = {"type": "object", "properties": {}} if "properties" not in cleaned else cleaned
@@ -170,9 +246,13 @@ def _strict(schema: Any) -> dict[str, Any] | None:
 
 def _strict_object(schema: Mapping[str, Any], strict: dict[str, Any]) -> dict[str, Any] | None:
     """An object in strict mode: no undeclared properties, every declared one required (an optional one
-    nullable)."""
+    nullable). An object that declares properties and says nothing of others is read as taking those alone; a
+    free-form one (no properties, and no ``additionalProperties: false``) takes any, which strict mode cannot
+    say, so it is not strict."""
     properties = schema.get("properties", {})
     if schema.get("additionalProperties", False) is not False or not isinstance(properties, Mapping):
+        return None
+    if not properties and schema.get("additionalProperties") is not False:
         return None
     required = schema.get("required") or []
     if not isinstance(required, list) or set(required) - set(properties):
@@ -190,7 +270,11 @@ def strict_parameters(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """``parameters_schema(schema)`` in OpenAI strict mode's form, where that loses nothing: every property
     required (an optional one made nullable: the model sends null for an argument it leaves out, which
     ``unstrict_arguments`` drops again),
-    ``additionalProperties: false`` on every object, only the keywords strict mode supports. None otherwise."""
+    ``additionalProperties: false`` on every object, only the keywords strict mode supports. None otherwise (the
+    tool then goes non-strict): a free-form object, a root ``allOf`` whose parts say more than properties, ..."""
+    current = _current(schema)
+    if not _all_of_exact(_resolved(current, current)):
+        return None
     return _strict(parameters_schema(schema))
 
 
@@ -199,20 +283,56 @@ def _takes_null(schema: Any) -> bool:
     return kind == "null" or (isinstance(kind, list) and "null" in kind)
 
 
-def unstrict_arguments(arguments: Any, schema: Mapping[str, Any]) -> Any:
-    """A strict-mode call's ``arguments`` as the tool's own schema takes them: the nulls strict mode made the
-    model send for the optional arguments it left out are dropped (at every level the schema declares)."""
+MAX_REFS: Final = 32
+"""How many ``$ref``s in a row ``unstrict_arguments`` follows (a schema may refer to itself)."""
+
+
+def _followed(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with its ``$ref``s to the root's own definitions resolved."""
+    for _ in range(MAX_REFS):
+        if not isinstance(schema, Mapping) or "$ref" not in schema:
+            break
+        resolved = _resolved(schema, root)
+        if resolved is schema:
+            break
+        schema = resolved
+    return schema if isinstance(schema, Mapping) else {}
+
+
+def _shape_of(arguments: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The part of ``schema`` that ``arguments`` answer: an ``anyOf``'s object option declaring every key given
+    (an array option for a list), else ``schema`` itself."""
+    schema = _followed(schema, root)
+    options = [_followed(o, root) for o in schema.get("anyOf") or [] if isinstance(o, Mapping)]
+    if isinstance(arguments, dict):
+        fits = [
+            o for o in options if isinstance(o.get("properties"), Mapping) and set(arguments) <= set(o["properties"])
+        ]
+    else:
+        fits = [o for o in options if "items" in o] if isinstance(arguments, list) else []
+    return fits[0] if fits else schema
+
+
+def _unstrict(arguments: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
+    schema = _shape_of(arguments, schema, root)
     if isinstance(arguments, list):
-        return [unstrict_arguments(a, schema.get("items") or {}) for a in arguments]
+        return [_unstrict(a, schema.get("items") or {}, root) for a in arguments]
     properties = schema.get("properties")
     if not isinstance(arguments, dict) or not isinstance(properties, Mapping):
         return arguments
     required = schema.get("required") or []
     return {
-        name: unstrict_arguments(value, properties.get(name) or {})
+        name: _unstrict(value, properties.get(name) or {}, root)
         for name, value in arguments.items()
-        if value is not None or name in required or _takes_null(properties.get(name))
+        if value is not None or name in required or _takes_null(_followed(properties.get(name), root))
     }
+
+
+def unstrict_arguments(arguments: Any, schema: Mapping[str, Any]) -> Any:
+    """A strict-mode call's ``arguments`` as the tool's own schema takes them: the nulls strict mode made the
+    model send for the optional arguments it left out are dropped (at every level the schema declares, through
+    its ``$ref``s to its own definitions and the options of an ``anyOf``)."""
+    return _unstrict(arguments, schema, schema)
 
 
 def description(tool: ScoredTool) -> str:

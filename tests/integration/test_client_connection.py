@@ -13,10 +13,10 @@ import pytest
 from nats.js.api import ConsumerConfig
 
 from tests.integration.catalog import eventually
-from toolsel.client import ToolselClient
+from toolsel.client import SyncToolselClient, ToolselClient
 from toolsel.contracts import ToolCall, subjects
 from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
-from toolsel.errors import NotPermitted, Timeout
+from toolsel.errors import NoStack, NotPermitted, Timeout
 from toolsel.messaging import DEFAULT_AGENT, ensure_streams, refit_consumers
 
 pytestmark = pytest.mark.integration
@@ -117,3 +117,42 @@ async def test_an_event_whose_ack_does_not_come_fails_within_the_clients_own_tim
             assert time.monotonic() - started < 2.5
     finally:
         await operator.close()
+
+
+async def test_an_admin_call_waits_the_clients_admin_timeout(server: EmbeddedNats) -> None:
+    """An admin call waited a fixed 300 s whatever the client was given."""
+    indexer = await nats.connect(login(server, "indexer"))
+    try:
+        await indexer.subscribe(subjects.ADMIN_TOOLS_LIST)  # takes the request and never answers
+        await indexer.flush()
+        async with ToolselClient(login(server, "operator"), admin_timeout_s=0.5, admin_token="token") as operator:
+            started = time.monotonic()
+            with pytest.raises(Timeout, match=r"within 0\.5 s"):
+                await asyncio.wait_for(operator.list_tools(), 10)
+            assert time.monotonic() - started < 2.5
+    finally:
+        await indexer.close()
+
+
+async def test_a_closed_client_says_it_was_closed_and_can_be_entered_again(server: EmbeddedNats) -> None:
+    """After ``async with`` a call said NATS could not be reached, with NATS up."""
+    client = ToolselClient(agent_url(server))
+    async with client:
+        pass
+    with pytest.raises(NoStack, match="this client was closed"):
+        await client.report_outcome(uuid4(), [ToolCall(plugin_id="p", name="t", success=True)])
+    async with client:
+        assert client.nc.is_connected
+
+
+def test_the_sync_client_after_with_fails_at_once_and_can_be_entered_again(server: EmbeddedNats) -> None:
+    """After ``with`` a call raised ``RuntimeError: Event loop is closed``, and entering again failed."""
+    client = SyncToolselClient(agent_url(server))
+    with client:
+        assert client.aio.nc.is_connected
+    started = time.monotonic()
+    with pytest.raises(NoStack, match="inside 'with'"):
+        client.select(query="will it rain in Paris")
+    assert time.monotonic() - started < 1
+    with client:
+        assert client.aio.nc.is_connected

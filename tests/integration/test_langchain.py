@@ -4,7 +4,7 @@ import pytest
 
 from tests.integration.test_mcp import EMAIL, catalog
 from toolsel.client import SyncToolselClient, ToolselClient
-from toolsel.errors import InvalidRequest
+from toolsel.errors import InvalidRequest, NoStack
 from toolsel.stack import Endpoints
 from toolsel.tool_shapes import parameters_schema
 
@@ -40,5 +40,9 @@ async def test_the_retriever_over_the_sync_client_and_its_errors(client: Toolsel
         ]
         with pytest.raises(InvalidRequest, match="tier"):
             await ToolselRetriever(client=sync, request={"tenant_id": tenant, "tier": "no tier"}).ainvoke("x")
+        one = ToolselRetriever(client=sync, k=3, request={"tenant_id": tenant, "k": 1, "max_tools": 1})
+        assert len(one.invoke(EMAIL)) == len(await one.ainvoke(EMAIL)) == 1  # invoke raised TypeError
     with pytest.raises(TypeError, match="ainvoke"):
         ToolselRetriever(client=client).invoke(EMAIL)
+    with pytest.raises(NoStack, match="inside 'with'"):  # a client never entered: invoke blocked for ever
+        ToolselRetriever(client=SyncToolselClient(endpoints.nats_url)).invoke(EMAIL)

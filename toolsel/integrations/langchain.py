@@ -51,15 +51,19 @@ class ToolselRetriever(BaseRetriever):
     """How many tools at most."""
     request: dict[str, Any] = Field(default_factory=dict)
 
+    def _fields(self, query: str) -> dict[str, Any]:
+        """The select's fields: ``request``'s win over the retriever's ``k``."""
+        return {"query": query, "k": self.k, "max_tools": self.k, **self.request}
+
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         if not isinstance(self.client, SyncToolselClient):
             raise TypeError("a ToolselClient answers ainvoke only: use ainvoke, or give a SyncToolselClient")
-        return documents(self.client.select(query=query, k=self.k, max_tools=self.k, **self.request))
+        return documents(self.client.select(**self._fields(query)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        fields = {"query": query, "k": self.k, "max_tools": self.k, **self.request}
+        fields = self._fields(query)
         if isinstance(self.client, SyncToolselClient):  # its loop is its own thread's
             return documents(await asyncio.to_thread(self.client.select, **fields))
         return documents(await self.client.select(**fields))

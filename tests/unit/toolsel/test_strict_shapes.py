@@ -14,6 +14,7 @@ from toolsel.tool_shapes import (
     openai_function,
     openai_tools,
     parameters_schema,
+    strict_parameters,
     unstrict_arguments,
 )
 
@@ -31,6 +32,7 @@ lossy = st.sampled_from(
         {"allOf": [{"type": "string"}]},
         {"description": "anything"},
         {"type": "object", "additionalProperties": True},
+        {"type": "object"},
         {"type": "object", "additionalProperties": {"type": "string"}},
         {"type": "string", "default": "x"},
     ]
@@ -45,7 +47,7 @@ def objects(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[di
         shape: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             shape["required"] = required
-        if draw(st.booleans()):
+        if draw(st.booleans()) or not properties:  # without properties it is free-form unless closed
             shape["additionalProperties"] = False
         return shape
 
@@ -177,3 +179,62 @@ def test_nested_and_listed_arguments_lose_only_their_strict_nulls() -> None:
     }
     called = {"stops": [{"city": "Rome", "note": None}, {"city": "Pisa"}], "unit": None}
     assert unstrict_arguments(called, schema) == {"stops": [{"city": "Rome", "note": None}, {"city": "Pisa"}]}
+
+
+def test_a_free_form_object_is_never_closed() -> None:
+    """``{"type": "object"}`` takes any keys; strict mode closed it, refusing what the tool accepts."""
+    headers = {"type": "object", "properties": {"url": {"type": "string"}, "headers": {"type": "object"}}}
+    assert strict_parameters(headers) is None
+    assert strict_parameters({"type": "object", "description": "anything the tool takes"}) is None
+    [shaped] = openai_tools([scored("p", "fetch", headers)], strict=True)
+    assert "strict" not in shaped["function"]
+    assert Draft202012Validator(shaped["function"]["parameters"]).is_valid({"headers": {"Authorization": "x"}})
+    closed = {"type": "object", "properties": {}, "additionalProperties": False}
+    assert strict_parameters(closed) == {**closed, "required": []}
+
+
+def test_a_root_all_of_strict_only_where_its_parts_merge_exactly() -> None:
+    parts = [
+        {"type": "object", "properties": {"hotel_id": {"type": "string"}}, "required": ["hotel_id"]},
+        {"properties": {"nights": {"type": "integer"}}},
+    ]
+    strict = strict_parameters({"allOf": parts})
+    assert strict is not None
+    assert strict["properties"] == {"hotel_id": {"type": "string"}, "nights": {"type": ["integer", "null"]}}
+    assert strict["required"] == ["hotel_id", "nights"]
+    closed_part = [parts[0], {**parts[1], "additionalProperties": False}]
+    assert strict_parameters({"allOf": closed_part}) is None
+    assert strict_parameters({"allOf": [{"type": "string"}]}) is None
+
+
+ADDRESS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+    "required": ["city"],
+}
+
+
+def test_the_strict_nulls_inside_refs_and_optional_objects_are_dropped_again() -> None:
+    """A pydantic model's schema: its nested models are ``$ref``s, an optional one inside ``anyOf`` with null."""
+    schema = {
+        "type": "object",
+        "$defs": {"Address": ADDRESS},
+        "properties": {
+            "address": {"$ref": "#/$defs/Address"},
+            "billing": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+            "stops": {"type": "array", "items": {"$ref": "#/$defs/Address"}},
+        },
+        "required": ["address"],
+    }
+    strict = strict_parameters(schema)
+    assert strict is not None
+    called = {
+        "address": {"city": "Rome", "zip": None},
+        "billing": {"city": "Pisa", "zip": None},
+        "stops": [{"city": "Siena", "zip": None}],
+    }
+    assert Draft202012Validator(strict).is_valid(called)
+    plain = unstrict_arguments(called, parameters_schema(schema))
+    assert plain == {"address": {"city": "Rome"}, "billing": {"city": "Pisa"}, "stops": [{"city": "Siena"}]}
+    assert Draft202012Validator(schema).is_valid(plain)
+    assert unstrict_arguments({"address": {"city": "Rome"}, "billing": None}, schema) == {"address": {"city": "Rome"}}

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema import Draft7Validator, Draft202012Validator
 
 from toolsel.contracts import ScoreBreakdown, ScoredTool, ToolRef
 from toolsel.tool_shapes import (
@@ -120,6 +121,71 @@ def test_a_root_choice_of_objects_keeps_every_argument() -> None:
     assert merged["description"] == "Give one of {id} | {name, id}."
     both = parameters_schema({"oneOf": [by_id, {**by_name, "required": ["id", "name"]}]})
     assert both["required"] == ["id"]
+
+
+DRAFT_07 = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "definitions": {"Day": {"type": "string", "format": "date"}},
+    "properties": {
+        "dates": {
+            "type": "array",
+            "items": [{"$ref": "#/definitions/Day"}, {"type": "string"}],
+            "additionalItems": False,
+        },
+        "card": {"type": "string"},
+        "billing": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}, "additionalItems": {"type": "integer"}},
+    },
+    "dependencies": {"card": ["billing"], "billing": {"required": ["card"]}},
+}
+
+
+def test_an_older_drafts_schema_goes_out_in_2020_12() -> None:
+    """The Messages API refuses the whole request when one tool's schema is not valid in 2020-12."""
+    shaped = parameters_schema(DRAFT_07)
+    Draft202012Validator.check_schema(shaped)
+    assert "$schema" not in shaped
+    assert shaped["properties"]["dates"] == {
+        "type": "array",
+        "prefixItems": [{"$ref": "#/definitions/Day"}, {"type": "string"}],
+        "items": False,
+    }
+    assert shaped["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert (shaped["dependentRequired"], shaped["dependentSchemas"]) == (
+        {"card": ["billing"]},
+        {"billing": {"required": ["card"]}},
+    )
+    as_2020 = Draft202012Validator(shaped)
+    for arguments in ({"dates": ["2026-01-01", "x"]}, {"card": "4242", "billing": "Rome"}):
+        assert as_2020.is_valid(arguments)
+        assert Draft7Validator(DRAFT_07).is_valid(arguments)
+    for arguments in ({"dates": ["a", "b", "c"]}, {"card": "4242"}, {"billing": "Rome"}):
+        assert not as_2020.is_valid(arguments)
+        assert not Draft7Validator(DRAFT_07).is_valid(arguments)
+    for tool in (*anthropic_tools([scored("p", "t", DRAFT_07)]), *openai_tools([scored("p", "t", DRAFT_07)], True)):
+        Draft202012Validator.check_schema(tool.get("input_schema") or tool["function"]["parameters"])
+    current = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {}}
+    assert parameters_schema(current) == {"type": "object", "properties": {}}
+
+
+def test_a_root_all_of_is_merged_with_every_argument() -> None:
+    """Every part of an ``allOf`` applies: the merged object takes all their properties and requires what any does."""
+    booking = {"type": "object", "properties": {"hotel_id": {"type": "string"}}, "required": ["hotel_id"]}
+    schema = {
+        "$defs": {"Stay": {"type": "object", "properties": {"nights": {"type": "integer", "minimum": 1}}}},
+        "allOf": [booking, {"$ref": "#/$defs/Stay"}, {"properties": {"hotel_id": {"minLength": 3}}}],
+    }
+    merged = parameters_schema(schema)
+    assert "allOf" not in merged
+    assert merged["properties"] == {
+        "hotel_id": {"allOf": [{"type": "string"}, {"minLength": 3}]},
+        "nights": {"type": "integer", "minimum": 1},
+    }
+    assert merged["required"] == ["hotel_id"]
+    Draft202012Validator.check_schema(merged)
+    assert Draft202012Validator(merged).is_valid({"hotel_id": "h-12", "nights": 2})
+    assert not Draft202012Validator(merged).is_valid({"hotel_id": "h"})
 
 
 def test_a_root_ref_is_inlined() -> None:
