@@ -6,6 +6,8 @@ This package imports nothing from the services; agents, plugins and the services
 from toolsel.contracts import admin
 from toolsel.contracts.admin import *  # noqa: F403  (the admin API, listed once in contracts.admin)
 from toolsel.contracts.common import (
+    DEFAULT_TENANT,
+    DEFAULT_TIER,
     SCHEMA_VERSION,
     SHARED_TENANT,
     AdminRequest,
@@ -60,6 +62,8 @@ from toolsel.contracts.selection import (
 )
 
 __all__ = [
+    "DEFAULT_TENANT",
+    "DEFAULT_TIER",
     "POSITIVE_VERDICTS",
     "SCHEMA_VERSION",
     "SHARED_TENANT",

@@ -12,6 +12,10 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 SCHEMA_VERSION: Final = 1
 SHARED_TENANT: Final = "*"
 """Tenant id of tools that every tenant may see."""
+DEFAULT_TENANT: Final = "default"
+"""The tenant of a request, event or pin that names none (``toolsel up`` makes its agents' identity)."""
+DEFAULT_TIER: Final = "free"
+"""The user's plan when a select request names none."""
 
 # What PostgreSQL (and the arithmetic on it) can hold: the wire types refuse the rest at the edge, so nothing
 # that passed validation can fail later in the store and hold back the events batched with it.

@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, Field, PrivateAttr, StringConstraints, model_validator
 
-from toolsel.contracts.common import SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
+from toolsel.contracts.common import DEFAULT_TENANT, SHARED_TENANT, Identifier, Message, Storable, Timestamp, ToolRef
 from toolsel.contracts.identity import OPERATOR, Scope
 
 Comment = Annotated[str, StringConstraints(max_length=2000), Storable]
@@ -86,7 +86,7 @@ class ReviewEvent(Sent, Message):
 class FeedbackEvent(ToolRef, Sent, Message):
     event_id: UUID = Field(default_factory=uuid4)
     occurred_at: Timestamp = Field(default_factory=_now)
-    tenant_id: Identifier = "default"
+    tenant_id: Identifier = DEFAULT_TENANT
     rating: float = Field(ge=0.0, le=1.0)
     comment: Comment = ""
     author: Identifier | None = None

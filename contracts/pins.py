@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from toolsel.contracts.common import Frozen, Identifier, Message, ToolName
+from toolsel.contracts.common import DEFAULT_TENANT, Frozen, Identifier, Message, ToolName
 
 PinAction = Literal["list", "pin", "unpin", "clear"]
 
@@ -20,7 +20,7 @@ class PinRequest(Message):
     declares holds again; ``list``: change nothing. Every action replies with the tenant's pins as they stand."""
 
     action: PinAction = "list"
-    tenant_id: Identifier = "default"
+    tenant_id: Identifier = DEFAULT_TENANT
     """The tenant: a tenant's identity leaves it out (or names its own); the operator names the one it acts for."""
     plugin_id: Identifier | None = None
     name: ToolName | None = Field(default=None, validate_default=True)

@@ -17,6 +17,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from toolsel.contracts.common import (
+    DEFAULT_TENANT,
+    DEFAULT_TIER,
     Count,
     Finite,
     Identifier,
@@ -76,9 +78,9 @@ class SelectFilters(BaseModel):
 
 class SelectRequest(Message):
     query: Query
-    tenant_id: Identifier = "default"
+    tenant_id: Identifier = DEFAULT_TENANT
     user_id: Identifier | None = None
-    tier: Identifier = "free"
+    tier: Identifier = DEFAULT_TIER
     role: Identifier | None = None
     page: Page = ""
     session_id: Identifier | None = None

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from toolsel.bench.catalog import bench_queries, catalog_of, interleaved, pooled_sets
 from toolsel.bench.run import QUERY_SEED
-from toolsel.contracts import SelectFilters, SelectRequest
+from toolsel.contracts import DEFAULT_TENANT, SelectFilters, SelectRequest
 from toolsel.runtime import load_model
 from toolsel.services.selector.catalog import ReviewIndex, build_catalog
 from toolsel.services.selector.selector import Selector
@@ -41,7 +41,7 @@ def requests_for(texts: Sequence[str]) -> list[SelectRequest]:
     return [
         SelectRequest(
             query=text,
-            tenant_id="acme" if i % 4 == 0 else "default",
+            tenant_id="acme" if i % 4 == 0 else DEFAULT_TENANT,
             k=(3, 5, 10)[i % 3],
             rerank=i % 7 != 0,
             retrieval=modes.get(i % 11, "hybrid"),

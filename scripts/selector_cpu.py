@@ -14,7 +14,6 @@ client's own process has ended by then, and is not among them).
 import argparse
 import asyncio
 import os
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -26,8 +25,7 @@ from toolsel.bench.run import IN_FLIGHT, PLUGIN_PREFIX, QUERY_SEED, TENANT
 from toolsel.client import ToolselClient
 from toolsel.evaluation.dataset import catalog_syncs, wire_names
 from toolsel.evaluation.ranking import load_catalog
-from toolsel.settings import Settings
-from toolsel.stack import Stack
+from toolsel.stack import temporary_stack
 
 WARM_UP = 100
 SHOWN_CPU_S = 0.1
@@ -54,31 +52,26 @@ async def measure(data: Path, tools: int, requests: int, runs: int) -> None:
     queries = bench_queries(
         interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED), WARM_UP + runs * requests
     )
-    with tempfile.TemporaryDirectory(prefix="selector-cpu-") as home:
-        stack = Stack(Settings(home=Path(home), nats_url=None, database_url=None))
-        try:
-            endpoints = await stack.start(timeout_s=300)
-            async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
-                chosen = catalog_of(pool, tools)
-                syncs = catalog_syncs(chosen, wire_names([t.name for t in chosen]), PLUGIN_PREFIX, TENANT)
-                for sync in syncs:
-                    await client.sync(sync)
-                await load_catalog(client, syncs, wire_names([t.name for t in chosen]))
-            for run in range(runs):
-                timed = queries[WARM_UP + run * requests : WARM_UP + (run + 1) * requests]
-                before, started = cpu_seconds(), time.perf_counter()
-                load = await in_own_process(throughput, endpoints.nats_url, TENANT, queries[:WARM_UP], timed, IN_FLIGHT)
-                wall, after = time.perf_counter() - started, cpu_seconds()
-                used: dict[str, float] = defaultdict(float)
-                for process, seconds in after.items():
-                    used[process] += max(seconds - before.get(process, 0.0), 0.0)
-                print(f"run {run + 1}: {load.per_s} selects/s, {wall:.1f} s")
-                selects = WARM_UP + len(timed)
-                for process, seconds in sorted(used.items(), key=lambda item: -item[1]):
-                    if seconds >= SHOWN_CPU_S:
-                        print(f"  {seconds:7.2f} s  {seconds / selects * 1000:6.2f} ms/select  {process}")
-        finally:
-            stack.stop()
+    async with temporary_stack({}, "selector-cpu-") as (endpoints, _):
+        async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
+            chosen = catalog_of(pool, tools)
+            syncs = catalog_syncs(chosen, wire_names([t.name for t in chosen]), PLUGIN_PREFIX, TENANT)
+            for sync in syncs:
+                await client.sync(sync)
+            await load_catalog(client, syncs, wire_names([t.name for t in chosen]))
+        for run in range(runs):
+            timed = queries[WARM_UP + run * requests : WARM_UP + (run + 1) * requests]
+            before, started = cpu_seconds(), time.perf_counter()
+            load = await in_own_process(throughput, endpoints.nats_url, TENANT, queries[:WARM_UP], timed, IN_FLIGHT)
+            wall, after = time.perf_counter() - started, cpu_seconds()
+            used: dict[str, float] = defaultdict(float)
+            for process, seconds in after.items():
+                used[process] += max(seconds - before.get(process, 0.0), 0.0)
+            print(f"run {run + 1}: {load.per_s} selects/s, {wall:.1f} s")
+            selects = WARM_UP + len(timed)
+            for process, seconds in sorted(used.items(), key=lambda item: -item[1]):
+                if seconds >= SHOWN_CPU_S:
+                    print(f"  {seconds:7.2f} s  {seconds / selects * 1000:6.2f} ms/select  {process}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

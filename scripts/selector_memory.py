@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import fastembed  # noqa: F401  (the model's runtime, which the service imports as it loads the model)
     from threadpoolctl import threadpool_limits
 
-    from toolsel.contracts import SelectRequest
+    from toolsel.contracts import DEFAULT_TENANT, SelectRequest
     from toolsel.heap import freeze_start_up_heap, release_freed_memory
     from toolsel.runtime import load_model
     from toolsel.services.selector.app import create_app  # noqa: F401  (the service's own imports)
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     del rows
     release_freed_memory()
     resident("the catalog built, its rows dropped, heap trimmed")
-    requests = [SelectRequest(query=text, tenant_id="default", dry_run=True) for text in texts]
+    requests = [SelectRequest(query=text, tenant_id=DEFAULT_TENANT, dry_run=True) for text in texts]
     for request in requests:
         selector.select(request)
     resident(f"{len(requests)} selects")

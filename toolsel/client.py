@@ -39,7 +39,7 @@ from toolsel.contracts import (
 from toolsel.contracts.identity import Scope, scope_of_user
 from toolsel.embedded import EmbeddedError, local_nats_url, redacted
 from toolsel.errors import NoStack, NotPermitted, SyncTooLarge, ToolselError, from_nats, from_reply
-from toolsel.messaging import DEFAULT_AGENT
+from toolsel.nats_permissions import DEFAULT_AGENT
 from toolsel.settings import Settings
 
 R = TypeVar("R", bound=BaseModel)

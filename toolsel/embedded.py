@@ -3,11 +3,11 @@
 Both reuse their data across restarts (``toolsel up``'s NATS its port too: ``EmbeddedNats.keep_port``); a crashed
 earlier run (stale pid file, lock or socket) is recovered from: NATS writes a fresh ports file per pid and
 pgserver ignores a postmaster.pid whose process is gone. The embedded NATS admits only its users
-(``credentials.json`` beside its data, 0600), each with the permissions of ``toolsel.messaging.nats_permissions``,
-and the tenants' identities the operator made (``toolsel.identities``: only their bcrypt hashes are kept); the
-operators' admin token is kept like the credentials (``admin-token`` in the home). A changed list of identities
-reaches the running server by a configuration reload (SIGHUP): no restart, and a revoked identity's connections
-are closed.
+(``credentials.json`` beside its data, 0600), each with the permissions of
+``toolsel.nats_permissions.nats_permissions``, and the tenants' identities the operator made (``toolsel.identities``:
+only their bcrypt hashes are kept); the operators' admin token is kept like the credentials (``admin-token`` in the
+home). A changed list of identities reaches the running server by a configuration reload (SIGHUP): no restart, and
+a revoked identity's connections are closed.
 """
 
 import contextlib
@@ -33,7 +33,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psutil
 
 from toolsel.contracts.identity import Scope
-from toolsel.messaging import NATS_USERS, identity_permissions, nats_permissions
+from toolsel.nats_permissions import NATS_USERS, identity_permissions, nats_permissions
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def nats_config(passwords: Mapping[str, str], identities: Sequence[tuple[Scope, 
     as given (a quoted string, or an unquoted ``$VARIABLE`` that the server reads from its environment), then
     each tenant identity with its bcrypt hash."""
     lines = [
-        "# toolsel's NATS users and what each may publish and subscribe (toolsel.messaging.nats_permissions).",
+        "# toolsel's NATS users and what each may publish and subscribe (toolsel.nats_permissions.nats_permissions).",
         "authorization {",
         "  users = [",
     ]

@@ -23,7 +23,7 @@ import bcrypt
 
 from toolsel.contracts.identity import Scope, tenant_scope
 from toolsel.embedded import login_url, reload_nats, write_private
-from toolsel.messaging import NATS_USERS
+from toolsel.nats_permissions import NATS_USERS
 
 IDENTITIES_FILE = "identities.json"
 LOCK_FILE = "identities.lock"

@@ -1,16 +1,14 @@
 """NATS plumbing every service shares: the broker, the streams, typed error replies, health."""
 
 import asyncio
-import contextlib
 import hmac
 import logging
 import re
 import socket
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import asyncpg
 import nats
@@ -27,7 +25,6 @@ from pydantic import ValidationError
 
 from toolsel import __version__
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
-from toolsel.contracts.identity import Scope, tenant_scope
 
 R = TypeVar("R")
 log = logging.getLogger(__name__)
@@ -348,201 +345,3 @@ async def dead_letter(broker: NatsBroker, kind: str, body: bytes, reason: str) -
 def _one_line(text: str) -> str:
     """A header holds one line of UTF-8: an error's text may hold line breaks, NUL or lone surrogates."""
     return re.sub(r"[\x00-\x1f\x7f]+", " ", text).encode("utf-8", "replace").decode()
-
-
-DEFAULT_AGENT = tenant_scope("default", "agent")
-"""The identity ``toolsel up`` makes for agents of the tenant ``default`` (its NATS user ``default.agent``)."""
-NATS_USERS = ("selector", "learner", "indexer", DEFAULT_AGENT.user, "operator")
-"""A NATS user per service, the default tenant's agents and the operators (the CLI); further tenants' identities
-are made by the operator (``toolsel.identities``)."""
-INBOX = "_INBOX.>"
-"""Where the services' and the operator's replies come back (and JetStream acks): only they subscribe to it."""
-
-
-def _declare(stream: str) -> list[str]:
-    """The JetStream API to create or update a stream (every service does at start-up)."""
-    return [f"$JS.API.STREAM.{verb}.{stream}" for verb in ("CREATE", "UPDATE", "INFO")]
-
-
-def _consume(stream: str) -> list[str]:
-    """The JetStream API to bind, pull from and acknowledge consumers of a stream."""
-    return [
-        f"$JS.API.CONSUMER.CREATE.{stream}",
-        *(f"$JS.API.CONSUMER.{verb}.{stream}.>" for verb in ("CREATE", "DURABLE.CREATE", "INFO", "MSG.NEXT")),
-        f"$JS.ACK.{stream}.>",
-    ]
-
-
-HEALTH = f"{subjects.HEALTH_PREFIX}.>"
-
-
-def health_subjects(service: str) -> list[str]:
-    """What a service answers of the health subjects: its own, for any copy, and each copy's own."""
-    return [subjects.health(service), subjects.instance_health(service, "*")]
-
-
-def identity_permissions(scope: Scope) -> dict[str, Any]:
-    """A tenant's identity: it requests selections, syncs and its own pins and publishes outcome, review, feedback
-    and sync events only under its own scope (so the services know whose they are), and reads replies only under
-    its own inbox prefix (no one else's replies, nor anyone else its own). Not the services' health: its counters
-    (tools, selections, events applied) are every tenant's together, so a tenant reading them would watch the
-    others' activity."""
-    return {
-        "publish": {"allow": [subjects.scoped(root, scope.token) for root in subjects.SCOPED_ROOTS]},
-        "subscribe": {"allow": [f"{scope.inbox_prefix}.>"]},
-    }
-
-
-def nats_permissions() -> dict[str, dict[str, Any]]:
-    """What each built-in NATS user may publish and subscribe: only the learner broadcasts posteriors, tool states
-    and usage, only the indexer registry changes (and operators, to make selectors re-read the store), only a
-    selector selection events (and operators, replaying them); the default tenant's agents as any tenant's
-    identity (``identity_permissions``); admin requests, and every tenant's scope, are the operator's. Services
-    answer requests (``allow_responses``), each its own health subjects alone (its copies' too: one subject per
-    copy), and every service user may ask any service's health (a container's health check runs as its service);
-    the JetStream API is open only for toolsel's streams, and only as each user needs."""
-    streams = [*_declare(subjects.EVENTS_STREAM), *_declare(subjects.DLQ_STREAM), *_consume(subjects.EVENTS_STREAM)]
-    health = HEALTH
-
-    def service(publish: list[str], subscribe: list[str]) -> dict[str, Any]:
-        return {
-            "publish": {"allow": [*publish, health, *streams]},
-            "subscribe": {"allow": [*subscribe, INBOX]},
-            "allow_responses": True,
-        }
-
-    return {
-        "selector": service(
-            [subjects.SELECTION_EVENTS],
-            [
-                subjects.any_scope(subjects.SELECT_ROOT),
-                *health_subjects("selector"),
-                f"{subjects.NOTIFY_PREFIX}.>",
-                subjects.SELECTION_EVENTS,
-                subjects.any_scope(subjects.OUTCOME_ROOT),
-            ],
-        ),
-        "learner": service(
-            [
-                subjects.POSTERIORS_UPDATED,
-                subjects.TOOL_STATE_CHANGED,
-                subjects.USAGE_UPDATED,
-                f"{subjects.DLQ_PREFIX}.>",
-            ],
-            [*subjects.ADMIN_LEARNING_SUBJECTS, *subjects.ADMIN_ANALYTICS_SUBJECTS, *health_subjects("learner")],
-        ),
-        "indexer": service(
-            [subjects.REGISTRY_CHANGED, subjects.SYNC_REPORTS, f"{subjects.DLQ_PREFIX}.>"],
-            [
-                *(subjects.any_scope(root) for root in (*subjects.SYNC_ROOTS, subjects.PINS_ROOT)),
-                *subjects.ADMIN_REGISTRY_SUBJECTS,
-                *health_subjects("indexer"),
-            ],
-        ),
-        DEFAULT_AGENT.user: identity_permissions(DEFAULT_AGENT),
-        "operator": {
-            "publish": {
-                "allow": [
-                    *(subjects.any_scope(root) for root in subjects.SCOPED_ROOTS),
-                    health,
-                    f"{subjects.ADMIN_PREFIX}.>",
-                    f"{subjects.EVENTS_PREFIX}.>",
-                    subjects.REGISTRY_CHANGED,
-                    "$JS.API.STREAM.NAMES",
-                    f"$JS.API.STREAM.INFO.{subjects.EVENTS_STREAM}",
-                    f"$JS.API.STREAM.INFO.{subjects.DLQ_STREAM}",
-                    f"$JS.API.STREAM.MSG.GET.{subjects.EVENTS_STREAM}",
-                    *_consume(subjects.EVENTS_STREAM),
-                    *_consume(subjects.DLQ_STREAM),
-                    "$JS.FC.>",
-                ]
-            },
-            "subscribe": {
-                "allow": [
-                    INBOX,
-                    f"{subjects.NOTIFY_PREFIX}.>",
-                    f"{subjects.EVENTS_PREFIX}.>",
-                    f"{subjects.DLQ_PREFIX}.>",
-                ]
-            },
-        },
-    }
-
-
-T = TypeVar("T")
-OUTBOX_FIRST_RETRY_S = 0.05
-"""The first wait after a failed publish (doubled after each failure in a row)."""
-
-
-class Outbox(Generic[T]):
-    """Events that must outlive a NATS or JetStream outage: ``put`` never waits; one task publishes them in
-    order, a batch at a time, and keeps the ones that failed for its next attempt (backing off up to
-    ``retry_max_s``). Memory is bounded: beyond ``capacity`` new events are dropped and counted."""
-
-    def __init__(self, publish: Callable[[T], Awaitable[object]], capacity: int, batch: int, retry_max_s: float):
-        self.publish, self.capacity, self.batch, self.retry_max_s = publish, capacity, batch, retry_max_s
-        self.queue: deque[T] = deque()
-        self.published = 0
-        self.dropped = 0
-        self._waiting = asyncio.Event()
-        self._empty = asyncio.Event()
-        self._empty.set()
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
-
-    def put(self, event: T) -> None:
-        if self._closed:  # nothing would publish it: counted, never queued in silence
-            self.dropped += 1
-            log.error("an event came after the outbox closed: %d dropped so far", self.dropped)
-            return
-        if len(self.queue) >= self.capacity:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.error("outbox full (%d events): %d dropped so far", self.capacity, self.dropped)
-            return
-        self.queue.append(event)
-        self._empty.clear()
-        self._waiting.set()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self, timeout_s: float) -> None:
-        """Give what is buffered ``timeout_s`` to go out, then stop; what is left, and what comes after, is counted
-        as dropped."""
-        self._closed = True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._empty.wait(), timeout_s)
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self.queue:
-            log.error("%d events not published at shutdown", len(self.queue))
-            self.dropped += len(self.queue)
-            self.queue.clear()
-
-    async def _run(self) -> None:
-        failures = 0
-        while True:
-            if not self.queue:
-                self._empty.set()
-                self._waiting.clear()
-                await self._waiting.wait()
-            batch = [self.queue.popleft() for _ in range(min(self.batch, len(self.queue)))]
-            try:
-                results = await asyncio.gather(*(self.publish(event) for event in batch), return_exceptions=True)
-            except asyncio.CancelledError:  # closed mid-batch: not known to be published, so counted with the rest
-                self.queue.extendleft(reversed(batch))
-                raise
-            failed = [event for event, result in zip(batch, results, strict=True) if isinstance(result, BaseException)]
-            self.published += len(batch) - len(failed)
-            self.queue.extendleft(reversed(failed))
-            if failed:
-                failures += 1
-                if failures == 1:
-                    error = next(r for r in results if isinstance(r, BaseException))
-                    log.warning("publishing failed (%r); %d events buffered, retrying", error, len(self.queue))
-                await asyncio.sleep(min(OUTBOX_FIRST_RETRY_S * 2**failures, self.retry_max_s))
-            elif failures:
-                log.info("publishing again after %d failed attempts", failures)
-                failures = 0

@@ -14,9 +14,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,7 +39,7 @@ from toolsel.embedded import (
 )
 from toolsel.errors import NotPermitted
 from toolsel.identities import admitted
-from toolsel.messaging import DEFAULT_AGENT
+from toolsel.nats_permissions import DEFAULT_AGENT
 from toolsel.settings import Settings
 
 STACK_FILE = "stack.json"
@@ -461,3 +462,34 @@ class Stack:
             self.nats.stop()
         self.lock.close()
         self.lock = None
+
+
+TEMPORARY_STACK_START_S = 300.0
+"""How long a tool's stack of its own (``temporary_stack``) may take until every service answers: a fresh home
+initialises PostgreSQL and loads the model cold."""
+UNSET = ("TOOLSEL_PLUGIN_SECRETS", "TOOLSEL_REQUIRE_PLUGIN_CREDENTIALS", "TOOLSEL_SIGNED_PLUGINS")
+"""The shell's plugin credentials, never passed to a temporary stack's services (no plugin credentials required)."""
+
+
+@asynccontextmanager
+async def temporary_stack(
+    env: Mapping[str, str], prefix: str, before_start: Callable[[Settings], Awaitable[None]] | None = None
+) -> AsyncIterator[tuple[Endpoints, Stack]]:
+    """(its endpoints, the stack): a fresh stack on servers of its own in a temporary home (named ``prefix``...),
+    its services started with ``env`` set and ``UNSET`` unset, stopped on leaving; the process's environment is
+    restored then. ``before_start`` runs once the home is there, before anything starts in it."""
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix=prefix) as home:
+        os.environ.update(env)
+        for name in UNSET:
+            os.environ.pop(name, None)
+        settings = Settings(home=Path(home), nats_url=None, database_url=None)
+        stack = Stack(settings)
+        try:
+            if before_start is not None:
+                await before_start(settings)
+            yield await stack.start(timeout_s=TEMPORARY_STACK_START_S), stack
+        finally:
+            stack.stop()
+            os.environ.clear()
+            os.environ.update(saved)

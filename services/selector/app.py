@@ -36,7 +36,8 @@ from toolsel.contracts import (
 from toolsel.contracts.identity import parse_scope
 from toolsel.embedder import Embedder
 from toolsel.heap import freeze_start_up_heap, release_freed_memory
-from toolsel.messaging import Outbox, add_health, events_stream, room, rpc_router
+from toolsel.messaging import add_health, events_stream, room, rpc_router
+from toolsel.outbox import Outbox
 from toolsel.runtime import load_model, open_store, service_app, service_broker
 from toolsel.services.selector.batching import Batcher
 from toolsel.services.selector.catalog import (

@@ -17,7 +17,8 @@ from toolsel.client import SyncToolselClient, ToolselClient
 from toolsel.contracts import ToolCall, subjects
 from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
 from toolsel.errors import NoStack, NotPermitted, Timeout
-from toolsel.messaging import DEFAULT_AGENT, ensure_streams, refit_consumers
+from toolsel.messaging import ensure_streams, refit_consumers
+from toolsel.nats_permissions import DEFAULT_AGENT
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from tests.integration.catalog import TOOLS, eventually, plugin_sync, sync_and_w
 from toolsel.client import ToolselClient
 from toolsel.contracts import OutcomeEvent, PosteriorsUpdated, PosteriorUpdate, SelectReply, ToolCall, subjects
 from toolsel.embedded import CONFIG_FILE, CREDENTIALS_FILE, nats_config, nats_server_binary, password_variable
-from toolsel.messaging import NATS_USERS
+from toolsel.nats_permissions import NATS_USERS
 from toolsel.stack import AGENT, Stack
 
 COMPOSE_CONFIG = Path(__file__).parents[2] / "compose.nats.conf"

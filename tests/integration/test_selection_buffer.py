@@ -19,7 +19,7 @@ from tests.integration.catalog import (
 )
 from toolsel import identities
 from toolsel.client import ToolselClient
-from toolsel.messaging import Outbox
+from toolsel.outbox import Outbox
 from toolsel.stack import Stack
 
 CLIENTS = 8

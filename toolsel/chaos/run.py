@@ -3,13 +3,11 @@ scenarios run on it one after another; each scenario's figures are handed on as 
 
 import asyncio
 import os
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -24,9 +22,7 @@ from toolsel.chaos.stage import Stage
 from toolsel.chaos.tenancy import eavesdrop, id_reuse, msg_id_claim, spoof
 from toolsel.chaos.tenants import tenants
 from toolsel.client import ToolselClient
-from toolsel.evaluation.session import UNSET
-from toolsel.settings import Settings
-from toolsel.stack import Stack
+from toolsel.stack import Stack, temporary_stack
 from toolsel.store import create_pool
 
 STACK_ENV = {
@@ -70,27 +66,16 @@ class Options:
 
 @asynccontextmanager
 async def own_stack(env: Mapping[str, str]) -> AsyncIterator[Stack]:
-    """A fresh stack in a temporary home, its services started with ``env`` (and no plugin credentials
-    required), supervised until it stops."""
-    saved = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="toolsel-chaos-") as home:
-        os.environ.update(env)
-        for name in UNSET:
-            os.environ.pop(name, None)
-        stack = Stack(Settings(home=Path(home)))
-        supervising: asyncio.Task[None] | None = None
+    """A fresh stack in a temporary home (``temporary_stack``), its services started with ``env`` (and no plugin
+    credentials required), supervised until it stops."""
+    async with temporary_stack(env, "toolsel-chaos-") as (_, stack):
+        supervising = asyncio.create_task(_supervise(stack))
         try:
-            await stack.start(timeout_s=300)
-            supervising = asyncio.create_task(_supervise(stack))
             yield stack
         finally:
-            if supervising is not None:
-                supervising.cancel()
-                with suppress(asyncio.CancelledError):
-                    await supervising
-            stack.stop()
-            os.environ.clear()
-            os.environ.update(saved)
+            supervising.cancel()
+            with suppress(asyncio.CancelledError):
+                await supervising
 
 
 async def _supervise(stack: Stack) -> None:

@@ -11,7 +11,16 @@ import nats.errors
 
 from toolsel import identities
 from toolsel.client import ToolselClient
-from toolsel.contracts import CategorySpec, PluginSync, SelectedTool, SelectionEvent, SelectReply, ToolSpec, subjects
+from toolsel.contracts import (
+    DEFAULT_TIER,
+    CategorySpec,
+    PluginSync,
+    SelectedTool,
+    SelectionEvent,
+    SelectReply,
+    ToolSpec,
+    subjects,
+)
 from toolsel.messaging import consumer_backlog, consumer_settled
 from toolsel.stack import Stack
 from toolsel.waiting import eventually
@@ -45,8 +54,8 @@ def selection_of(tenant: str, plugin: str, name: str) -> SelectionEvent:
     return SelectionEvent(
         tenant_id=tenant,
         query=TOOLS[name][1],
-        tier="free",
-        context_key="free::general",
+        tier=DEFAULT_TIER,
+        context_key=f"{DEFAULT_TIER}::general",
         method="hybrid",
         tools=[SelectedTool(plugin_id=plugin, name=name, rank=0, score=0.5)],
         candidate_count=1,

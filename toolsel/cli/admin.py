@@ -25,6 +25,7 @@ from toolsel.cli.running import (
     validated,
 )
 from toolsel.client import ToolselClient
+from toolsel.contracts import DEFAULT_TENANT, DEFAULT_TIER
 from toolsel.contracts.admin import CategoryNode, CategoryTree, PageMapping, RuleFields, VisibilityRule
 from toolsel.render import console
 
@@ -249,8 +250,8 @@ def rules_delete(rule_id: int, fmt: ObjectOutput = ObjectFormat.table, as_json: 
 def dry_run_selection(
     query: str,
     page: selection.Page = "",
-    tenant: selection.Tenant = "default",
-    tier: selection.Tier = "free",
+    tenant: selection.Tenant = DEFAULT_TENANT,
+    tier: selection.Tier = DEFAULT_TIER,
     role: selection.Role = None,
     user: selection.User = None,
     k: selection.Count = None,

@@ -14,7 +14,7 @@ import typer
 from toolsel import identities
 from toolsel.cli.running import FAILED, USAGE, AsJson, Format, Output, chosen, fail, settings
 from toolsel.embedded import EmbeddedError, nats_config, password_variable, running_nats
-from toolsel.messaging import NATS_USERS
+from toolsel.nats_permissions import NATS_USERS
 from toolsel.render import console, rows_csv, rows_table
 
 app = typer.Typer(

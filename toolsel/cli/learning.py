@@ -25,7 +25,7 @@ from toolsel.cli.running import (
     with_database,
 )
 from toolsel.client import ToolselClient, ToolselError
-from toolsel.contracts import ErrorCode, FeedbackEvent
+from toolsel.contracts import DEFAULT_TENANT, ErrorCode, FeedbackEvent
 from toolsel.render import console
 from toolsel.settings import Settings
 
@@ -59,7 +59,9 @@ def feedback_submit(
     comment: str = "",
     tenant: Annotated[
         str | None,
-        typer.Option(help="the tenant (the operator's, default 'default'; a tenant's identity rates for its own)"),
+        typer.Option(
+            help=f"the tenant (the operator's, default {DEFAULT_TENANT!r}; a tenant's identity rates for its own)"
+        ),
     ] = None,
     author: str | None = None,
 ) -> None:

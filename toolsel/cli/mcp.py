@@ -13,6 +13,7 @@ import typer
 
 from toolsel.cli.running import USAGE, client, fail, run, settings
 from toolsel.client import ToolselClient
+from toolsel.contracts import DEFAULT_TENANT
 from toolsel.embedded import EmbeddedError
 from toolsel.mcp.gateway import Gateway
 from toolsel.mcp.server import Transport, create_server, serve
@@ -59,7 +60,7 @@ def mcp(
             own = connected.scope.tenant
             if own is not None and tenant not in (None, own):
                 fail(f"--tenant {tenant}: this identity serves its own tenant {own} only", USAGE)
-            named = None if own is not None else tenant or "default"
+            named = None if own is not None else tenant or DEFAULT_TENANT
             toolshed = Toolshed(
                 connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user, gateway=gateway
             )

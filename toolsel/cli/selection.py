@@ -25,7 +25,7 @@ from toolsel.cli.running import (
     validated,
 )
 from toolsel.client import ToolselClient
-from toolsel.contracts import PluginSync, SelectReply, SyncReport
+from toolsel.contracts import DEFAULT_TENANT, DEFAULT_TIER, PluginSync, SelectReply, SyncReport
 from toolsel.render import EXPLAIN, console, selection_view, sync_table
 from toolsel.settings import Settings
 
@@ -62,8 +62,8 @@ Count = Annotated[
 def select(
     query: str,
     page: Page = "",
-    tenant: Tenant = "default",
-    tier: Tier = "free",
+    tenant: Tenant = DEFAULT_TENANT,
+    tier: Tier = DEFAULT_TIER,
     user: User = None,
     role: Role = None,
     session: Annotated[str | None, typer.Option(help="session id")] = None,

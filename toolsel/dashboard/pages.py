@@ -13,6 +13,8 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from toolsel.client import ToolselClient
 from toolsel.contracts import (
+    DEFAULT_TENANT,
+    DEFAULT_TIER,
     SHARED_TENANT,
     AnalyticsQuery,
     DriftRequest,
@@ -431,8 +433,8 @@ async def try_it(
     caller: Reader,
     query: str = "",
     page: str = "",
-    tenant_id: str = "default",
-    tier: str = "free",
+    tenant_id: str = DEFAULT_TENANT,
+    tier: str = DEFAULT_TIER,
     k: Annotated[int | None, Blank] = None,
 ) -> HTMLResponse:
     """A dry-run selection; with no k the selector's own ``TOOLSEL_DEFAULT_K`` applies, as for ``toolsel select``."""

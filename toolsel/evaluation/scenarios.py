@@ -20,7 +20,7 @@ from toolsel.evaluation.online import STREAM_K, Point, Streamed, held_out_rankin
 from toolsel.evaluation.plan import Event, Sighting
 from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.render import console
-from toolsel.stack import TOOLSEL_COMMAND, Stack
+from toolsel.stack import TEMPORARY_STACK_START_S, TOOLSEL_COMMAND, Stack
 from toolsel.tuning.card import ModelCard, read_card
 
 SHARE_SAMPLE = 20
@@ -308,7 +308,7 @@ async def _switch(stack: Stack, card: ModelCard, model_dir: Path) -> None:
         raise RuntimeError(f"the switch failed: {said[-2000:]}")
     os.environ.update(chosen)  # the services' environment (the evaluation restores its own when it ends)
     stack.start_services()
-    await stack.answering(timeout_s=300)
+    await stack.answering(timeout_s=TEMPORARY_STACK_START_S)
 
 
 async def tune(stage: Stage) -> Outcome:

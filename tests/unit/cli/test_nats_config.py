@@ -15,7 +15,7 @@ from toolsel.cli import identities as identity_commands
 from toolsel.cli.main import app
 from toolsel.cli.running import FAILED, USAGE
 from toolsel.embedded import nats_config, password_variable
-from toolsel.messaging import NATS_USERS
+from toolsel.nats_permissions import NATS_USERS
 from toolsel.settings import get_settings
 from toolsel.stack import TOOLSEL_COMMAND
 

@@ -15,7 +15,6 @@ from toolsel.messaging import (
     RequestError,
     add_health,
     in_progress_while,
-    nats_permissions,
     rpc_router,
     this_instance,
     validation_reply,
@@ -142,16 +141,3 @@ def test_the_instance_is_the_hosts_name_unless_the_documents_are_made() -> None:
     named = {s.subject.template for s in broker.subscribers}  # type: ignore[attr-defined]
     assert subjects.instance_health("learner", "copy-2") in named
     assert subjects.instance_health("indexer", "{instance}") in named  # as the AsyncAPI documents show it
-
-
-@pytest.mark.parametrize("service", subjects.SERVICES)
-def test_each_service_user_answers_its_own_health_subjects_alone_and_may_ask_any(service: str) -> None:
-    """compose runs each health check as its service's NATS user."""
-    permissions = nats_permissions()
-    for user in subjects.SERVICES:
-        subscribe = permissions[user]["subscribe"]["allow"]
-        answers = [s for s in subscribe if s.startswith(subjects.HEALTH_PREFIX)]
-        if user == service:
-            assert answers == [subjects.health(service), subjects.instance_health(service, "*")]
-        assert subjects.instance_health(service, "*") not in subscribe or user == service
-        assert f"{subjects.HEALTH_PREFIX}.>" in permissions[user]["publish"]["allow"]

@@ -1,5 +1,7 @@
 """A stack that fails to start says why: each dead service's exit code and the end of its log."""
 
+import asyncio
+import os
 import re
 import signal
 import socket
@@ -13,7 +15,16 @@ import yaml
 
 from toolsel import stack as stack_module
 from toolsel.settings import Settings
-from toolsel.stack import START_LOG_LINES, Stack, port_taken, rotated, stop_wait_s
+from toolsel.stack import (
+    START_LOG_LINES,
+    TEMPORARY_STACK_START_S,
+    Endpoints,
+    Stack,
+    port_taken,
+    rotated,
+    stop_wait_s,
+    temporary_stack,
+)
 
 COMPOSE = Path(__file__).parents[3] / "compose.yaml"
 
@@ -114,3 +125,46 @@ def test_a_dashboard_port_another_program_listens_on_is_not_taken_over_and_says_
     free.start_services()
     assert started.count("dashboard") == 1
     assert free.dashboard_url() == f"http://127.0.0.1:{port}"
+
+
+def test_a_temporary_stack_runs_with_its_env_and_servers_of_its_own_and_restores_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``temporary_stack``: ``before_start`` in the fresh home, then the start; on leaving, the stop and the
+    process's environment as it was (a plugin credential of the shell's never reaches the services)."""
+    done: list[str] = []
+
+    class FakeStack:
+        def __init__(self, settings: Settings) -> None:
+            self.settings = settings
+
+        async def start(self, timeout_s: float) -> Endpoints:
+            assert timeout_s == TEMPORARY_STACK_START_S
+            done.append("start")
+            return Endpoints("nats://x", "postgresql://x")
+
+        def stop(self) -> None:
+            done.append("stop")
+
+    async def before_start(settings: Settings) -> None:
+        assert settings.home.is_dir()
+        assert settings.nats_url is None
+        assert settings.database_url is None
+        done.append("before_start")
+
+    async def run() -> Path:
+        async with temporary_stack({"TOOLSEL_X_TEST": "1"}, "toolsel-test-", before_start) as (endpoints, stack):
+            assert endpoints.nats_url == "nats://x"
+            assert os.environ["TOOLSEL_X_TEST"] == "1"
+            assert "TOOLSEL_SIGNED_PLUGINS" not in os.environ
+            assert stack.settings.home.name.startswith("toolsel-test-")
+            return stack.settings.home
+
+    monkeypatch.setattr(stack_module, "Stack", FakeStack)
+    monkeypatch.setenv("TOOLSEL_SIGNED_PLUGINS", '["p"]')
+    monkeypatch.delenv("TOOLSEL_X_TEST", raising=False)
+    home = asyncio.run(run())
+    assert done == ["before_start", "start", "stop"]
+    assert not home.exists()
+    assert os.environ["TOOLSEL_SIGNED_PLUGINS"] == '["p"]'
+    assert "TOOLSEL_X_TEST" not in os.environ
