@@ -64,13 +64,19 @@ def mcp(
             toolshed = Toolshed(
                 connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user, gateway=gateway
             )
-            await serve(create_server(toolshed, pins=pins), chosen)
+            try:
+                await serve(create_server(toolshed, pins=pins), chosen)
+            finally:
+                await toolshed.settled(connected.timeout_s)
 
     async def http() -> None:
         tokens = IdentityTokens(settings().home)
         async with client(stay_connected=True) as operator:
             toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
-            await serve(create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins), chosen, host, port)
+            try:
+                await serve(create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins), chosen, host, port)
+            finally:
+                await toolsheds.settled(operator.timeout_s)
 
     main = stdio if chosen == "stdio" else http
 

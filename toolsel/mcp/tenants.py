@@ -45,6 +45,10 @@ class PerIdentity:
         self.max_sessions, self.session_ttl_s = max_sessions, session_ttl_s
         self.sheds: dict[Identity, Toolshed] = {}
 
+    async def settled(self, timeout_s: float) -> None:
+        """Every identity's outcome reports still being sent, waited for together (``Toolshed.settled``)."""
+        await asyncio.gather(*(shed.settled(timeout_s) for shed in self.sheds.values()))
+
     def __call__(self) -> Toolshed:
         token = get_access_token()
         identity = None if token is None else self.tokens.verifier.verify(token.token)

@@ -301,6 +301,12 @@ class Toolshed:
         named = None if session is None else self.sessions.find(session)
         return None if named is None else named.selection_of(proxied.ref)
 
+    async def settled(self, timeout_s: float) -> None:
+        """Wait, at most ``timeout_s``, for the outcome reports still being sent: a server that stops while NATS
+        is slow to acknowledge one would otherwise lose it."""
+        if self.reports:
+            await asyncio.wait(set(self.reports), timeout=timeout_s)
+
     async def _report(self, event: OutcomeEvent) -> None:
         try:
             await self.client.report_outcome(event)

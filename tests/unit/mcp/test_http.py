@@ -266,6 +266,21 @@ async def test_a_found_tools_answer_does_not_wait_for_its_outcome_to_be_sent() -
     assert not shed.reports
 
 
+async def test_a_stopping_server_waits_for_the_outcomes_still_being_sent() -> None:
+    """A report NATS was slow to acknowledge was dropped when the server stopped; it is waited for, within a
+    bound, and a report that never goes through does not hold the stop past it."""
+    stack = Stalled()
+    shed = Toolshed(stack, Sessions(10, 600), gateway=Gateway(Settings(gateway_commands=[UPSTREAM])))  # type: ignore[arg-type]
+    found = await shed.search("weather in Rome")
+    await shed.call("weather__forecast", {"city": "Rome"})
+    assert len(shed.reports) == 1
+    await shed.settled(0.05)  # the ack does not come: the stop goes on
+    assert (stack.reported, len(shed.reports)) == ([], 1)
+    asyncio.get_running_loop().call_later(0.05, stack.let.set)
+    await shed.settled(5.0)
+    assert [e.selection_id for e in stack.reported] == [found.selection_id]
+
+
 def test_a_request_without_a_token_is_told_which_token_to_send_and_of_no_authorization_server(
     served: tuple[TestClient, Any, dict[str, str]],
 ) -> None:
