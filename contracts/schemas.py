@@ -4,7 +4,7 @@ boolean ``exclusiveMinimum``/``exclusiveMaximum`` beside ``minimum``/``maximum``
 valid against its draft's metaschema (``jsonschema``) is refused with the path of its fault."""
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Final
 
@@ -65,6 +65,37 @@ def _modern(schema: dict[str, Any]) -> dict[str, Any]:
             if flag and bound in schema:
                 schema[exclusive] = schema.pop(bound)
     return schema
+
+
+CURRENT_DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
+"""The draft the LLM APIs read a schema in (the Messages API refuses a tool whose schema is not valid in it)."""
+
+
+def _draft_2020_12(schema: dict[str, Any]) -> dict[str, Any]:
+    """One (sub)schema's keywords of an older draft in 2020-12's forms: a tuple ``items`` is ``prefixItems`` (its
+    ``additionalItems`` then ``items``; without one ``additionalItems`` meant nothing), ``dependencies`` are
+    ``dependentRequired`` (lists of names) and ``dependentSchemas`` (schemas)."""
+    if isinstance(schema.get("items"), list):
+        schema["prefixItems"] = schema.pop("items")
+        if "additionalItems" in schema:
+            schema["items"] = schema.pop("additionalItems")
+    schema.pop("additionalItems", None)
+    dependencies = schema.pop("dependencies", None)
+    if isinstance(dependencies, Mapping):
+        for name, needs in dependencies.items():
+            kind = "dependentRequired" if isinstance(needs, list) else "dependentSchemas"
+            schema.setdefault(kind, {})[name] = needs
+    return schema
+
+
+def in_current_draft(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` in the 2020-12 draft, which the LLM APIs read: one declaring an older draft (sync accepts any
+    schema valid in the draft it names) rewritten, its ``$schema`` dropped; one naming none is 2020-12 already."""
+    draft = schema.get("$schema")
+    if draft is None:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "$schema"}
+    return rest if str(draft).rstrip("#") == CURRENT_DRAFT else _walk(rest, _draft_2020_12)
 
 
 REGEX_FAULTS: Final = (re.error, OverflowError, RecursionError)

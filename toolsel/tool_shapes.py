@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from toolsel.contracts import ScoredTool, SelectReply, ToolRef
-from toolsel.contracts.schemas import _walk
+from toolsel.contracts.schemas import in_current_draft
 
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What both APIs accept as a function or tool name."""
@@ -57,37 +57,6 @@ def _resolved(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str
     if not isinstance(target, Mapping):
         return schema
     return {**{k: v for k, v in schema.items() if k != "$ref"}, **target}
-
-
-CURRENT_DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
-"""The draft both APIs read a schema in (the Messages API refuses a tool whose schema is not valid in it)."""
-
-
-def _draft_2020_12(schema: dict[str, Any]) -> dict[str, Any]:
-    """One (sub)schema's keywords of an older draft in 2020-12's forms: a tuple ``items`` is ``prefixItems`` (its
-    ``additionalItems`` then ``items``; without one ``additionalItems`` meant nothing), ``dependencies`` are
-    ``dependentRequired`` (lists of names) and ``dependentSchemas`` (schemas)."""
-    if isinstance(schema.get("items"), list):
-        schema["prefixItems"] = schema.pop("items")
-        if "additionalItems" in schema:
-            schema["items"] = schema.pop("additionalItems")
-    schema.pop("additionalItems", None)
-    dependencies = schema.pop("dependencies", None)
-    if isinstance(dependencies, Mapping):
-        for name, needs in dependencies.items():
-            kind = "dependentRequired" if isinstance(needs, list) else "dependentSchemas"
-            schema.setdefault(kind, {})[name] = needs
-    return schema
-
-
-def _current(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``schema`` in the 2020-12 draft: one declaring an older draft (the indexer accepts any schema valid in the
-    draft it names) rewritten, its ``$schema`` dropped; one naming none is read as 2020-12 already."""
-    draft = schema.get("$schema")
-    if draft is None:
-        return schema
-    rest = {k: v for k, v in schema.items() if k != "$schema"}
-    return rest if str(draft).rstrip("#") == CURRENT_DRAFT else _walk(rest, _draft_2020_12)
 
 
 _MERGEABLE: Final = frozenset({"type", "properties", "required", "description", "title"})
@@ -160,7 +129,7 @@ def parameters_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     ``anyOf``/``oneOf`` of objects merged into one, a root ``allOf`` of objects merged, a root ``$ref`` inlined),
     ``properties`` present and ``required`` naming only declared properties, in JSON Schema 2020-12 (an older
     draft's tuple ``items`` and ``dependencies`` rewritten)."""
-    current = _current(schema)
+    current = in_current_draft(schema)
     schema = _merged_root(_merged_all_of(_resolved(current, current)))
     cleaned = {k: copy.deepcopy(v) for k, v in schema.items() if k not in ROOT_KEYWORDS_REFUSED}
     if cleaned.get("type") != "object":
@@ -272,7 +241,7 @@ def strict_parameters(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     ``unstrict_arguments`` drops again),
     ``additionalProperties: false`` on every object, only the keywords strict mode supports. None otherwise (the
     tool then goes non-strict): a free-form object, a root ``allOf`` whose parts say more than properties, ..."""
-    current = _current(schema)
+    current = in_current_draft(schema)
     if not _all_of_exact(_resolved(current, current)):
         return None
     return _strict(parameters_schema(schema))

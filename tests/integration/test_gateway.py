@@ -208,6 +208,15 @@ async def test_toolsel_mcp_over_stdio_calls_found_tools_on_an_http_server_as_its
     assert (await outcomes_of(pool, found["selection_id"], 1))["forecast"]["success"] is True
 
 
+def http_settings(plugin: str) -> dict[str, str]:
+    """What ``toolsel mcp --transport http`` runs with to call the weather plugin's upstream server."""
+    return {
+        "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
+        "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
+        "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
+    }
+
+
 async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_token(
     client: ToolselClient, stack: Stack, pool: asyncpg.Pool
 ) -> None:
@@ -215,11 +224,7 @@ async def test_toolsel_mcp_over_http_calls_found_tools_for_the_identity_of_the_t
     on its stdio server, and the outcome counts for that identity's selection."""
     tenant, plugin = await weather_catalog(client, {"transport": "stdio", "command": UPSTREAM})
     port = free_port()
-    settings = {
-        "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
-        "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
-        "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
-    }
+    settings = http_settings(plugin)
     with serving_http(stack, port, settings), identity_of(stack, tenant) as mine:
         assert await eventually(lambda: listening(port), timeout_s=60), "toolsel mcp --transport http did not listen"
         async with Client(with_token(f"http://127.0.0.1:{port}/mcp", mine.bearer)) as agent:
@@ -239,11 +244,7 @@ async def test_agents_sharing_an_identity_over_http_have_their_calls_counted_for
     counted for the latest search, whoever made it)."""
     tenant, plugin = await weather_catalog(client, {"transport": "stdio", "command": UPSTREAM})
     port = free_port()
-    settings = {
-        "TOOLSEL_GATEWAY_COMMANDS": json.dumps([UPSTREAM]),
-        "TOOLSEL_GATEWAY_SECRETS": json.dumps({plugin: {"WEATHER_KEY": KEY}}),
-        "TOOLSEL_PLUGIN_SECRETS": json.dumps({plugin: "its-credential"}),
-    }
+    settings = http_settings(plugin)
     url = f"http://127.0.0.1:{port}/mcp"
     with serving_http(stack, port, settings), identity_of(stack, tenant) as shared:
         assert await eventually(lambda: listening(port), timeout_s=60), "toolsel mcp --transport http did not listen"

@@ -389,6 +389,15 @@ async def test_the_periodic_check_merges_the_recent_posteriors_and_reads_them_al
     assert await alpha("other") == 2.0
 
 
+async def mail_and_weather(broker: NatsBroker, fake_store: FakeStore) -> None:
+    """The store holds send_email and get_weather, and the selector has been told so."""
+    fake_store.rows[store.LIVE_TOOLS] = [
+        tool_row("send_email", "send an email", 0),
+        tool_row("get_weather", "weather forecast for a city", 1),
+    ]
+    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+
+
 def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[str, Any]:
     """The tool learnt queries along ``axis``."""
     return usage_record(f"p/{name}", axis, version, scope)
@@ -397,11 +406,7 @@ def usage_row(name: str, axis: int, version: int, scope: str = "acme") -> dict[s
 async def test_a_usage_broadcast_fetches_what_changed_since_the_watermark(
     broker: NatsBroker, fake_store: FakeStore
 ) -> None:
-    fake_store.rows[store.LIVE_TOOLS] = [
-        tool_row("send_email", "send an email", 0),
-        tool_row("get_weather", "weather forecast for a city", 1),
-    ]
-    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    await mail_and_weather(broker, fake_store)
     # the tenant's weather queries were answered by send_email: usage teaches it the weather axis
     fake_store.rows[store.USAGE_VECTORS_SINCE] = [usage_row("send_email", 1, version=3)]
     await broker.publish(UsageUpdated(version=3, tools=1), subjects.USAGE_UPDATED)
@@ -416,11 +421,7 @@ async def test_a_usage_broadcast_fetches_what_changed_since_the_watermark(
 async def test_a_usage_broadcast_brings_the_words_a_tool_was_asked_for_with_in_its_tenant_only(
     broker: NatsBroker, fake_store: FakeStore
 ) -> None:
-    fake_store.rows[store.LIVE_TOOLS] = [
-        tool_row("send_email", "send an email", 0),
-        tool_row("get_weather", "weather forecast for a city", 1),
-    ]
-    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    await mail_and_weather(broker, fake_store)
     fake_store.rows[store.USAGE_VECTORS_SINCE] = [
         usage_row("send_email", 0, version=3) | {"words": ["where is my parcel", "track my parcel"]}
     ]
@@ -440,11 +441,7 @@ async def test_the_periodic_check_forgets_learnt_vectors_the_store_deleted(
 ) -> None:
     """``toolsel demo --reset`` and a rebuild delete learnt vectors and announce nothing: a running selector kept
     ranking with them for good, since merging only adds."""
-    fake_store.rows[store.LIVE_TOOLS] = [
-        tool_row("send_email", "send an email", 0),
-        tool_row("get_weather", "weather forecast for a city", 1),
-    ]
-    await broker.publish(RegistryChanged(plugin_id="p", reason="sync"), subjects.REGISTRY_CHANGED)
+    await mail_and_weather(broker, fake_store)
     fake_store.rows[store.USAGE_VECTORS_SINCE] = [usage_row("send_email", 1, version=3)]
     await broker.publish(UsageUpdated(version=3, tools=1), subjects.USAGE_UPDATED)
     assert await similarity(broker, "acme") > 0.5
