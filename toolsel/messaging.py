@@ -18,19 +18,18 @@ from faststream.middlewares import BaseMiddleware, ExceptionMiddleware
 from faststream.nats import JStream, NatsBroker, NatsRouter
 from nats.aio.client import DEFAULT_MAX_PAYLOAD_SIZE, Client
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerInfo, StreamConfig
+from nats.js.api import ConsumerInfo, DiscardPolicy, StreamConfig
 from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
 from toolsel import __version__
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
+from toolsel.settings import Settings
 
 R = TypeVar("R")
 log = logging.getLogger(__name__)
 
-EVENTS_MAX_AGE_S = 30 * 24 * 3600
-"""Deliveries of an event that fails on its own (not for want of a server) before it is dead-lettered."""
 TOO_DEEP = "the JSON is nested too deep"
 
 
@@ -60,17 +59,33 @@ def events_stream() -> JStream:
     return JStream(name=subjects.EVENTS_STREAM, declare=False)
 
 
-async def ensure_streams(url: str) -> None:
+def stream_configs(settings: Settings) -> tuple[StreamConfig, StreamConfig]:
+    """The events and dead-letter streams, each bounded by age and by size (the oldest messages go first)."""
+    day_s = 24 * 3600
+    return (
+        StreamConfig(
+            name=subjects.EVENTS_STREAM,
+            subjects=list(subjects.EVENTS_STREAM_SUBJECTS),
+            max_age=settings.events_max_age_days * day_s,
+            max_bytes=settings.events_max_bytes or -1,
+            discard=DiscardPolicy.OLD,
+        ),
+        StreamConfig(
+            name=subjects.DLQ_STREAM,
+            subjects=list(subjects.DLQ_STREAM_SUBJECTS),
+            max_age=settings.dead_letters_max_age_days * day_s,
+            max_bytes=settings.dead_letters_max_bytes or -1,
+            discard=DiscardPolicy.OLD,
+        ),
+    )
+
+
+async def ensure_streams(url: str, settings: Settings) -> None:
     """Create or update the events and dead-letter streams before any consumer binds to them."""
     connection = await nats.connect(url)
     try:
         js = connection.jetstream()
-        for config in (
-            StreamConfig(
-                name=subjects.EVENTS_STREAM, subjects=list(subjects.EVENTS_STREAM_SUBJECTS), max_age=EVENTS_MAX_AGE_S
-            ),
-            StreamConfig(name=subjects.DLQ_STREAM, subjects=list(subjects.DLQ_STREAM_SUBJECTS)),
-        ):
+        for config in stream_configs(settings):
             try:
                 await js.add_stream(config)
             except BadRequestError:

@@ -43,7 +43,7 @@ async def open_store(settings: Settings) -> asyncpg.Pool:
     """Streams first (consumers bind to them), then the migrated store, whose vectors must be this model's."""
     if not settings.database_url:
         raise RuntimeError("TOOLSEL_DATABASE_URL is not set")
-    await ensure_streams(nats_url(settings))
+    await ensure_streams(nats_url(settings), settings)
     pool = await create_pool(settings.database_url)
     try:
         await embedding_space.check(pool, settings)

@@ -467,6 +467,16 @@ class Settings(BaseSettings):
     """How long a stopping service lets the requests and events in hand finish before it cancels them
     (FastStream's ``graceful_timeout``): a select in hand is answered and its selection event published, a batch in
     hand is applied and acknowledged, not delivered again."""
+    events_max_age_days: float = Field(default=30.0, gt=0)
+    """How long the events stream keeps an event: a consumer stopped for longer loses what it had not read."""
+    events_max_bytes: int = Field(default=4 * 1024**3, ge=0)
+    """The events stream's size bound; beyond it the oldest events go first (normally long read and acknowledged),
+    so a flood fills neither the disk nor JetStream's store. 0: bounded by age only."""
+    dead_letters_max_age_days: float = Field(default=30.0, gt=0)
+    """How long the dead-letter stream keeps a refused event for an operator to read."""
+    dead_letters_max_bytes: int = Field(default=256 * 1024**2, ge=0)
+    """The dead-letter stream's size bound; beyond it the oldest dead letters go first, so a sender of bad events
+    cannot grow it without end. 0: bounded by age only."""
     selection_buffer_size: int = Field(default=100_000, ge=1)
     """Selection events a selector holds while NATS or JetStream is unavailable (replies do not wait for them);
     beyond it new ones are dropped and counted in its health reply."""

@@ -19,6 +19,7 @@ from toolsel.embedded import EmbeddedNats, login_url, nats_credentials
 from toolsel.errors import NoStack, NotPermitted, Timeout
 from toolsel.messaging import ensure_streams, refit_consumers
 from toolsel.nats_permissions import DEFAULT_AGENT
+from toolsel.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,8 @@ async def test_what_nats_does_not_let_the_user_publish_fails_at_once_not_after_t
     """NATS drops such a publish and says so apart, as a "Permissions Violation": the request waited out its
     timeout (an admin call its 300 s) and then said that no service answered. A service's user may answer selects,
     not make them, nor report events."""
-    await ensure_streams(login(server, "learner"))  # the events stream: the refused event is not merely unstored
+    # the events stream: the refused event is not merely unstored
+    await ensure_streams(login(server, "learner"), Settings())
     async with ToolselClient(login(server, "selector"), timeout_s=60, admin_token="token") as selector:
         started = time.monotonic()
         with pytest.raises(NotPermitted, match=r"does not let user selector publish to toolsel\.rpc\.select\.op"):
@@ -86,7 +88,7 @@ async def test_a_consumer_made_with_other_delivery_settings_is_given_the_configu
     """nats-py binds to a durable consumer as it was made: a learner restarted with another ack wait or batch size
     told the server it was in progress on its own schedule while the server redelivered on the old one."""
     learner = login_url(server.url, "learner", nats_credentials(server.directory)["learner"])
-    await ensure_streams(learner)
+    await ensure_streams(learner, Settings())
     durable = subjects.learner_durable("outcome")
     nc = await nats.connect(learner)
     try:

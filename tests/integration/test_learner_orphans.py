@@ -112,7 +112,7 @@ async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedNats]:
     server = EmbeddedNats(tmp_path / "nats")
     server.start()
     try:
-        await ensure_streams(server.login("learner"))
+        await ensure_streams(server.login("learner"), Settings())
         yield server
     finally:
         server.stop()

@@ -30,6 +30,7 @@ from toolsel.contracts import ErrorCode, FeedbackEvent, OutcomeEvent, SelectRepl
 from toolsel.contracts.identity import INBOX
 from toolsel.embedded import EmbeddedNats
 from toolsel.messaging import ensure_streams
+from toolsel.settings import Settings
 from toolsel.stack import Endpoints, Stack
 from toolsel.store import events, readmodels
 
@@ -219,12 +220,12 @@ async def test_a_consumer_made_before_scopes_reads_every_scope_after_a_start(tmp
     durable = f"{subjects.LEARNER_DURABLE_PREFIX}-outcome"
     try:
         learner = await nats.connect(server.login("learner"))
-        await ensure_streams(server.login("learner"))
+        await ensure_streams(server.login("learner"), Settings())
         js = learner.jetstream()
         sub = await js.subscribe(
             subjects.OUTCOME_ROOT, durable=durable, queue=durable, stream=subjects.EVENTS_STREAM, manual_ack=True
         )
-        await ensure_streams(server.login("learner"))
+        await ensure_streams(server.login("learner"), Settings())
         info = await js.consumer_info(subjects.EVENTS_STREAM, durable)
         assert info.config.filter_subject == subjects.any_scope(subjects.OUTCOME_ROOT)
         operator = await nats.connect(server.login("operator"))
