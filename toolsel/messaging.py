@@ -61,22 +61,30 @@ def events_stream() -> JStream:
 
 def stream_configs(settings: Settings) -> tuple[StreamConfig, StreamConfig]:
     """The events and dead-letter streams, each bounded by age and by size (the oldest messages go first)."""
-    day_s = 24 * 3600
     return (
-        StreamConfig(
-            name=subjects.EVENTS_STREAM,
-            subjects=list(subjects.EVENTS_STREAM_SUBJECTS),
-            max_age=settings.events_max_age_days * day_s,
-            max_bytes=settings.events_max_bytes or -1,
-            discard=DiscardPolicy.OLD,
+        _bounded(
+            subjects.EVENTS_STREAM,
+            subjects.EVENTS_STREAM_SUBJECTS,
+            settings.events_max_age_days,
+            settings.events_max_bytes,
         ),
-        StreamConfig(
-            name=subjects.DLQ_STREAM,
-            subjects=list(subjects.DLQ_STREAM_SUBJECTS),
-            max_age=settings.dead_letters_max_age_days * day_s,
-            max_bytes=settings.dead_letters_max_bytes or -1,
-            discard=DiscardPolicy.OLD,
+        _bounded(
+            subjects.DLQ_STREAM,
+            subjects.DLQ_STREAM_SUBJECTS,
+            settings.dead_letters_max_age_days,
+            settings.dead_letters_max_bytes,
         ),
+    )
+
+
+def _bounded(name: str, captured: Sequence[str], max_age_days: float, max_bytes: int) -> StreamConfig:
+    """A stream of these subjects keeping messages for ``max_age_days`` and ``max_bytes`` (0: no size bound)."""
+    return StreamConfig(
+        name=name,
+        subjects=list(captured),
+        max_age=max_age_days * 24 * 3600,
+        max_bytes=max_bytes or -1,
+        discard=DiscardPolicy.OLD,
     )
 
 
