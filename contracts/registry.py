@@ -32,6 +32,7 @@ from toolsel.contracts.common import (
     ToolName,
 )
 from toolsel.contracts.execution import mcp_server
+from toolsel.contracts.names import first_lookalikes, skeleton, visible
 from toolsel.contracts.schemas import checked_schema
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
@@ -85,7 +86,8 @@ class ToolSpec(BaseModel):
     """One tool as its plugin declares it. Everything here is hashed to detect change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: ToolName
+    name: Annotated[ToolName, AfterValidator(visible)]
+    """No character nobody sees (``toolsel.contracts.names``); nor, within a sync, a look-alike of another tool's."""
     display_name: DisplayName = ""
     description: LongText
     parameters: Schema = Field(default_factory=lambda: {"type": "object", "properties": {}})
@@ -159,6 +161,13 @@ class PluginSync(Message):
         if len(names) != len(set(names)):
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise ValueError(f"tools: duplicate tool names {dupes[:5]}")
+        lookalikes = first_lookalikes(names)
+        if lookalikes is not None:
+            first, second = lookalikes
+            raise ValueError(
+                f"tools.{second}.name: {names[second]!a} looks like tools.{first}.name {names[first]!a}"
+                f" (both read {skeleton(names[first])!r}): an agent could not tell them apart, so rename one"
+            )
         known = {c.name for c in self.categories}
         for i, tool in enumerate(self.tools):
             if tool.category is not None and tool.category not in known:

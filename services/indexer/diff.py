@@ -1,6 +1,7 @@
 """Differential sync: compare a plugin's declared tools with what the registry holds, by content hash."""
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -44,6 +45,13 @@ def split_by_tenant(stored: dict[str, StoredTool], tenant_id: str) -> tuple[dict
     owned = {name: t for name, t in stored.items() if t.deleted or t.tenant_id == tenant_id}
     others = {name: t.tenant_id for name, t in stored.items() if name not in owned}
     return owned, others
+
+
+def added_names(declared: list[ToolSpec], stored: Mapping[str, StoredTool]) -> dict[int, str]:
+    """The declared names (by position) that the sync adds to its tenant's catalog: new, or revived. A name it
+    holds live already stays as it is, whatever was registered since."""
+    held = {name for name, t in stored.items() if not t.deleted}
+    return {i: spec.name for i, spec in enumerate(declared) if spec.name not in held}
 
 
 def plan_sync(stored: dict[str, StoredTool], declared: list[ToolSpec]) -> SyncPlan:

@@ -15,10 +15,11 @@ import asyncpg
 
 from toolsel.contracts import ErrorCode, PluginSync, SyncReport
 from toolsel.contracts.identity import OPERATOR, Scope
+from toolsel.contracts.names import lookalike_of, skeleton
 from toolsel.contracts.registry import CATEGORIES_MAX, PAGE_MAPPINGS_MAX
 from toolsel.messaging import RequestError
 from toolsel.services.indexer.auth import authorise
-from toolsel.services.indexer.diff import StoredTool, SyncPlan, plan_sync, split_by_tenant
+from toolsel.services.indexer.diff import StoredTool, SyncPlan, added_names, plan_sync, split_by_tenant
 from toolsel.services.indexer.hashing import embedding_hash
 from toolsel.services.indexer.review import needs_review, status_after_update
 from toolsel.services.indexer.state import IndexerState
@@ -87,6 +88,29 @@ def refuse_foreign(sync: PluginSync, others: Mapping[str, str]) -> None:
             )
 
 
+async def refuse_lookalikes(conn: asyncpg.Connection, sync: PluginSync, owned: Mapping[str, StoredTool]) -> None:
+    """A sync may not add a tool whose name looks like, without being, that of a live tool its tenant sees (another
+    plugin's, or the plugin's shared one): an agent could not tell them apart (``conflict``, naming both). What the
+    tenant sees is its own tools and the shared ones, every tenant's for a shared sync; so another tenant's private
+    tools never block a tenant's sync, nor are named to it. The same name in another plugin is no look-alike: the
+    plugin tells them apart."""
+    added = added_names(sync.tools, owned)
+    if not added:
+        return
+    await registry.lock_names(conn, [skeleton(name) for name in added.values()])
+    visible = await registry.visible_names(conn, sync.plugin_id, sync.tenant_id)
+    clash = lookalike_of(added, ((f"{plugin}/{name!a}", name) for plugin, name in visible))
+    if clash is not None:
+        at, other = clash
+        raise RequestError(
+            ErrorCode.CONFLICT,
+            f"{sync.plugin_id}/{added[at]!a} looks like {other}, live in the catalog this sync's tenant sees"
+            f" (both read {skeleton(added[at])!r}): an agent could not tell them apart, so choose another name;"
+            " nothing was written",
+            f"tools.{at}.name",
+        )
+
+
 def refuse_overgrown(plugin_id: str, categories: int, page_mappings: int) -> None:
     """A plugin holds no more categories and page mappings than one declaration may carry: a sync that only adds
     (another tenant's tools of the plugin are live) would otherwise grow them with each sync, for good (nothing
@@ -147,6 +171,7 @@ async def apply_sync(
         await registry.record_sync(conn, sync.plugin_id, sync.tenant_id, applied)
         owned, others = split_by_tenant(await stored_tools(conn, sync.plugin_id), sync.tenant_id)
         refuse_foreign(sync, others)
+        await refuse_lookalikes(conn, sync, owned)
         plan = plan_sync(owned, sync.tools)
         origin = Origin(
             sync.plugin_id, sync.tenant_id, sync.plugin_version, f"sync {sync.plugin_id} {sync.plugin_version}"

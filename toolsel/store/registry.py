@@ -15,6 +15,7 @@ import asyncpg
 import numpy as np
 
 from toolsel.contracts import (
+    SHARED_TENANT,
     CategorySpec,
     PageMapping,
     PageMappingSpec,
@@ -54,6 +55,22 @@ RESTORED_COLUMNS = (
 """Columns a rollback takes from a snapshot; identity, timestamps and the embedding state are the row's own."""
 
 LOCK_PLUGIN = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+NAMES_LOCK = 7_433_005
+"""Advisory lock class of the names syncs add (key: a bucket of their skeletons, ``NAME_BUCKETS`` in all)."""
+NAME_BUCKETS = 256
+"""Buckets of the names lock (a power of two): a sync of thousands of new names takes this many locks at most."""
+LOCK_NAMES = """
+SELECT pg_advisory_xact_lock($1, b)
+FROM (SELECT DISTINCT hashtext(s) & ($3 - 1) AS b FROM unnest($2::text[]) AS s ORDER BY b) buckets
+"""
+
+VISIBLE_NAMES = """
+SELECT plugin_id, name FROM tools
+WHERE deleted_at IS NULL AND ($3::text[] IS NULL OR tenant_id = ANY($3)) AND NOT (plugin_id = $1 AND tenant_id = $2)
+"""
+"""The live tools of the catalog a sync's tenant ($2) sees ($3: its tenants; NULL, every tenant's, for a shared
+sync, which every tenant sees), less the plugin's ($1) tools of that tenant, which the sync itself declares."""
 
 LAST_SYNC = "SELECT event_id, occurred_at FROM plugin_syncs WHERE plugin_id = $1 AND tenant_id = $2"
 
@@ -302,6 +319,20 @@ WHERE is_always_pinned AND deleted_at IS NULL AND tenant_id IN ($1, '*') ORDER B
 async def lock_plugin(conn: asyncpg.Connection, plugin_id: str) -> None:
     """Serialise the writes to one plugin's registry (syncs, operators' writes) until the transaction ends."""
     await conn.execute(LOCK_PLUGIN, plugin_id)
+
+
+async def lock_names(conn: asyncpg.Connection, skeletons: Sequence[str]) -> None:
+    """Serialise, until the transaction ends, the syncs of any plugins that add names of these skeletons, so that
+    each sees the names the other added (two plugins adding look-alikes at once would each see neither)."""
+    await conn.execute(LOCK_NAMES, NAMES_LOCK, list(skeletons), NAME_BUCKETS)
+
+
+async def visible_names(conn: Conn, plugin_id: str, tenant_id: str) -> list[tuple[str, str]]:
+    """(plugin, name) of every live tool that ``tenant_id`` sees (its own and the shared ones; every tenant's for
+    the shared tenant, whose tools every tenant sees) but its sync of ``plugin_id`` does not manage (the plugin's
+    tools of that tenant)."""
+    tenants = None if tenant_id == SHARED_TENANT else [tenant_id, SHARED_TENANT]
+    return [(r["plugin_id"], r["name"]) for r in await conn.fetch(VISIBLE_NAMES, plugin_id, tenant_id, tenants)]
 
 
 class AppliedSync(NamedTuple):
