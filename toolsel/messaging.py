@@ -25,12 +25,16 @@ from pydantic import ValidationError
 
 from toolsel import __version__
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, HealthReply, subjects
+from toolsel.log_budget import LogBudget
 from toolsel.settings import Settings
 
 R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 TOO_DEEP = "the JSON is nested too deep"
+DEAD_LETTER_LINES = 20
+"""Dead letters of one kind logged a minute at most (each is on the dead-letter stream, with its reason)."""
+_dead_letter_log = LogBudget(log, DEAD_LETTER_LINES, 60.0)
 
 
 class Unavailable(Exception):
@@ -359,7 +363,7 @@ def add_health(
 async def dead_letter(broker: NatsBroker, kind: str, body: bytes, reason: str) -> None:
     """Keep an event that cannot be applied, with the reason, on the dead-letter stream."""
     reason = _one_line(reason)[:1000]
-    log.warning("dead-letter %s: %s", kind, reason)
+    _dead_letter_log.warning(f"dead-letter {kind}", "dead-letter %s: %s", kind, reason)
     await broker.publish(
         body, subjects.dead_letter(kind), stream=subjects.DLQ_STREAM, headers={"toolsel-reason": reason}
     )
