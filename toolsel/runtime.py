@@ -3,7 +3,8 @@ at start-up the streams, the store and (for some) the embedding model. The servi
 factories call these; nothing here knows a service."""
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -74,3 +75,14 @@ async def load_model(settings: Settings, *, cache: bool = True) -> Embedder:
             f" {settings.embedding_dim}: set it to {embedder.dim}"
         )
     return embedder
+
+
+async def every(seconds: float, work: Callable[[], Awaitable[object]], log: logging.Logger, what: str) -> None:
+    """``work`` every ``seconds``, for good: a service's periodic task, which a failure never ends (logged as
+    ``what`` failing, and the next run tries again)."""
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            await work()
+        except Exception:
+            log.exception("%s failed; trying again later", what)

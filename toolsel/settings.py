@@ -485,6 +485,23 @@ class Settings(BaseSettings):
     selection_retry_max_s: float = Field(default=2.0, gt=0)
     """The longest wait between a selector's attempts to publish buffered selection events."""
 
+    # what is kept, and for how long (docs/operators.md)
+    history_retention_days: float = Field(default=90.0, ge=0)
+    """Days the event history is kept (selections with their outcomes, reviews and logged verdicts, and feedback),
+    and the last-sync record of a plugin with no live tools left; 0: for good. A selection stays while an outcome
+    or review of it, or a usage example learnt from it, does. Never below ``events_max_age_days``: an event's row
+    is what recognises it when the stream delivers it again. 90 days: three times the stream's age, a quarter of
+    analytics, and what a rebuild or a model switch re-learns from (docs/operators.md)."""
+    tool_versions_kept: int = Field(default=20, ge=0)
+    """Newest versions of each tool kept (its history and what a rollback may restore); the current version is
+    always kept. 0: all. 20 covers a tool changed with each daily release for weeks back."""
+    retention_interval_s: float = Field(default=3600.0, gt=0)
+    """How often the learner drops the history and spent credits past keeping, and the indexer the versions and
+    sync records: hourly keeps each pass short."""
+    retention_batch_rows: int = Field(default=5000, ge=1)
+    """Rows one delete removes at most: a backlog (a first pass over years of history) goes in many short
+    statements, none holding its locks for long."""
+
     # the MCP gateway (``toolsel mcp`` calling the tools it found)
     gateway_timeout_s: float = Field(default=30.0, gt=0)
     """The longest a call that ``toolsel mcp`` proxies to a tool's MCP server may take, connecting included, from
@@ -616,6 +633,18 @@ class Settings(BaseSettings):
                 f"{variable('learner_batch_timeout_s')} ({self.learner_batch_timeout_s}) must be below"
                 f" {variable('learner_ack_wait_s')} ({self.learner_ack_wait_s}): the events of a batch still"
                 " waiting for more would be delivered again"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _history_outlives_redelivery(self) -> Self:
+        """The history is kept at least as long as the events stream keeps an event (or for good): a stored event's
+        row is what recognises a redelivered copy, which would otherwise be applied twice."""
+        kept, stream = self.history_retention_days, self.events_max_age_days
+        if 0 < kept < stream:
+            raise ValueError(
+                f"{variable('history_retention_days')} ({kept}) may not be below {variable('events_max_age_days')}"
+                f" ({stream}): an event the stream delivers again after its row is dropped would be applied twice"
             )
         return self
 

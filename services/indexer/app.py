@@ -29,8 +29,8 @@ from toolsel.messaging import (
     undecoded,
     validation_reply,
 )
-from toolsel.runtime import load_model, open_store, service_app, service_broker
-from toolsel.services.indexer import pins
+from toolsel.runtime import every, load_model, open_store, service_app, service_broker
+from toolsel.services.indexer import pins, retention
 from toolsel.services.indexer.admin import admin_routers
 from toolsel.services.indexer.state import STATE, IndexerState, State
 from toolsel.services.indexer.sync import run_sync
@@ -140,11 +140,21 @@ def create_app(settings: Settings) -> FastStream:
             state = IndexerState(settings, pool, embedder, registry_changed)
             context.set_global(STATE, state)
             freeze_start_up_heap()
-            left = asyncio.create_task(_embed_left_pending(state))
+            background = [asyncio.create_task(_embed_left_pending(state))]
+            if retention.prunes(settings):
+                prune = every(
+                    settings.retention_interval_s,
+                    lambda: retention.prune_logged(pool, settings),
+                    log,
+                    "dropping what is past keeping",
+                )
+                background.append(asyncio.create_task(prune))
             try:
                 yield
             finally:
-                left.cancel()
+                for task in background:
+                    task.cancel()
+                await asyncio.gather(*background, return_exceptions=True)  # their connections back before the close
         finally:
             await pool.close()
 

@@ -11,15 +11,14 @@ from faststream import FastStream
 from toolsel.contracts import PosteriorsUpdated, ToolStateChanged, subjects
 from toolsel.heap import freeze_start_up_heap
 from toolsel.messaging import add_health, rpc_router
-from toolsel.runtime import open_store, service_app, service_broker
-from toolsel.services.learner import consumers
+from toolsel.runtime import every, open_store, service_app, service_broker
+from toolsel.services.learner import consumers, retention
 from toolsel.services.learner.admin import analytics, learning
 from toolsel.services.learner.broadcast import announce
 from toolsel.services.learner.handlers import EVENT_KINDS
 from toolsel.services.learner.quarantine import release_due
 from toolsel.services.learner.state import LearnerState
 from toolsel.settings import Settings
-from toolsel.store.learning import prune_credits
 
 log = logging.getLogger("toolsel.learner")
 DESCRIPTION = (
@@ -28,36 +27,14 @@ DESCRIPTION = (
 )
 
 
-async def release_when_due(state: LearnerState) -> None:
+async def release_due_tools(state: LearnerState) -> None:
     """Quarantine is not forever: after ``quarantine_release_after_s`` (longer for a tool that keeps failing on
     probation) a tool goes on probation."""
-    while True:
-        await asyncio.sleep(state.settings.quarantine_check_interval_s)
-        try:
-            settings = state.settings
-            released = await release_due(
-                state.pool, settings.quarantine_release_after_s, settings.quarantine_release_max_s, state.policy
-            )
-            await announce(state, released)
-        except Exception:
-            log.exception("timed quarantine release failed; trying again later")
-
-
-CREDITS_PRUNE_EVERY_S = 3600.0
-"""How often a learner drops the credits rows no actor will spend again (``prune_credits``)."""
-
-
-async def prune_when_due(state: LearnerState) -> None:
-    """Credits refill with each window of an actor's selections, so a row untouched for two windows is never spent
-    again: dropped, or the tables kept a row for every anonymous call and every day of every actor, for good."""
-    while True:
-        await asyncio.sleep(CREDITS_PRUNE_EVERY_S)
-        try:
-            dropped = await prune_credits(state.pool, 2 * state.settings.learning_credits_window_s)
-            if dropped:
-                log.info("dropped %d credits rows of past windows", dropped)
-        except Exception:
-            log.exception("dropping past credits failed; trying again later")
+    settings = state.settings
+    released = await release_due(
+        state.pool, settings.quarantine_release_after_s, settings.quarantine_release_max_s, state.policy
+    )
+    await announce(state, released)
 
 
 def create_app(settings: Settings) -> FastStream:
@@ -91,9 +68,18 @@ def create_app(settings: Settings) -> FastStream:
         await consumers.refit(settings, EVENT_KINDS)
         timers = []
         if settings.quarantine_release_after_s > 0:
-            timers.append(asyncio.get_running_loop().create_task(release_when_due(state)))
-        if settings.learning_credits_window_s > 0:
-            timers.append(asyncio.get_running_loop().create_task(prune_when_due(state)))
+            release = every(
+                settings.quarantine_check_interval_s, lambda: release_due_tools(state), log, "timed quarantine release"
+            )
+            timers.append(asyncio.get_running_loop().create_task(release))
+        if retention.prunes(settings):
+            prune = every(
+                settings.retention_interval_s,
+                lambda: retention.prune_logged(state.pool, settings),
+                log,
+                "dropping what is past keeping",
+            )
+            timers.append(asyncio.get_running_loop().create_task(prune))
         freeze_start_up_heap()
         try:
             yield
