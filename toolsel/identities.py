@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import json
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -143,31 +144,61 @@ def revoke(home: Path, tenant: str, name: str) -> Identity:
 
 
 class Verifier:
-    """Checks bearer tokens against the identities in ``home``: a token verified once is remembered (by its
-    SHA-256) while the file is unchanged, so bcrypt's cost is paid once per token, and a revocation takes
-    effect on the next request."""
+    """Checks bearer tokens against the identities in ``home``. A token verified once is remembered (by its
+    SHA-256), so bcrypt's cost is paid once per token: ``remembered`` answers without it, on the event loop. When
+    the file changes a remembered token stays only while its identity is unchanged there, so a revocation takes
+    effect on the next request and making another identity sends no one's token back to bcrypt. Safe to call from
+    several threads."""
 
     def __init__(self, home: Path):
         self.path = home / IDENTITIES_FILE
         self.home = home
-        self._seen: dict[str, Identity] = {}
+        self._lock = threading.Lock()
         self._version: float | None = None
+        self._identities: dict[str, Identity] = {}
+        self._seen: dict[str, Identity] = {}
+
+    def remembered(self, token: str) -> Identity | None:
+        """The identity of a token verified before and still valid, without bcrypt; None for any other."""
+        self._current()
+        return self._seen.get(_digest(token))
 
     def verify(self, token: str) -> Identity | None:
-        version = self.path.stat().st_mtime if self.path.exists() else None
-        if version != self._version:
-            self._seen.clear()
-            self._version = version
-        digest = hashlib.sha256(token.encode()).hexdigest()
-        if digest in self._seen:
-            return self._seen[digest]
+        """The token's identity: remembered, else checked with bcrypt (a wrong secret takes as long to refuse for
+        any name); None for a wrong, malformed or revoked token."""
+        identities = self._current()
+        digest = _digest(token)
+        known = self._seen.get(digest)
+        if known is not None:
+            return known
         user, _, secret = token.partition(":")
-        identity = load(self.home).get(user)
+        identity = identities.get(user)
         given = secret.encode()
         if not 0 < len(given) <= BCRYPT_MAX_BYTES:  # bcrypt reads 72 bytes, and refuses more
             return None
         stored = identity.secret_hash if identity is not None else _unknown_hash()
         if not bcrypt.checkpw(given, stored.encode()) or identity is None:
             return None
-        self._seen[digest] = identity
+        with self._lock:
+            if self._read_if_changed().get(user) != identity:  # revoked (or made anew) during the check
+                return None
+            self._seen[digest] = identity
         return identity
+
+    def _current(self) -> dict[str, Identity]:
+        with self._lock:
+            return self._read_if_changed()
+
+    def _read_if_changed(self) -> dict[str, Identity]:
+        """The identities, read again when the file changed (its mtime), forgetting then the remembered tokens of
+        identities it no longer holds as they were. The caller holds the lock."""
+        version = self.path.stat().st_mtime if self.path.exists() else None
+        if version != self._version:
+            self._identities = load(self.home)
+            self._seen = {d: i for d, i in self._seen.items() if self._identities.get(i.scope.user) == i}
+            self._version = version
+        return self._identities
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()

@@ -528,6 +528,25 @@ class Settings(BaseSettings):
     """plugin_id -> credentials for its MCP servers: environment variables of a stdio server's process, headers
     of an HTTP server's requests. Kept here, never in a declaration (which agents read)."""
 
+    # bearer tokens of MCP over HTTP (``toolsel mcp --transport http``, ``toolsel.mcp.token_checks``)
+    mcp_token_check_threads: int = Field(default=2, ge=1)
+    """Threads of its own that check with bcrypt the tokens not verified before (about 25 ms each on a loaded
+    two-core machine). A token verified before is answered without them, so no flood of wrong tokens makes an
+    agent with a right one wait."""
+    mcp_token_checks_waiting: int = Field(default=16, ge=0)
+    """Checks that may wait for one of those threads; a request whose token would be one more is refused at once
+    (HTTP 503, ``Retry-After``) rather than queued. At 2 threads, 16 are well under a second of work."""
+    mcp_token_failures: int = Field(default=10, ge=1)
+    """Wrong tokens one client address may send within ``mcp_token_failure_window_s``; past them, its tokens not
+    verified before are refused unchecked (HTTP 429, ``Retry-After``) until the oldest failure is that old. Tokens
+    verified before still pass: they cost nothing to check."""
+    mcp_token_failure_window_s: float = Field(default=60.0, gt=0)
+    """The window those failures are counted in."""
+    mcp_trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses of the proxies in front of ``toolsel mcp --transport http`` whose ``X-Forwarded-For`` it believes,
+    so that wrong tokens are counted per client behind them. Empty: none is believed, so no caller names its own
+    address; behind a proxy every client is the proxy's address."""
+
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 

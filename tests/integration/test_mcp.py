@@ -335,3 +335,47 @@ async def test_the_handshake_over_stdio_and_http_says_the_tool_list_changes(stac
                 tools = connected.server_capabilities.tools
                 assert tools is not None
                 assert tools.list_changed is True
+
+
+async def test_over_http_a_burst_of_wrong_tokens_is_refused_and_a_right_token_still_served(stack: Stack) -> None:
+    """Audit F3: each wrong token cost a bcrypt check, queued with the right tokens' checks, and a valid identity's
+    request waited behind a thousand of them. Now a token verified before is answered without a check; wrong ones
+    are checked one at a time here, none waiting (past that: 503), and an address past its failures is refused
+    unchecked (429). Each burst request comes from an address of its own, as a spread-out attacker's would."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    settings = {
+        "TOOLSEL_MCP_TOKEN_CHECK_THREADS": "1",
+        "TOOLSEL_MCP_TOKEN_CHECKS_WAITING": "0",
+        "TOOLSEL_MCP_TOKEN_FAILURES": "2",
+    }
+    with serving_http(stack, port, settings), identity_of(stack, unique("tenant")) as made:
+
+        async def listening() -> bool:
+            with socket.socket() as probe:
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        assert await eventually(listening, timeout_s=60), "toolsel mcp --transport http did not listen"
+        headers = {"Accept": "application/json, text/event-stream"}
+        wrong = f"{made.identity.scope.user}:{'x' * 43}"
+
+        async def sent(token: str, source: str = "127.0.0.1") -> httpx2.Response:
+            transport = httpx2.AsyncHTTPTransport(local_address=source)
+            async with httpx2.AsyncClient(transport=transport, timeout=120) as http:
+                return await http.post(url, json=INITIALIZE, headers=headers | {"Authorization": f"Bearer {token}"})
+
+        assert (await sent(made.bearer)).status_code == 200  # verified, and remembered
+        *burst, right = await asyncio.gather(
+            *(sent(f"{wrong[:-3]}{n:03}", f"127.0.0.{n}") for n in range(2, 202)), sent(made.bearer)
+        )
+        assert right.status_code == 200
+        codes = [answer.status_code for answer in burst]
+        assert set(codes) <= {401, 503}, codes
+        assert 503 in codes, "every wrong token was queued for its check"
+        assert all(answer.headers["Retry-After"] == "1" for answer in burst if answer.status_code == 503)
+        one_address = [(await sent(wrong)).status_code for _ in range(3)]
+        assert one_address == [401, 401, 429]
+        refused = await sent(wrong)
+        assert int(refused.headers["Retry-After"]) > 0
+        assert (await sent(made.bearer)).status_code == 200  # the right token from that address
+        assert (await sent(wrong, "127.0.0.250")).status_code == 401  # another address is checked

@@ -70,11 +70,12 @@ def mcp(
                 await toolshed.settled(connected.timeout_s)
 
     async def http() -> None:
-        tokens = IdentityTokens(settings().home)
+        tokens = IdentityTokens(settings())
         async with client(stay_connected=True) as operator:
             toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
             try:
-                await serve(create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins), chosen, host, port)
+                server = create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins)
+                await serve(server, chosen, host, port, settings().mcp_trusted_proxies)
             finally:
                 await toolsheds.settled(operator.timeout_s)
 

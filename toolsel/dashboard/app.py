@@ -17,9 +17,10 @@ from pydantic import ValidationError
 from toolsel.client import ToolselClient
 from toolsel.contracts import ErrorCode, ErrorDetail, ErrorReply, ToolStateChanged, subjects
 from toolsel.dashboard import api, pages
-from toolsel.dashboard.auth import COOKIE, Sessions, Throttle, bearer, caller, check_csrf, client_address
+from toolsel.dashboard.auth import COOKIE, Sessions, bearer, caller, check_csrf, client_address
 from toolsel.errors import InvalidRequest, NotPermitted, ToolselError, TooManyAttempts, first_problem
 from toolsel.settings import Settings
+from toolsel.throttle import Throttle
 
 STATUS: Final[dict[ErrorCode, int]] = {
     ErrorCode.INVALID_REQUEST: 400,
@@ -86,7 +87,7 @@ def create_app(settings: Settings, nats_url: str, admin_token: str) -> FastAPI:
         openapi_url="/api/openapi.json",
     )
     app.state.sessions = Sessions(admin_token, settings.dashboard_session_ttl_s)
-    throttle = Throttle(settings.dashboard_sign_in_attempts, settings.dashboard_sign_in_window_s)
+    throttle = Throttle(settings.dashboard_sign_in_attempts, settings.dashboard_sign_in_window_s, "wrong admin tokens")
     app.state.settings = settings
     app.state.changes = changes
 

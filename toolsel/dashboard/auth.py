@@ -3,22 +3,16 @@ write must carry), or a script sending the token itself (``Authorization: Bearer
 its own, so it needs no CSRF token). Sessions live in the dashboard's memory: a restart signs everyone out."""
 
 import hmac
-import math
 import secrets
 import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Final
+from typing import Annotated
 
 from fastapi import Depends, Request
 
-from toolsel.errors import NotPermitted, TooManyAttempts
+from toolsel.errors import NotPermitted
 
 COOKIE = "toolsel_session"
-CLIENTS_TRACKED: Final = 10_000
-"""Client addresses whose recent failures are remembered at most: the oldest is forgotten first, so a flood of
-addresses cannot grow the dashboard's memory."""
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 
@@ -68,42 +62,6 @@ class Sessions:
             del self._by_id[session_id or ""]
             return None
         return session
-
-
-class Throttle:
-    """Wrong admin tokens counted per client address: past ``attempts`` within ``window_s``, the address's every
-    credential is refused without being checked until its oldest failure leaves the window. The token is 32 random
-    bytes, so guessing is hopeless anyway; this keeps a guesser from costing the dashboard and its log more."""
-
-    def __init__(self, attempts: int, window_s: float, clock: Callable[[], float] = time.monotonic):
-        self.attempts = attempts
-        self.window_s = window_s
-        self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
-
-    def check(self, client: str) -> None:
-        """``TooManyAttempts`` (saying how long to wait) while ``client`` is over its failures."""
-        failures = self._recent(client)
-        if len(failures) >= self.attempts:
-            wait = math.ceil(failures[0] + self.window_s - self._clock())
-            raise TooManyAttempts.saying(
-                f"{len(failures)} wrong admin tokens from this address in {self.window_s:g} s: wait {wait} s"
-            )
-
-    def failed(self, client: str) -> None:
-        failures = self._recent(client)
-        failures.append(self._clock())
-        self._failures.pop(client, None)
-        self._failures[client] = failures  # the most recent last, so the oldest address goes first
-        while len(self._failures) > CLIENTS_TRACKED:
-            del self._failures[next(iter(self._failures))]
-
-    def _recent(self, client: str) -> deque[float]:
-        failures = self._failures.get(client, deque())
-        since = self._clock() - self.window_s
-        while failures and failures[0] <= since:
-            failures.popleft()
-        return failures
 
 
 def client_address(request: Request) -> str:

@@ -2,11 +2,11 @@
 or streamable HTTP. The caller owns the connected client, so one NATS connection serves every MCP session."""
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import NotificationOptions
@@ -17,18 +17,22 @@ from mcp.types import Tool as MCPTool
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.authentication import AuthenticationBackend, AuthenticationError
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsel import __version__
 from toolsel.client import ToolselError
-from toolsel.contracts import PinList
+from toolsel.contracts import ErrorCode, PinList
 from toolsel.contracts.common import Identifier
 from toolsel.contracts.pins import PinAction
 from toolsel.contracts.selection import Page, Query
 from toolsel.heap import freeze_start_up_heap
 from toolsel.mcp.stdio import run_stdio
+from toolsel.mcp.token_checks import TokenRefused
 from toolsel.mcp.toolshed import (
     SESSION_META,
     Call,
@@ -204,7 +208,13 @@ def create_server(
     return server
 
 
-async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1", port: int = 8765) -> None:
+async def serve(
+    server: MCPServer,
+    transport: Transport,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    trusted_proxies: Sequence[str] = (),
+) -> None:
     """Serve until the client closes stdio (every line answered, see ``toolsel.mcp.stdio``), or until stopped
     (HTTP, at ``http://host:port/mcp``). What start-up made (the SDK, the client, pydantic's models: over a hundred
     thousand containers) is frozen first, so that no full garbage collection walks it while an agent waits."""
@@ -213,9 +223,20 @@ async def serve(server: MCPServer, transport: Transport, host: str = "127.0.0.1"
         await run_stdio(server)
     else:
         config = uvicorn.Config(
-            http_app(server, host), host=host, port=port, log_level=server.settings.log_level.lower()
+            http_app(server, host),
+            host=host,
+            port=port,
+            log_level=server.settings.log_level.lower(),
+            **forwarded_options(trusted_proxies),
         )
         await uvicorn.Server(config).serve()
+
+
+def forwarded_options(trusted_proxies: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's options that believe forwarded headers from ``trusted_proxies`` only: its default believes any
+    from 127.0.0.1, so a caller on this machine would name a new address of its own to the count of wrong tokens
+    at each guess."""
+    return {"proxy_headers": bool(trusted_proxies), "forwarded_allow_ips": list(trusted_proxies) or None}
 
 
 def http_app(server: MCPServer, host: str) -> Starlette:
@@ -223,13 +244,28 @@ def http_app(server: MCPServer, host: str) -> Starlette:
     its sessions per identity (its tools' ``session``), so the SDK keeps no transport sessions, whose one pool for
     every identity (10,000) one identity could fill and shut the others out. What goes with them toolsel does not
     use: requests from server to client, a stream of the connection's own, resuming a stream. A request without a
-    valid token is refused by ``IdentityRequired``."""
+    valid token is refused by ``IdentityRequired``. A verifier that is also starlette's authentication backend
+    (``toolsel.mcp.tenants.IdentityTokens``) takes the place of the SDK's backend, which tells it only the token:
+    it counts wrong tokens per client address, and a token it leaves unchecked is refused by ``token_refused``."""
     app = server.streamable_http_app(host=host, stateless_http=True)
     routes = app.router.routes
     for at, route in enumerate(routes):
         if isinstance(route, Route) and isinstance(route.endpoint, RequireAuthMiddleware):
             routes[at] = Route(route.path, endpoint=IdentityRequired(route.endpoint.app))
+    for middleware in app.user_middleware:
+        backend = middleware.kwargs.get("backend")
+        if isinstance(backend, BearerAuthBackend) and isinstance(backend.token_verifier, AuthenticationBackend):
+            middleware.kwargs.update(backend=backend.token_verifier, on_error=token_refused)
     return app
+
+
+def token_refused(conn: HTTPConnection, error: AuthenticationError) -> Response:
+    """A token left unchecked (``TokenRefused``): HTTP 429 or 503, saying why and when to retry."""
+    if not isinstance(error, TokenRefused):
+        return AuthenticationMiddleware.default_on_error(conn, error)
+    code = ErrorCode.RATE_LIMITED if error.status == 429 else ErrorCode.UNAVAILABLE
+    body = {"error": code.value, "error_description": str(error)}
+    return JSONResponse(body, status_code=error.status, headers={"Retry-After": str(error.retry_after_s)})
 
 
 class IdentityRequired:

@@ -3,29 +3,53 @@
 made and reported under its own scope on the operator's connection, for its tenant (and user, role and tier)."""
 
 import asyncio
-from pathlib import Path
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
+from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
+from starlette.requests import HTTPConnection
 
 from toolsel.client import ToolselClient
 from toolsel.identities import Identity, Verifier
 from toolsel.mcp.gateway import Gateway
 from toolsel.mcp.sessions import Sessions
+from toolsel.mcp.token_checks import TokenChecks
 from toolsel.mcp.toolshed import Toolshed, ToolshedError
+from toolsel.settings import Settings
+from toolsel.throttle import Throttle
 
 
-class IdentityTokens(TokenVerifier):
-    """Accepts the bearer token of an identity that is not revoked (bcrypt, off the event loop, once per token)."""
+class IdentityTokens(TokenVerifier, AuthenticationBackend):
+    """Accepts the bearer token of an identity that is not revoked: remembered once verified, else checked with
+    bcrypt off the event loop, wrong tokens counted per client address (``toolsel.mcp.token_checks``)."""
 
-    def __init__(self, home: Path):
-        self.verifier = Verifier(home)
+    def __init__(self, settings: Settings):
+        self.verifier = Verifier(settings.home)
+        throttle = Throttle(settings.mcp_token_failures, settings.mcp_token_failure_window_s, "wrong bearer tokens")
+        self.checks = TokenChecks(
+            self.verifier, throttle, settings.mcp_token_check_threads, settings.mcp_token_checks_waiting
+        )
 
-    async def verify_token(self, token: str) -> AccessToken | None:
-        identity = await asyncio.to_thread(self.verifier.verify, token)
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        """Starlette's entry, which ``toolsel.mcp.server.http_app`` puts in the place of the SDK's: it knows the
+        client's address. ``TokenRefused`` for a token left unchecked."""
+        scheme, _, token = conn.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        identity = await self.checks.identity(token, conn.client.host if conn.client is not None else "")
         if identity is None:
             return None
-        return AccessToken(token=token, client_id=identity.scope.user, scopes=[])
+        return AuthCredentials([]), AuthenticatedUser(_access(token, identity))
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The SDK's entry, which knows no client address: every caller counts as the same one."""
+        identity = await self.checks.identity(token, "")
+        return None if identity is None else _access(token, identity)
+
+
+def _access(token: str, identity: Identity) -> AccessToken:
+    return AccessToken(token=token, client_id=identity.scope.user, scopes=[])
 
 
 class PerIdentity:
@@ -51,7 +75,7 @@ class PerIdentity:
 
     def __call__(self) -> Toolshed:
         token = get_access_token()
-        identity = None if token is None else self.tokens.verifier.verify(token.token)
+        identity = None if token is None else self.tokens.verifier.remembered(token.token)
         if identity is None:  # the middleware refuses such requests first; revoked since: refused here
             raise ToolshedError("no valid bearer token")
         if identity not in self.sheds:

@@ -3,9 +3,9 @@ failures fill the window, and again allowed once the oldest leaves it; other add
 
 import pytest
 
-from toolsel.dashboard import auth
-from toolsel.dashboard.auth import Throttle
+from toolsel import throttle as module
 from toolsel.errors import TooManyAttempts
+from toolsel.throttle import Throttle
 
 
 class Clock:
@@ -18,13 +18,14 @@ class Clock:
 
 def test_an_address_is_refused_past_its_failures_until_the_oldest_leaves_the_window() -> None:
     clock = Clock()
-    throttle = Throttle(attempts=3, window_s=60, clock=clock)
+    throttle = Throttle(attempts=3, window_s=60, what="wrong admin tokens", clock=clock)
     for _ in range(3):
         throttle.check("10.0.0.1")
         throttle.failed("10.0.0.1")
         clock.now += 10
     with pytest.raises(TooManyAttempts, match="3 wrong admin tokens from this address in 60 s: wait 30 s"):
         throttle.check("10.0.0.1")
+    assert (throttle.wait_s("10.0.0.1"), throttle.wait_s("10.0.0.2")) == (30, 0)  # Retry-After over MCP
     throttle.check("10.0.0.2")  # another address is not held back
     clock.now += 29.5
     with pytest.raises(TooManyAttempts):
@@ -37,8 +38,8 @@ def test_an_address_is_refused_past_its_failures_until_the_oldest_leaves_the_win
 
 
 def test_the_addresses_remembered_are_bounded_the_oldest_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(auth, "CLIENTS_TRACKED", 3)
-    throttle = Throttle(attempts=1, window_s=60, clock=Clock())
+    monkeypatch.setattr(module, "CLIENTS_TRACKED", 3)
+    throttle = Throttle(attempts=1, window_s=60, what="wrong admin tokens", clock=Clock())
     for address in ("a", "b", "c", "a", "d"):
         throttle.failed(address)
     throttle.check("b")  # forgotten: "b" failed longest ago once "a" failed again

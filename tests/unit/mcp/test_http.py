@@ -84,7 +84,7 @@ class Stack:
 def served(tmp_path: Path) -> Iterator[tuple[TestClient, Any, dict[str, str]]]:
     """The app, its MCP server and the bearer token of each of two tenants' identities."""
     bearers = {tenant: identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")}
-    tokens = IdentityTokens(tmp_path)
+    tokens = IdentityTokens(Settings(home=tmp_path))
     gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
     server = create_server(PerIdentity(Stack(), tokens, 10, 600, gateway), tokens, URL)  # type: ignore[arg-type]
     with TestClient(http_app(server, "127.0.0.1"), base_url=URL) as client:
@@ -95,7 +95,10 @@ def test_each_identity_calls_through_gateway_slots_of_its_own(tmp_path: Path) ->
     """One process serves every identity: one identity's calls in flight hold none of another's slots."""
     bearers = [identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")]
     gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
-    toolsheds = PerIdentity(Stack(), IdentityTokens(tmp_path), 10, 600, gateway)  # type: ignore[arg-type]
+    tokens = IdentityTokens(Settings(home=tmp_path))
+    for bearer in bearers:
+        tokens.verifier.verify(bearer)  # as the middleware does first
+    toolsheds = PerIdentity(Stack(), tokens, 10, 600, gateway)  # type: ignore[arg-type]
 
     def slots_of(bearer: str) -> object:
         token = auth_context_var.set(AuthenticatedUser(AccessToken(token=bearer, client_id="agent", scopes=[])))
