@@ -4,14 +4,20 @@ from datetime import date
 
 from pydantic import Field
 
-from toolsel.contracts.common import AdminRequest, Frozen, Message
+from toolsel.contracts.common import AdminRequest, Frozen, Identifier, Message
 
 
 class AnalyticsQuery(AdminRequest):
-    """A window of the event history: days from ``since`` to ``until``, both included (UTC)."""
+    """A window of the event history: days from ``since`` to ``until``, both included (UTC), of one tenant's
+    selections (and the outcomes and reviews of them) or, with no ``tenant_id``, of every tenant's. ``tools`` and
+    ``pages`` bound a heatmap: the most selected tools, and the pages most selected with them (each tool's
+    selections on the other pages summed in ``Heatmap.other_pages``)."""
 
     since: date | None = None
     until: date | None = None
+    tenant_id: Identifier | None = None
+    tools: int | None = Field(default=None, ge=1, le=10_000)
+    pages: int | None = Field(default=None, ge=1, le=10_000)
 
 
 class SelectionMetrics(Message):
@@ -37,9 +43,15 @@ of distinct ones would otherwise make the reply too large for one message."""
 
 
 class Heatmap(Message):
+    """The most selected cells that fit one message (a page is the request's own words, up to 1 KiB each)."""
+
     cells: list[HeatCell] = Field(max_length=HEATMAP_CELLS_MAX)
+    other_pages: dict[str, int] = Field(default_factory=dict)
+    """Per tool within the query's ``tools`` limit: its selections on the pages past its ``pages`` limit."""
     left_out: int = 0
-    """Cells past ``HEATMAP_CELLS_MAX``, the least selected, not in ``cells``."""
+    """Cells of the window not in ``cells``: past the query's ``tools`` or ``pages`` limit (those of the kept tools
+    summed in ``other_pages``), past ``HEATMAP_CELLS_MAX``, or past what one message carries (the least selected
+    first)."""
 
 
 class AccuracyPoint(Frozen):

@@ -2,20 +2,26 @@
 refuses a session's write without its CSRF token (changing nothing); each reply is the admin request's, each
 failure the same one-line typed error as the client's."""
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.integration.catalog import plugin_sync, tool, unique
+from tests.integration.history import selection, store
 from toolsel.client import SyncToolselClient
+from toolsel.contracts import SelectionEvent
 from toolsel.dashboard.app import create_app
 from toolsel.dashboard.auth import COOKIE, CSRF_HEADER
+from toolsel.errors import InvalidRequest
 from toolsel.settings import Settings
 from toolsel.stack import Endpoints
+from toolsel.store import create_pool
 
 T = TypeVar("T")
 TOKEN = "test-admin-token"
@@ -264,6 +270,60 @@ def test_selection_quality_feedback_and_analytics(api: Script) -> None:
 
     assert _until(listed, bool) == ["quick"]  # the learner stores it from the stream
     _refused(api.post("/api/feedback", json={**rated, "rating": 2}), 400, "invalid_request")
+
+
+def _stored(endpoints: Endpoints, selections: list[SelectionEvent]) -> None:
+    async def stored() -> None:
+        pool = await create_pool(endpoints.database_url)
+        try:
+            await store(pool, selections)
+        finally:
+            await pool.close()
+
+    asyncio.run(stored())
+
+
+def test_analytics_of_one_tenant_in_a_window_and_a_bounded_heatmap(
+    endpoints: Endpoints, api: Script, signed: TestClient
+) -> None:
+    """``tenant_id`` was ignored (every tenant counted), and the Analytics tab read the whole history."""
+    tenant = unique("dash")
+    old = datetime.now(UTC) - timedelta(days=40)
+    _stored(endpoints, [selection(tenant, at=old), selection(tenant, "/a"), selection(tenant, "/a"), selection(tenant)])
+    assert api.get("/api/analytics/metrics", params={"tenant_id": tenant}).json()["selections"] == 4
+    heat = api.get("/api/analytics/heatmap", params={"tenant_id": tenant, "tools": 1, "pages": 1}).json()
+    assert (heat["cells"], heat["other_pages"]) == (
+        [{"tool": "hist/tool_0", "page": "/a", "count": 2}],
+        {"hist/tool_0": 2},
+    )
+    _refused(api.get("/api/analytics/metrics", params={"tenant": tenant}), 400, "invalid_request")
+    _refused(api.get("/api/analytics/metrics", params={"tools": 2}), 400, "invalid_request")
+    _refused(api.get("/api/analytics/heatmap", params={"tools": 0}), 400, "invalid_request")
+
+    def shown(**window: str) -> str:
+        page = signed.get("/analytics", params={"tenant_id": tenant, **window}, headers={"accept": "text/html"})
+        assert page.status_code == 200, page.text
+        found = re.search(r'id="selections">([\d,]+)<', page.text)
+        assert found is not None
+        return found.group(1)
+
+    assert shown() == "3"  # the last 30 days (TOOLSEL_DASHBOARD_ANALYTICS_DAYS)
+    assert shown(since=old.date().isoformat()) == "4"
+    assert shown(since=old.date().isoformat(), until=old.date().isoformat()) == "1"
+
+
+def test_a_failing_analytics_panel_leaves_the_others_shown(signed: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heatmap's error replaced the whole tab: metrics, accuracy and drift included."""
+
+    async def refused(*_: object) -> None:
+        raise InvalidRequest.saying("the heatmap <b>refused</b>")
+
+    monkeypatch.setattr(signed.app.state.client, "heatmap", refused)  # type: ignore[attr-defined]
+    page = signed.get("/analytics", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    assert "the heatmap &lt;b&gt;refused&lt;/b&gt;" in page.text
+    for shown in ('id="selections"', "Retrieval accuracy", "Embedding drift"):
+        assert shown in page.text
 
 
 def test_the_openapi_document_lists_every_route_without_the_admin_token(api: Script) -> None:

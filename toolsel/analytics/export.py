@@ -13,8 +13,8 @@ from uuid import uuid4
 import asyncpg
 import polars as pl
 
-from toolsel.analytics.load import conformed, from_store
-from toolsel.analytics.schema import ID_COLUMN, SCHEMAS
+from toolsel.analytics.load import conformed, snapshot
+from toolsel.analytics.schema import ID_COLUMN, SCHEMAS, empty
 from toolsel.store.readmodels import ARRIVAL, EVENT_TABLES
 
 STATE_FILE = "_toolsel_export.json"
@@ -25,21 +25,29 @@ SCHEMA_DIGEST = hashlib.sha256(
 to these before anything is added, so that a reader of the whole directory (polars, DuckDB) sees one schema."""
 
 
+class ScopeMismatch(ValueError):
+    """An export asked for another tenant than the directory holds: the marks of one tenant's rows say nothing of
+    another's, so the directory would miss rows for good."""
+
+
 @dataclass(frozen=True)
 class Mark:
-    """How far one table was exported: from which day (None: the beginning) and the latest arrival seen."""
+    """How far one table was exported: from which day (None: the beginning), the latest arrival seen, and the
+    column that arrival is (None: a release that did not say)."""
 
     since: date | None
     arrived: datetime
+    follows: str | None = None
 
 
 @dataclass(frozen=True)
 class State:
-    """What the directory holds: the schema its files were written in (None: a release that did not say) and each
-    table's mark."""
+    """What the directory holds: the schema its files were written in (None: a release that did not say), each
+    table's mark, and the tenant whose rows it holds (None: every tenant's)."""
 
     schema: str | None
     marks: dict[str, Mark]
+    tenant: str | None = None
 
 
 def read_state(directory: Path) -> State:
@@ -49,20 +57,40 @@ def read_state(directory: Path) -> State:
     raw = json.loads(path.read_text())
     schema, tables = (raw["schema"], raw["tables"]) if "tables" in raw else (None, raw)
     marks = {
-        table: Mark(date.fromisoformat(m["since"]) if m["since"] else None, datetime.fromisoformat(m["arrived"]))
+        table: Mark(
+            date.fromisoformat(m["since"]) if m["since"] else None,
+            datetime.fromisoformat(m["arrived"]),
+            m.get("follows"),
+        )
         for table, m in tables.items()
     }
-    return State(schema, marks)
+    return State(schema, marks, raw.get("tenant"))
 
 
-def write_state(directory: Path, marks: dict[str, Mark]) -> None:
+def write_state(directory: Path, marks: dict[str, Mark], tenant: str | None = None) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     tables = {
-        t: {"since": m.since.isoformat() if m.since else None, "arrived": m.arrived.isoformat()}
+        t: {"since": m.since.isoformat() if m.since else None, "arrived": m.arrived.isoformat(), "follows": m.follows}
         for t, m in marks.items()
     }
-    raw = {"schema": SCHEMA_DIGEST, "tables": tables}
+    raw = {"schema": SCHEMA_DIGEST, "tables": tables, "tenant": tenant}
     (directory / STATE_FILE).write_text(json.dumps(raw, indent=2, sort_keys=True))
+
+
+def scope_mismatch(state: State, tenant: str | None) -> str | None:
+    """Why a directory holding ``state`` cannot take an export of ``tenant``'s rows (None: it can, a directory
+    without a state file among them)."""
+    if (state.schema is None and not state.marks) or state.tenant == tenant:
+        return None
+    held = f"tenant {state.tenant}'s rows" if state.tenant else "every tenant's rows"
+    return f"the directory holds {held}: export {'every tenant' if tenant is None else tenant} to another directory"
+
+
+def current(mark: Mark | None, arrival: str) -> Mark | None:
+    """``mark`` if it follows ``arrival``; else None, so the table is read whole once (the ids already written
+    decide): a mark of another column (the selector's clock, before ``stored_at``) may lie ahead of every row to
+    come."""
+    return mark if mark is not None and mark.follows == arrival else None
 
 
 def upgrade_files(directory: Path) -> int:
@@ -95,10 +123,10 @@ def next_mark(
         return mark
     latest = rows[arrival].max() if rows.height else None
     if mark is None:
-        return Mark(since, latest) if isinstance(latest, datetime) else None
+        return Mark(since, latest, arrival) if isinstance(latest, datetime) else None
     covered = None if since is None or mark.since is None else min(since, mark.since)
     arrived = max(mark.arrived, latest) if isinstance(latest, datetime) else mark.arrived
-    return Mark(covered, arrived)
+    return Mark(covered, arrived, arrival)
 
 
 def days(df: pl.DataFrame) -> list[date]:
@@ -126,24 +154,43 @@ def write_partitions(directory: Path, table: str, df: pl.DataFrame, run: str) ->
     return written
 
 
+def schema_file(directory: Path, table: str, run: str) -> Path | None:
+    """A zero-row file of the table's schema when the table has no file yet, so that a reader of the directory
+    (``pl.read_parquet(DIR/<table>)``) finds the table, and its columns, before its first row."""
+    if any((directory / table).glob("date=*/*.parquet")):
+        return None
+    part = directory / table / f"date={datetime.now(UTC).date().isoformat()}" / f"part-{run}.parquet"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    empty(table).write_parquet(part)
+    return part
+
+
 async def export(
-    pool: asyncpg.Pool, directory: Path, since: date | None = None, until: date | None = None, overlap_s: float = 3600.0
+    pool: asyncpg.Pool,
+    directory: Path,
+    since: date | None = None,
+    until: date | None = None,
+    overlap_s: float = 3600.0,
+    tenant: str | None = None,
 ) -> dict[str, int]:
-    """Write every table's new rows in the window; returns the rows written per table."""
+    """Write every table's new rows in the window (of ``tenant``; None: every tenant's), all read as of one
+    moment; returns the rows written per table."""
     state = read_state(directory)
+    refused = scope_mismatch(state, tenant)
+    if refused is not None:
+        raise ScopeMismatch(refused)
     if state.schema != SCHEMA_DIGEST:
         upgrade_files(directory)
-    marks = dict(state.marks)
+    marks = {table: current(state.marks.get(table), ARRIVAL[table]) for table in EVENT_TABLES}
+    overlap = timedelta(seconds=overlap_s)
+    read = await snapshot(pool, since, until, {t: read_after(m, since, overlap) for t, m in marks.items()}, tenant)
     run = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid4().hex[:8]}"
     written = {}
-    for table in EVENT_TABLES:
-        mark = marks.get(table)
-        rows = await from_store(pool, table, since, until, read_after(mark, since, timedelta(seconds=overlap_s)))
+    for table, rows in read.items():
         new = rows.filter(~pl.col(ID_COLUMN[table]).is_in(list(exported_ids(directory, table, days(rows)))))
         write_partitions(directory, table, new, run)
+        schema_file(directory, table, run)
         written[table] = new.height
-        updated = next_mark(mark, since, until, rows, ARRIVAL[table])
-        if updated is not None:
-            marks[table] = updated
-    write_state(directory, marks)
+        marks[table] = next_mark(marks[table], since, until, rows, ARRIVAL[table])
+    write_state(directory, {table: mark for table, mark in marks.items() if mark is not None}, tenant)
     return written

@@ -1,5 +1,6 @@
 """The event tables as polars frames, read from the store (asyncpg) or from an export directory."""
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -40,10 +41,30 @@ def frame(table: str, rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
 
 
 async def from_store(
-    pool: asyncpg.Pool, table: str, since: date | None = None, until: date | None = None, after: datetime | None = None
+    pool: asyncpg.Pool,
+    table: str,
+    since: date | None = None,
+    until: date | None = None,
+    after: datetime | None = None,
+    tenant: str | None = None,
 ) -> pl.DataFrame:
-    """One table for the days ``since``..``until`` (UTC, both included) that arrived after ``after``."""
-    return frame(table, await readmodels.event_rows(pool, table, since, until, after))
+    """One table for the days ``since``..``until`` (UTC, both included) that arrived after ``after``, of ``tenant``
+    (None: every tenant). Decoded in a thread: seconds over a long history, which the caller's event loop (the
+    learner's, answering analytics) must not wait out."""
+    return await asyncio.to_thread(frame, table, await readmodels.event_rows(pool, table, since, until, after, tenant))
+
+
+async def snapshot(
+    pool: asyncpg.Pool, since: date | None, until: date | None, after: Mapping[str, datetime | None], tenant: str | None
+) -> dict[str, pl.DataFrame]:
+    """Every table as ``from_store`` reads it, all as of one moment (``readmodels.event_snapshot``)."""
+    rows = await readmodels.event_snapshot(pool, since, until, after, tenant)
+    return await asyncio.to_thread(lambda: {table: frame(table, found) for table, found in rows.items()})
+
+
+def of_tenant(df: pl.DataFrame, tenant: str | None) -> pl.DataFrame:
+    """The rows of ``tenant`` (None: all)."""
+    return df if tenant is None else df.filter(pl.col("tenant_id") == tenant)
 
 
 def within(df: pl.DataFrame, since: date | None, until: date | None) -> pl.DataFrame:
@@ -77,13 +98,16 @@ def conformed(df: pl.DataFrame, table: str) -> pl.DataFrame:
     return df.select(columns).cast(dict(SCHEMAS[table]))  # type: ignore[arg-type]
 
 
-def from_export(directory: Path, table: str, since: date | None = None, until: date | None = None) -> pl.DataFrame:
+def from_export(
+    directory: Path, table: str, since: date | None = None, until: date | None = None, tenant: str | None = None
+) -> pl.DataFrame:
     """One table of an export (``DIR/<table>/date=YYYY-MM-DD/*.parquet``), without the partition column, its
     files in this release's schema whichever release wrote them."""
     files = sorted((directory / table).glob("date=*/*.parquet"))
     if not files:
         return empty(table)
-    return within(pl.concat([conformed(pl.read_parquet(f), table) for f in files], how="vertical"), since, until)
+    read = pl.concat([conformed(pl.read_parquet(f), table) for f in files], how="vertical")
+    return of_tenant(within(read, since, until), tenant)
 
 
 async def quality_from_store(pool: asyncpg.Pool) -> pl.DataFrame:

@@ -51,6 +51,22 @@ def heatmap(selections: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def most(cells: pl.DataFrame, key: str, limit: int | None) -> pl.Series:
+    """The ``limit`` values of ``key`` with the most selections in ``cells`` (None: all), most first."""
+    totals = cells.group_by(key).agg(pl.col("count").sum()).sort(["count", key], descending=[True, False])
+    return totals[key].head(limit if limit is not None else totals.height)
+
+
+def bounded(cells: pl.DataFrame, tools: int | None, pages: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The heatmap ``cells`` of the ``tools`` most selected tools, on the ``pages`` pages most selected among them
+    (None: no bound), most first; and per kept tool its selections on the other pages (columns tool, count)."""
+    kept = cells.filter(pl.col("tool").is_in(most(cells, "tool", tools).implode()))
+    on_top = pl.col("page").is_in(most(kept, "page", pages).implode())
+    others = kept.filter(~on_top).group_by("tool").agg(pl.col("count").sum())
+    shown = kept.filter(on_top).sort(["count", "tool", "page"], descending=[True, False, False])
+    return shown, others.sort(["count", "tool"], descending=[True, False])
+
+
 def accuracy_trend(selections: pl.DataFrame, outcomes: pl.DataFrame) -> pl.DataFrame:
     """Per UTC day of the outcome: outcomes that called something, those whose every called tool was among the
     selected ones (hits), and their share. Outcomes of selections outside the frame are left out."""

@@ -1,7 +1,14 @@
-"""The analytics metrics as the wire's reply models: the same answer from the indexer (the store) and from an
+"""The analytics metrics as the wire's reply models: the same answer from the learner (the store) and from an
 export read locally."""
 
+import json
+import math
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
+from typing import Any
+
 import polars as pl
+from pydantic_core import to_json
 
 from toolsel.analytics import metrics
 from toolsel.contracts.admin import (
@@ -17,17 +24,48 @@ from toolsel.contracts.admin import (
 )
 from toolsel.settings import Settings
 
+CELLS = {"tool": pl.String, "page": pl.String, "count": pl.Int64}
+"""A heatmap's cells (``metrics.heatmap``)."""
+
 
 def metrics_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> SelectionMetrics:
     return SelectionMetrics(**metrics.selection_metrics(selections, outcomes))
 
 
-def heatmap_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> Heatmap:
-    """The most selected ``HEATMAP_CELLS_MAX`` cells, and how many more there were. (``outcomes`` unused: every
-    reply is made from the same two frames.)"""
-    cells = metrics.heatmap(selections)
-    kept = cells.head(HEATMAP_CELLS_MAX)
-    return Heatmap(cells=[HeatCell(**row) for row in kept.iter_rows(named=True)], left_out=cells.height - kept.height)
+def counted_metrics_reply(counted: Mapping[str, Any]) -> SelectionMetrics:
+    """``metrics_reply`` of the numbers the database counted (``readmodels.selection_metrics``: methods and
+    outcomes as JSON objects)."""
+    return SelectionMetrics(
+        **{**counted, "methods": json.loads(counted["methods"]), "outcomes": json.loads(counted["outcomes"])}
+    )
+
+
+def fitting(sizes: list[int], room: float) -> int:
+    """How many of the items of these sizes, from the first, fit in ``room`` bytes together."""
+    return sum(1 for total in accumulate(sizes) if total <= room)
+
+
+def heatmap_reply(cells: pl.DataFrame, tools: int | None, pages: int | None, room: int | None) -> Heatmap:
+    """The most selected cells within the ``tools`` and ``pages`` limits (``metrics.bounded``) and
+    ``HEATMAP_CELLS_MAX``, as many as fit ``room`` bytes of JSON (None: no message to fit) after each kept tool's
+    sum over the other pages, and how many more cells there were."""
+    kept, other = metrics.bounded(cells, tools, pages)
+    left = (math.inf if room is None else room) - len(Heatmap(cells=[], left_out=cells.height).model_dump_json())
+    sums = list(other.iter_rows())
+    sum_sizes = [len(to_json(dict([entry]))) - 1 for entry in sums]  # '"tool":n,' of '{"tool":n}'
+    summed = fitting(sum_sizes, left)
+    rows = list(kept.head(HEATMAP_CELLS_MAX).iter_rows(named=True))
+    shown = fitting([len(to_json(row)) + 1 for row in rows], left - sum(sum_sizes[:summed]))
+    return Heatmap(
+        cells=[HeatCell(**row) for row in rows[:shown]], other_pages=dict(sums[:summed]), left_out=cells.height - shown
+    )
+
+
+def counted_heatmap_reply(
+    cells: Sequence[Sequence[Any]], tools: int | None, pages: int | None, room: int | None
+) -> Heatmap:
+    """``heatmap_reply`` of the cells the database counted (tool, page, count)."""
+    return heatmap_reply(pl.DataFrame([tuple(c) for c in cells], schema=CELLS, orient="row"), tools, pages, room)
 
 
 def accuracy_reply(selections: pl.DataFrame, outcomes: pl.DataFrame) -> AccuracyTrend:

@@ -18,6 +18,7 @@ SCHEMAS: dict[str, pl.Schema] = {
         {
             "selection_id": pl.String,
             "occurred_at": UTC_TIME,
+            "stored_at": UTC_TIME,
             "tenant_id": pl.String,
             "user_id": pl.String,
             "session_id": pl.String,
@@ -51,6 +52,7 @@ SCHEMAS: dict[str, pl.Schema] = {
         {
             "event_id": pl.String,
             "selection_id": pl.String,
+            "tenant_id": pl.String,
             "occurred_at": UTC_TIME,
             "applied_at": UTC_TIME,
             "calls": pl.List(
@@ -64,6 +66,7 @@ SCHEMAS: dict[str, pl.Schema] = {
         {
             "event_id": pl.String,
             "selection_id": pl.String,
+            "tenant_id": pl.String,
             "occurred_at": UTC_TIME,
             "applied_at": UTC_TIME,
             "none_of_these": pl.Boolean,

@@ -65,6 +65,7 @@ from toolsel.contracts import (
     VisibilityRule,
 )
 from toolsel.dashboard.auth import Reader, Writer
+from toolsel.errors import InvalidRequest
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -106,12 +107,36 @@ class Release(BaseModel):
     """The tenant it is quarantined for; none: every tenant."""
 
 
-def window(since: date | None = None, until: date | None = None) -> AnalyticsQuery:
-    """The days of the event history an analytics route reads (UTC, both included)."""
-    return AnalyticsQuery(since=since, until=until)
+def analytics_query(request: Request, **fields: Any) -> AnalyticsQuery:
+    """The analytics request of a route's query parameters; one the route does not take is refused, not ignored
+    (an ignored ``tenant_id`` counted every tenant)."""
+    unknown = sorted(set(request.query_params) - set(fields))
+    if unknown:
+        raise InvalidRequest.saying(f"not a parameter of this route (it takes {', '.join(fields)})", unknown[0])
+    return AnalyticsQuery(**fields)
+
+
+def window(
+    request: Request, since: date | None = None, until: date | None = None, tenant_id: str | None = None
+) -> AnalyticsQuery:
+    """The days of the event history an analytics route reads (UTC, both included), of one tenant or all."""
+    return analytics_query(request, since=since, until=until, tenant_id=tenant_id)
+
+
+def heat_window(
+    request: Request,
+    since: date | None = None,
+    until: date | None = None,
+    tenant_id: str | None = None,
+    tools: int | None = None,
+    pages: int | None = None,
+) -> AnalyticsQuery:
+    """``window``, and the heatmap's bounds: the most selected tools, and pages."""
+    return analytics_query(request, since=since, until=until, tenant_id=tenant_id, tools=tools, pages=pages)
 
 
 Window = Annotated[AnalyticsQuery, Depends(window)]
+HeatWindow = Annotated[AnalyticsQuery, Depends(heat_window)]
 
 router = APIRouter(prefix="/api")
 
@@ -263,7 +288,7 @@ async def metrics(request: Request, caller: Reader, days: Window) -> SelectionMe
 
 
 @router.get("/analytics/heatmap", summary="Selections per tool and page")
-async def heatmap(request: Request, caller: Reader, days: Window) -> Heatmap:
+async def heatmap(request: Request, caller: Reader, days: HeatWindow) -> Heatmap:
     return await client_of(request).heatmap(days)
 
 

@@ -1,12 +1,15 @@
 """The dashboard's pages, rendered on the server: each reads what it shows through the admin client and each form
 posts one write (CSRF token in the form), then returns to the page it came from with the result in one line."""
 
+import asyncio
 import json
 from collections import defaultdict
+from collections.abc import Awaitable
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, BeforeValidator, ValidationError
@@ -16,8 +19,10 @@ from toolsel.contracts import (
     DEFAULT_TENANT,
     DEFAULT_TIER,
     SHARED_TENANT,
+    AccuracyTrend,
     AnalyticsQuery,
     DriftRequest,
+    Heatmap,
     PageMappingQuery,
     PageMappingWrite,
     PluginQuery,
@@ -32,6 +37,7 @@ from toolsel.contracts import (
     RulePatch,
     RuleQuery,
     RuleUpdate,
+    SelectionMetrics,
     SelectRequest,
     ToolKey,
     ToolQuery,
@@ -55,8 +61,13 @@ TABS = (
 )
 HEATMAP_TOOLS = 20
 """Rows of the analytics heatmap: the most selected tools."""
+HEATMAP_PAGES = 12
+"""Columns of the analytics heatmap: the pages most selected with those tools (the rest summed in one column)."""
+T = TypeVar("T")
 
 router = APIRouter(include_in_schema=False)
+Blank = BeforeValidator(lambda given: given or None)
+"""An empty form field is no value: a number input left empty sends ``k=``."""
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -379,20 +390,42 @@ async def reviews(request: Request, caller: Reader) -> HTMLResponse:
     )
 
 
-@router.get("/analytics")
-async def analytics(request: Request, caller: Reader) -> HTMLResponse:
-    client = client_of(request)
-    window = AnalyticsQuery()
-    metrics = await client.metrics(window)
-    heat = (await client.heatmap(window)).cells
-    accuracy = (await client.accuracy(window)).points
-    drift = await client.drift(DriftRequest())
-    counts: dict[str, int] = defaultdict(int)
-    for cell in heat:
-        counts[cell.tool] += cell.count
-    tools = sorted(counts, key=lambda t: (-counts[t], t))[:HEATMAP_TOOLS]
-    pages = sorted({c.page for c in heat if c.tool in tools})
-    grid = {(c.tool, c.page): c.count for c in heat}
+class AnalyticsForm(BaseModel):
+    """The Analytics tab's form: the days it shows (UTC, both included; empty: the last
+    ``dashboard_analytics_days``, today's included) and the tenant (empty: every tenant)."""
+
+    since: Annotated[date | None, Blank] = None
+    until: Annotated[date | None, Blank] = None
+    tenant_id: Annotated[str | None, Blank] = None
+
+
+async def panel(asked: Awaitable[T]) -> T | str:
+    """One panel's reply, or the one-line error it failed with: a panel that fails leaves the others shown."""
+    try:
+        return await asked
+    except ToolselError as error:
+        return str(error)
+
+
+def heat_grid(heat: Heatmap) -> dict[str, Any]:
+    """The heatmap's rows (tools, the most selected first), columns (pages, and None for "other pages" when some
+    were summed: no page's own words can stand for it) and cells."""
+    totals: dict[str, int] = defaultdict(int, heat.other_pages)
+    for cell in heat.cells:
+        totals[cell.tool] += cell.count
+    grid: dict[tuple[str, str | None], int] = {(c.tool, c.page): c.count for c in heat.cells}
+    grid |= {(tool, None): n for tool, n in heat.other_pages.items()}
+    pages: list[str | None] = [*sorted({c.page for c in heat.cells}), *([None] if heat.other_pages else [])]
+    return {
+        "tools": sorted(totals, key=lambda t: (-totals[t], t)),
+        "pages": pages,
+        "grid": grid,
+        "top": max(grid.values(), default=1),
+        "left_out": heat.left_out,
+    }
+
+
+def metric_charts(metrics: SelectionMetrics) -> dict[str, Any]:
     latency = [
         (name, value)
         for name, value in (
@@ -402,29 +435,57 @@ async def analytics(request: Request, caller: Reader) -> HTMLResponse:
         )
         if value is not None
     ]
+    return {
+        "successes": metrics.outcomes.get("success", 0),
+        "methods": charts.bars(sorted(metrics.methods.items(), key=lambda kv: -kv[1]), "selections by method"),
+        "outcomes": charts.bars(sorted(metrics.outcomes.items(), key=lambda kv: -kv[1]), "selections by outcome"),
+        "latency": charts.bars(latency, "latency percentiles", " ms"),
+    }
+
+
+@router.get("/analytics")
+async def analytics(
+    request: Request,
+    caller: Reader,
+    since: Annotated[str, Query(max_length=32)] = "",
+    until: Annotated[str, Query(max_length=32)] = "",
+    tenant_id: Annotated[str, Query(max_length=128)] = "",
+) -> HTMLResponse:
+    """The window's metrics, heatmap (the most selected tools on their most selected pages) and accuracy, and
+    the embeddings' drift: each panel asked on its own and shown with its own error if it fails."""
+    try:
+        form = AnalyticsForm(since=since, until=until, tenant_id=tenant_id)
+        days = request.app.state.settings.dashboard_analytics_days
+        first = form.since or (form.until or datetime.now(UTC).date()) - timedelta(days=days - 1)
+        window = AnalyticsQuery(since=first, until=form.until, tenant_id=form.tenant_id)
+    except ValidationError as error:
+        raise _invalid(error) from None
+    client = client_of(request)
+    metrics, heat, accuracy, drift = await asyncio.gather(
+        panel(client.metrics(window)),
+        panel(client.heatmap(window.model_copy(update={"tools": HEATMAP_TOOLS, "pages": HEATMAP_PAGES}))),
+        panel(client.accuracy(window)),
+        panel(client.drift(DriftRequest())),
+    )
     return render(
         request,
         "analytics.html",
         tab="analytics",
+        window=window,
         metrics=metrics,
-        successes=metrics.outcomes.get("success", 0),
-        methods=charts.bars(sorted(metrics.methods.items(), key=lambda kv: -kv[1]), "selections by method"),
-        outcomes=charts.bars(sorted(metrics.outcomes.items(), key=lambda kv: -kv[1]), "selections by outcome"),
-        latency=charts.bars(latency, "latency percentiles", " ms"),
-        accuracy=charts.daily_share([(p.day, p.accuracy) for p in accuracy], "daily retrieval accuracy"),
-        points=accuracy,
-        tools=tools,
-        pages=pages,
-        grid=grid,
-        top=max(grid.values(), default=1),
+        charts=metric_charts(metrics) if isinstance(metrics, SelectionMetrics) else {},
+        accuracy=accuracy,
+        accuracy_chart=(
+            charts.daily_share([(p.day, p.accuracy) for p in accuracy.points], "daily retrieval accuracy")
+            if isinstance(accuracy, AccuracyTrend)
+            else ""
+        ),
+        heat=heat_grid(heat) if isinstance(heat, Heatmap) else heat,
         drift=drift,
     )
 
 
 # try it
-
-Blank = BeforeValidator(lambda given: given or None)
-"""An empty form field is no value: a number input left empty sends ``k=``."""
 
 
 @router.get("/try")

@@ -3,6 +3,7 @@
 Each tool's health is read from the ``tool_health`` view (migration 003), defined once for both.
 """
 
+from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Final
 
@@ -37,25 +38,35 @@ WHERE t.plugin_id = $1 AND t.name = $2 ORDER BY f.occurred_at DESC LIMIT $3
 """
 
 EVENT_SOURCES: Final = {
-    "selections": """SELECT selection_id::text AS selection_id, occurred_at, tenant_id, user_id, session_id, query,
-        page, tier, role, intent, context_key, method, tools::text AS tools, candidate_count, latency_ms,
+    "selections": """SELECT selection_id::text AS selection_id, occurred_at, stored_at, tenant_id, user_id, session_id,
+        query, page, tier, role, intent, context_key, method, tools::text AS tools, candidate_count, latency_ms,
         tokens_selected, tokens_catalog FROM selection_events e""",
-    "outcomes": """SELECT event_id::text AS event_id, selection_id::text AS selection_id, occurred_at, applied_at,
-        calls::text AS calls FROM outcomes e""",
-    "reviews": """SELECT event_id::text AS event_id, selection_id::text AS selection_id, occurred_at, applied_at,
-        none_of_these, reviews::text AS reviews FROM reviews e""",
+    "outcomes": """SELECT e.event_id::text AS event_id, e.selection_id::text AS selection_id, s.tenant_id,
+        e.occurred_at, e.applied_at, e.calls::text AS calls
+        FROM outcomes e LEFT JOIN selection_events s ON s.selection_id = e.selection_id""",
+    "reviews": """SELECT e.event_id::text AS event_id, e.selection_id::text AS selection_id, s.tenant_id,
+        e.occurred_at, e.applied_at, e.none_of_these, e.reviews::text AS reviews
+        FROM reviews e LEFT JOIN selection_events s ON s.selection_id = e.selection_id""",
     "feedback": """SELECT e.event_id::text AS event_id, t.plugin_id, t.name, e.tenant_id, e.rating, e.comment,
         e.author, e.occurred_at, e.applied_at FROM tool_feedback e JOIN tools t ON t.id = e.tool_id""",
 }
-"""The event history's tables as analytics reads them (nested lists as JSON text)."""
+"""The event history's tables as analytics reads them (nested lists as JSON text); an outcome or review is its
+selection's tenant's (none when its selection is not stored)."""
+TENANT: Final = {
+    "selections": "e.tenant_id",
+    "outcomes": "s.tenant_id",
+    "reviews": "s.tenant_id",
+    "feedback": "e.tenant_id",
+}
+"""Each table's tenant, as its source names it."""
 ARRIVAL: Final = {
-    "selections": "occurred_at",
+    "selections": "stored_at",
     "outcomes": "applied_at",
     "reviews": "applied_at",
     "feedback": "applied_at",
 }
-"""When a row reached the store, by the store's clock or the selector's (never a sender's): what an incremental
-export follows."""
+"""When a row reached the store, by the store's clock (never a sender's or a selector's, which may run ahead):
+what an incremental export follows."""
 EVENT_TABLES: Final = tuple(EVENT_SOURCES)
 
 
@@ -96,20 +107,96 @@ async def recent_feedback(pool: asyncpg.Pool, plugin_id: str, name: str, limit: 
     return rows
 
 
-async def event_rows(
-    pool: asyncpg.Pool, table: str, since: date | None, until: date | None, after: datetime | None
-) -> list[asyncpg.Record]:
-    """One event table's rows of the days ``since``..``until`` (UTC, both included) that arrived after
-    ``after``, in arrival order."""
+WINDOW = """($1::date IS NULL OR (e.occurred_at AT TIME ZONE 'UTC')::date >= $1)
+    AND ($2::date IS NULL OR (e.occurred_at AT TIME ZONE 'UTC')::date <= $2)"""
+"""The UTC days ``$1``..``$2`` (both included; NULL: unbounded) of an event aliased ``e``."""
+
+
+def event_query(table: str) -> str:
+    """One event table's rows in the window (``WINDOW``) that arrived after ``$3`` (NULL: any) of tenant ``$4``
+    (NULL: every tenant), in arrival order."""
     arrival = f"e.{ARRIVAL[table]}"
-    rows: list[asyncpg.Record] = await pool.fetch(
-        f"""{EVENT_SOURCES[table]}
-            WHERE ($1::date IS NULL OR (e.occurred_at AT TIME ZONE 'UTC')::date >= $1)
-              AND ($2::date IS NULL OR (e.occurred_at AT TIME ZONE 'UTC')::date <= $2)
-              AND ($3::timestamptz IS NULL OR {arrival} > $3)
-            ORDER BY {arrival}""",
-        since,
-        until,
-        after,
-    )
+    return f"""{EVENT_SOURCES[table]}
+        WHERE {WINDOW} AND ($3::timestamptz IS NULL OR {arrival} > $3) AND ($4::text IS NULL OR {TENANT[table]} = $4)
+        ORDER BY {arrival}"""
+
+
+async def event_rows(
+    pool: asyncpg.Pool,
+    table: str,
+    since: date | None,
+    until: date | None,
+    after: datetime | None = None,
+    tenant: str | None = None,
+) -> list[asyncpg.Record]:
+    """One event table's rows of the days ``since``..``until`` (UTC, both included) that arrived after ``after``,
+    of ``tenant`` (None: every tenant), in arrival order."""
+    rows: list[asyncpg.Record] = await pool.fetch(event_query(table), since, until, after, tenant)
     return rows
+
+
+async def event_snapshot(
+    pool: asyncpg.Pool,
+    since: date | None,
+    until: date | None,
+    after: Mapping[str, datetime | None],
+    tenant: str | None = None,
+) -> dict[str, list[asyncpg.Record]]:
+    """Every event table's ``event_rows`` (each after its own ``after``) as of one moment: read in one read-only
+    REPEATABLE READ transaction, so an outcome read is never of a selection stored after the selections were read."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        return {
+            table: await conn.fetch(event_query(table), since, until, after.get(table), tenant)
+            for table in EVENT_TABLES
+        }
+
+
+HEATMAP_CELLS = f"""
+SELECT (t ->> 'plugin_id') || '/' || (t ->> 'name') AS tool, e.page, count(*) AS count
+FROM selection_events e CROSS JOIN jsonb_array_elements(e.tools) t
+WHERE {WINDOW} AND ($3::text IS NULL OR e.tenant_id = $3)
+GROUP BY 1, 2
+"""
+SELECTION_METRICS = f"""
+WITH s AS (
+    SELECT e.selection_id, e.method, e.latency_ms, e.tokens_catalog - e.tokens_selected AS saved
+    FROM selection_events e WHERE {WINDOW} AND ($3::text IS NULL OR e.tenant_id = $3)
+), o AS (
+    SELECT e.selection_id, count(c.value) AS calls, bool_or(NOT (c.value ->> 'success')::boolean) AS failed
+    FROM outcomes e LEFT JOIN LATERAL jsonb_array_elements(e.calls) c ON true
+    WHERE {WINDOW} AND e.selection_id IN (SELECT selection_id FROM s)
+    GROUP BY e.selection_id
+), kinds AS (
+    SELECT s.*, CASE WHEN o.selection_id IS NULL THEN 'no_outcome' WHEN o.failed THEN 'failure'
+                     WHEN o.calls > 0 THEN 'success' ELSE 'not_called' END AS outcome
+    FROM s LEFT JOIN o USING (selection_id)
+)
+SELECT count(*) AS selections,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95_ms,
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms) AS latency_p99_ms,
+       (SELECT coalesce(jsonb_object_agg(method, n), '{{}}')::text
+        FROM (SELECT method, count(*) AS n FROM kinds GROUP BY method) m) AS methods,
+       (SELECT coalesce(jsonb_object_agg(outcome, n), '{{}}')::text
+        FROM (SELECT outcome, count(*) AS n FROM kinds GROUP BY outcome) k) AS outcomes,
+       avg(saved)::float8 AS average_tokens_saved
+FROM kinds
+"""
+
+
+async def heatmap_cells(
+    pool: asyncpg.Pool, since: date | None, until: date | None, tenant: str | None
+) -> list[asyncpg.Record]:
+    """How often each tool (``plugin/name``) was selected on each page in the window: tool, page, count
+    (``toolsel.analytics.metrics.heatmap`` of the same selections, unordered)."""
+    rows: list[asyncpg.Record] = await pool.fetch(HEATMAP_CELLS, since, until, tenant)
+    return rows
+
+
+async def selection_metrics(
+    pool: asyncpg.Pool, since: date | None, until: date | None, tenant: str | None
+) -> asyncpg.Record:
+    """``toolsel.analytics.metrics.selection_metrics`` of the window, counted by the database (methods and
+    outcomes as JSON objects): one row whatever the history's size reaches the learner."""
+    row: asyncpg.Record = await pool.fetchrow(SELECTION_METRICS, since, until, tenant)
+    return row

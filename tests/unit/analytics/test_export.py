@@ -9,10 +9,13 @@ from toolsel.analytics.export import (
     STATE_FILE,
     Mark,
     State,
+    current,
     exported_ids,
     next_mark,
     read_after,
     read_state,
+    schema_file,
+    scope_mismatch,
     upgrade_files,
     write_partitions,
     write_state,
@@ -37,9 +40,38 @@ def test_partitions_by_day_read_back_by_polars(tmp_path: Path) -> None:
 
 
 def test_state_round_trip(tmp_path: Path) -> None:
-    marks = {"outcomes": Mark(None, at(2)), "feedback": Mark(date(2025, 6, 1), at(3))}
-    write_state(tmp_path, marks)
-    assert read_state(tmp_path) == State(SCHEMA_DIGEST, marks)
+    marks = {"outcomes": Mark(None, at(2), "applied_at"), "feedback": Mark(date(2025, 6, 1), at(3), "applied_at")}
+    write_state(tmp_path, marks, "acme")
+    assert read_state(tmp_path) == State(SCHEMA_DIGEST, marks, "acme")
+
+
+def test_a_mark_of_another_column_than_the_tables_arrival_is_not_followed() -> None:
+    """Selections' marks followed the selector's clock: a selector a day ahead put the mark past every selection
+    stored in the next day, and a mark kept from then would still skip them."""
+    ahead = Mark(None, at(30), None)
+    assert current(ahead, "stored_at") is None
+    assert current(Mark(None, at(30), "occurred_at"), "stored_at") is None
+    assert current(Mark(None, at(2), "stored_at"), "stored_at") == Mark(None, at(2), "stored_at")
+
+
+def test_a_directory_takes_the_tenant_it_holds_and_no_other() -> None:
+    assert scope_mismatch(State(None, {}), "acme") is None  # no state file yet
+    held = {"selections": Mark(None, at(2), "stored_at")}
+    assert scope_mismatch(State(SCHEMA_DIGEST, held, "acme"), "acme") is None
+    assert scope_mismatch(State(SCHEMA_DIGEST, held, None), None) is None
+    assert "tenant acme's rows" in str(scope_mismatch(State(SCHEMA_DIGEST, held, "acme"), "globex"))
+    assert "every tenant's rows" in str(scope_mismatch(State(SCHEMA_DIGEST, {}, None), "acme"))
+    assert scope_mismatch(State(None, held), None) is None  # written by a release before tenants: every tenant's
+
+
+def test_a_table_without_rows_gets_a_zero_row_file_of_its_schema_the_documented_reader_reads(tmp_path: Path) -> None:
+    made = schema_file(tmp_path, "outcomes", "r1")
+    assert made is not None
+    read = pl.read_parquet(tmp_path / "outcomes", hive_partitioning=True)
+    assert (read.height, read.drop("date").schema) == (0, SCHEMAS["outcomes"])
+    assert from_export(tmp_path, "outcomes").schema == SCHEMAS["outcomes"]
+    write_partitions(tmp_path, "selections", SELECTIONS, "r1")
+    assert schema_file(tmp_path, "selections", "r2") is None  # a table with files gets none
 
 
 def test_a_state_written_before_the_schema_was_recorded_reads_as_of_an_unknown_schema(tmp_path: Path) -> None:
@@ -58,8 +90,10 @@ def test_read_after_uses_the_mark_unless_the_window_reaches_further_back() -> No
 
 def test_next_mark_widens_the_window_and_keeps_the_latest_arrival() -> None:
     assert next_mark(None, None, None, OUTCOMES.head(0), "applied_at") is None
-    assert next_mark(None, date(2025, 6, 2), None, OUTCOMES, "applied_at") == Mark(date(2025, 6, 2), at(2, 13))
-    assert next_mark(Mark(date(2025, 6, 2), at(5)), None, None, OUTCOMES, "applied_at") == Mark(None, at(5))
+    first = next_mark(None, date(2025, 6, 2), None, OUTCOMES, "applied_at")
+    assert first == Mark(date(2025, 6, 2), at(2, 13), "applied_at")
+    later = next_mark(Mark(date(2025, 6, 2), at(5), "applied_at"), None, None, OUTCOMES, "applied_at")
+    assert later == Mark(None, at(5), "applied_at")
 
 
 def test_a_window_closed_by_until_leaves_the_mark_as_it_was() -> None:

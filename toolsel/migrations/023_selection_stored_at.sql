@@ -1,0 +1,7 @@
+-- When a selection reached the store, by the store's clock: an incremental export follows it (as it follows
+-- outcomes' and reviews' applied_at and feedback's). It followed occurred_at, the selector's clock: one selector
+-- running a day ahead, or a selection stored more than the export's overlap late, moved the export's mark past
+-- selections stored after it, which no later export wrote. Rows stored before this take the migration's time, so
+-- the next export reads them again and skips the ids it has written.
+ALTER TABLE selection_events ADD COLUMN IF NOT EXISTS stored_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX IF NOT EXISTS selection_events_stored ON selection_events (stored_at);
