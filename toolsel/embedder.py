@@ -42,6 +42,8 @@ MAX_PADDING = 0.1
 apart (a request and its parts embedded alone, which differ in length tenfold: 82 against 60 ms), while a sync's
 texts, sorted by length, keep their batches and their rate."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+OFFLINE = ("1", "TRUE", "YES", "ON")
+"""Values of ``HF_HUB_OFFLINE`` that turn downloads off, as fastembed reads it."""
 
 Matrix = npt.NDArray[np.float32]
 
@@ -285,6 +287,10 @@ def mean_of_normalised(rows: Iterable[Matrix]) -> Matrix:
     return result
 
 
+class ModelUnavailable(ValueError):
+    """The configured model cannot be loaded here; the message says what to set instead."""
+
+
 def load_embedder(
     model_dir: Path | None,
     home: Path,
@@ -301,7 +307,7 @@ def load_embedder(
     ``home``, or for another model name, fastembed's copy of it cached under ``home``."""
     directory = model_dir
     if directory is None and model_name in EARLIER_TOOLS_MODELS:
-        raise ValueError(
+        raise ModelUnavailable(
             f"{model_name} is an earlier revision of toolsel's own model, no longer shipped: unset"
             f" TOOLSEL_EMBEDDING_MODEL (the default is now {TOOLS_MODEL_NAME}) and stop every service and run"
             " `toolsel indexer --switch-model`"
@@ -311,14 +317,26 @@ def load_embedder(
     elif directory is None and model_name == TOOLS_MODEL_NAME:
         directory = assemble_model_dir(home / "model-tools", model_name)
         dim = TOOLS_MODEL_DIM  # what it makes, whatever the settings say: the caller checks them against it
-    return Embedder(
-        directory,
-        threads=threads,
-        workers=workers,
-        batch_size=batch_size,
-        batch_tokens=batch_tokens,
-        cache_size=cache_size,
-        model_name=model_name,
-        cache_dir=home / "models",
-        dim=dim,
-    )
+    try:
+        return Embedder(
+            directory,
+            threads=threads,
+            workers=workers,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            cache_size=cache_size,
+            model_name=model_name,
+            cache_dir=home / "models",
+            dim=dim,
+        )
+    except ValueError as error:  # fastembed's says only "Could not load model X from any source"
+        offline = os.environ.get("HF_HUB_OFFLINE", "")
+        if directory is not None or offline.strip().upper() not in OFFLINE or "Could not load" not in str(error):
+            raise
+        raise ModelUnavailable(
+            f"{model_name} is not in the model cache ({home / 'models'}) and downloads are off"
+            f" (HF_HUB_OFFLINE={offline}, as every service and the compose image set it): set TOOLSEL_MODEL_DIR to"
+            " a directory holding the model's files (under compose, one mounted into the containers), or fetch it"
+            " into the cache once with `toolsel indexer --switch-model` run with HF_HUB_OFFLINE unset where the"
+            " network is reachable"
+        ) from error

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +35,10 @@ from toolsel.embedded import (
     login_url,
     nats_credentials,
     port_taken,
+    redacted,
     write_private,
 )
-from toolsel.errors import NotPermitted
+from toolsel.errors import NoStack, NotPermitted
 from toolsel.identities import admitted
 from toolsel.nats_permissions import DEFAULT_AGENT
 from toolsel.settings import Settings
@@ -86,6 +87,10 @@ class StackRunning(RuntimeError):
     """Another stack runs on this home."""
 
 
+class Unreachable(RuntimeError):
+    """A server the environment names (``TOOLSEL_DATABASE_URL``, ``TOOLSEL_NATS_URL``) does not answer."""
+
+
 PROBE_S = 2.0
 """How long ``toolsel status`` waits for NATS or PostgreSQL to answer."""
 
@@ -94,6 +99,20 @@ def why_down(error: BaseException) -> str:
     """An error as a few words for one status line: its kind and its first line."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def why_unreachable(server: str, variable: str, url: str, why: str, exported: Sequence[str]) -> str:
+    """Why a stack cannot start on a server that ``variable`` names, in one line: where (no password), why, and
+    that the ``exported`` URLs stand in for the home's own servers: ``eval "$(toolsel env)"`` leaves them in a
+    shell after the stack they name has stopped."""
+    named = (
+        f"the servers that {' and '.join(exported)} name" if len(exported) > 1 else f"the server that {variable} names"
+    )
+    return (
+        f"cannot reach {server} at {variable} ({redacted(url)}): {why}. toolsel uses {named} instead of the"
+        f" home's own: unset {'them' if len(exported) > 1 else 'it'} to start the home's own"
+        ' (`eval "$(toolsel env)"` leaves the exports in a shell after the stack they name has stopped)'
+    )
 
 
 @dataclass
@@ -269,18 +288,53 @@ class Stack:
 
     async def start(self, timeout_s: float = 120) -> Endpoints:
         """Lock the home, then servers, migrations, services; returns once every service answers its health
-        request. Raises ``StackRunning`` if another stack holds the home."""
-        from toolsel.store import migrate
-
+        request. Raises ``StackRunning`` if another stack holds the home, ``Unreachable`` when a server the
+        environment names does not answer, ``ModelMismatch`` when the store's vectors are another model's."""
         self.lock = lock_home(self.settings.home)
         endpoints = self.start_servers()  # in this thread: children die with the thread that started them
-        await migrate(endpoints.database_url)
+        await self.check_store(endpoints.database_url)
+        if self.nats is None:
+            with self.reaching("NATS", "TOOLSEL_NATS_URL", endpoints.nats_url):
+                async with ToolselClient(endpoints.nats_url, connect_timeout_s=PROBE_S):
+                    pass
         for name in self.servers():
             self.supervision[name] = Supervision()
         self.start_services()
         await self.answering(timeout_s)
         self.write_stack_file()
         return endpoints
+
+    async def check_store(self, database_url: str) -> None:
+        """Migrate the store, then check its model as every service does at its start (``ModelMismatch``): a
+        refusal is said once, before any service starts, rather than by each dying service's log."""
+        from toolsel import embedding_space
+        from toolsel.store import create_pool
+
+        with self.reaching("PostgreSQL", "TOOLSEL_DATABASE_URL", database_url):
+            pool = await create_pool(database_url, max_size=1)  # it applies the migrations first
+        try:
+            await embedding_space.check(pool, self.settings)
+        finally:
+            await pool.close()
+
+    @contextmanager
+    def reaching(self, server: str, variable: str, url: str) -> Iterator[None]:
+        """Raise ``Unreachable`` when ``server``, which the environment's ``variable`` names, cannot be reached;
+        the failures of the home's own servers pass as they are."""
+        import asyncpg
+
+        try:
+            yield
+        except (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError, NoStack) as error:
+            if variable not in self.exported():
+                raise
+            why = "no NATS server answers there" if isinstance(error, NoStack) else why_down(error)
+            raise Unreachable(why_unreachable(server, variable, url, why, self.exported())) from error
+
+    def exported(self) -> list[str]:
+        """The variables that named the servers this stack uses instead of starting the home's own."""
+        own = {"TOOLSEL_DATABASE_URL": self.postgres, "TOOLSEL_NATS_URL": self.nats}
+        return [variable for variable, server in own.items() if server is None]
 
     async def answering(self, timeout_s: float) -> None:
         """Return once every service answers its health request; raise when one died or time ran out."""

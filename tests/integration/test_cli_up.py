@@ -20,7 +20,9 @@ import httpx
 
 from tests.integration.catalog import free_port
 from toolsel.embedded import ADMIN_TOKEN_FILE
-from toolsel.stack import OPERATOR, STACK_FILE, TOOLSEL_COMMAND, running_stack
+from toolsel.embedder import EARLIER_TOOLS_MODELS
+from toolsel.stack import OPERATOR, STACK_FILE, TOOLSEL_COMMAND, running_stack, stopped_stack_database
+from toolsel.store import migrate, space
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 DASHBOARD_PORT = str(free_port())
@@ -147,3 +149,29 @@ def test_up_makes_the_token_and_the_demo_cleans_up_after_itself() -> None:
         up.wait(60)
     assert up.stderr is not None
     assert "Warning" not in up.stderr.read().decode()  # no library's warning about its runtime directory
+
+
+def test_up_and_the_demo_on_another_models_store_say_what_to_do_in_one_line_before_any_service_starts() -> None:
+    """An upgrade's first `toolsel up` (and `toolsel demo`) said "RuntimeError: services did not start (indexer)",
+    then 40 lines cut from a traceback, the advice last."""
+    earlier = EARLIER_TOOLS_MODELS[-1]
+
+    async def record(url: str) -> None:  # what an earlier release's services left
+        await migrate(url)
+        conn = await asyncpg.connect(url)
+        try:
+            await space.claim(conn, earlier, 384)
+        finally:
+            await conn.close()
+
+    with tempfile.TemporaryDirectory(prefix="toolsel-upgraded-") as folder:  # PostgreSQL's socket needs a short path
+        home = Path(folder)
+        with stopped_stack_database(home) as url:
+            asyncio.run(record(url))
+        for command in ("up", "demo"):
+            done = _toolsel(home, command)
+            assert done.returncode == 1, done.stdout + done.stderr
+            (line,) = done.stderr.strip().splitlines()
+            assert line.startswith(f"error: this store's vectors come from {earlier}, an earlier revision"), line
+            assert "stop every service and run `toolsel indexer --switch-model`" in line
+        assert not (home / "logs").exists()  # no service was started

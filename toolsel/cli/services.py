@@ -16,10 +16,16 @@ from faststream import FastStream
 
 from toolsel.cli.running import NO_DATABASE, NO_STACK, USAGE, fail, operator_token, running_endpoints, settings
 from toolsel.contracts import HealthReply, subjects
+from toolsel.embedder import ModelUnavailable
+from toolsel.embedding_space import ModelMismatch
 from toolsel.settings import Settings
 from toolsel.stack import PROBE_S, running_stack, why_down
 
-app = typer.Typer()
+app = typer.Typer(pretty_exceptions_enable=False)
+"""Run as ``python -m toolsel.cli.services``, without the one-line errors of ``toolsel``'s own entry: an unexpected
+error is a plain traceback in the service's log, not a box of source cut to fit a terminal."""
+REFUSALS = (ModelMismatch, ModelUnavailable)
+"""Why a service refuses to start with these settings: said in one line, the fix in it, not as a traceback."""
 
 OWN_HEALTH_S = 5.0
 """How long ``--health`` waits for this host's copy to answer (compose gives the whole check 10 s)."""
@@ -77,14 +83,17 @@ def start_logging(current: Settings) -> None:
 
 def serve(create_app: Callable[[Settings], FastStream], service: str) -> None:
     """Build one service's app from the environment's settings (or the running stack's) and run it until it is
-    stopped."""
+    stopped; exit 1 with one line when it refuses to start (``REFUSALS``)."""
     from threadpoolctl import threadpool_limits
 
     current = service_settings(settings(), service)
     threadpool_limits(current.blas_threads, user_api="blas")
     start_logging(current)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    asyncio.run(create_app(current).run())
+    try:
+        asyncio.run(create_app(current).run())
+    except REFUSALS as refused:
+        fail(f"the {service} refuses to start: {refused}")
 
 
 @app.command()

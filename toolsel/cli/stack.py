@@ -32,12 +32,14 @@ from toolsel.cli.running import (
 from toolsel.client import ToolselClient
 from toolsel.contracts import HealthReply, subjects
 from toolsel.embedded import ADMIN_TOKEN_FILE, CREDENTIALS_FILE, login_url, redacted
+from toolsel.embedding_space import ModelMismatch
 from toolsel.render import console, errors, new_table, status_table
 from toolsel.stack import (
     AGENT,
     OPERATOR,
     Stack,
     StackRunning,
+    Unreachable,
     configured_endpoints,
     probe_stack,
     running_stack,
@@ -71,13 +73,17 @@ def _where(stack: Stack) -> Table:
 
 
 def _start(stack: Stack, doing: str) -> None:
-    """Start ``stack``; exit 1 with the reason when another stack runs on its home. Warn when its embedded NATS
-    could not have its kept port back: every identity's URL changed with it."""
+    """Start ``stack``; exit 1 with the reason when another stack runs on its home or the store holds another
+    model's vectors (before any service starts), ``NO_STACK`` naming the server when one the environment names does
+    not answer. Warn when its embedded NATS could not have its kept port back: every identity's URL changed with
+    it."""
     try:
         with console.status(doing):
             asyncio.run(stack.start())
-    except StackRunning as running:
-        fail(str(running))
+    except (StackRunning, ModelMismatch) as refused:
+        fail(str(refused))
+    except Unreachable as unreachable:
+        fail(str(unreachable), NO_STACK)
     if stack.nats is not None and stack.nats.moved_from is not None:
         warn(
             f"NATS's port {stack.nats.moved_from} was taken by another program: NATS is on {stack.nats.port} now"

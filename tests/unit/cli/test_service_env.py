@@ -29,6 +29,18 @@ def test_a_service_command_without_a_stack_names_toolsel_up_and_env(args: tuple[
     assert "`toolsel env" in done.stderr, done.stderr
 
 
+def test_up_in_a_shell_left_with_a_stopped_stacks_exports_names_the_url_and_the_exports_to_unset() -> None:
+    """It said only "FileNotFoundError: [Errno 2] No such file or directory" (the embedded PostgreSQL's socket)."""
+    done = _toolsel("up", **OPERATOR_ENV)
+    assert done.returncode == NO_STACK, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(
+        "error: cannot reach PostgreSQL at TOOLSEL_DATABASE_URL (postgresql://postgres:***@127.0.0.1:9/toolsel): "
+    ), line
+    assert "TOOLSEL_DATABASE_URL and TOOLSEL_NATS_URL name instead of the home's own: unset them" in line
+    assert "secret" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("user", ["agent", "selector"])
 def test_another_users_env_never_hands_out_the_operators_urls(user: str) -> None:
     done = _toolsel("env", "--user", user, **OPERATOR_ENV)

@@ -1,4 +1,5 @@
-"""Tool2Vec's pure part: the normalised mean of unit vectors; the packaged model's layout on disk."""
+"""Tool2Vec's pure part: the normalised mean of unit vectors; the packaged model's layout on disk; a model that
+cannot be loaded says why."""
 
 import math
 from pathlib import Path
@@ -6,7 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolsel.embedder import TOKENIZER_FILES, Embedder, _normalise, assemble_model_dir, mean_of_normalised
+from toolsel.embedder import (
+    TOKENIZER_FILES,
+    Embedder,
+    ModelUnavailable,
+    _normalise,
+    assemble_model_dir,
+    load_embedder,
+    mean_of_normalised,
+)
 
 
 def test_normalise_rows_to_unit_length() -> None:
@@ -98,3 +107,28 @@ def test_requests_embedded_together_get_the_vectors_each_gets_alone(tmp_path: Pa
     assert all(model.cached(query, parts) for query, parts in requests)
     for (query, parts), vectors in zip(requests, together, strict=True):
         assert np.allclose(np.vstack(vectors), np.vstack(alone.embed_request(query, parts)), atol=1e-5)
+
+
+def test_a_fastembed_model_not_in_the_cache_with_downloads_off_says_so_and_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As under compose (the image sets HF_HUB_OFFLINE=1): fastembed said only "Could not load model ... from any
+    source"."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailable) as refused:
+        load_embedder(
+            None,
+            tmp_path,
+            threads=1,
+            workers=1,
+            batch_size=8,
+            batch_tokens=512,
+            cache_size=0,
+            model_name="BAAI/bge-small-en-v1.5",
+            dim=384,
+        )
+    said = str(refused.value)
+    assert f"BAAI/bge-small-en-v1.5 is not in the model cache ({tmp_path / 'models'})" in said
+    assert "downloads are off (HF_HUB_OFFLINE=1" in said
+    assert "set TOOLSEL_MODEL_DIR" in said
+    assert "`toolsel indexer --switch-model` run with HF_HUB_OFFLINE unset" in said

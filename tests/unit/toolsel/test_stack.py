@@ -1,4 +1,5 @@
-"""A stack that fails to start says why: each dead service's exit code and the end of its log."""
+"""A stack that fails to start says why: each dead service's exit code and the end of its log, or before any
+service starts, the server the environment names that does not answer."""
 
 import asyncio
 import os
@@ -7,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,16 +16,19 @@ import pytest
 import yaml
 
 from toolsel import stack as stack_module
+from toolsel.embedded import EmbeddedPostgres
 from toolsel.settings import Settings
 from toolsel.stack import (
     START_LOG_LINES,
     TEMPORARY_STACK_START_S,
     Endpoints,
     Stack,
+    Unreachable,
     port_taken,
     rotated,
     stop_wait_s,
     temporary_stack,
+    why_unreachable,
 )
 
 COMPOSE = Path(__file__).parents[3] / "compose.yaml"
@@ -45,6 +50,70 @@ def test_a_failed_start_quotes_the_dead_services_exit_code_and_the_end_of_its_lo
     assert message.endswith(lines[-1])
     assert lines[-START_LOG_LINES] in message.splitlines()
     assert lines[-START_LOG_LINES - 1] not in message.splitlines()
+
+
+def _closed_port() -> int:
+    """A port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_a_stopped_stacks_exports_are_named_as_the_servers_it_cannot_reach_without_their_passwords(
+    tmp_path: Path,
+) -> None:
+    """`toolsel up` in a shell where `eval "$(toolsel env)"` had run against a stack since stopped said only
+    "FileNotFoundError: [Errno 2] No such file or directory"."""
+    with tempfile.TemporaryDirectory(prefix="gone-") as short:  # a socket's path is short (tmp_path's is not)
+        socket_dir = Path(short) / "pg"
+        gone = f"postgresql://postgres:secret@/toolsel?host={socket_dir}"
+        nats_url = f"nats://operator:secret@127.0.0.1:{_closed_port()}"
+        stack = Stack(Settings(home=tmp_path, nats_url=nats_url, database_url=gone))
+        try:
+            with pytest.raises(Unreachable) as refused:
+                asyncio.run(stack.start())
+        finally:
+            stack.stop()
+    said = str(refused.value)
+    assert said.startswith(
+        f"cannot reach PostgreSQL at TOOLSEL_DATABASE_URL (postgresql://postgres:***@/toolsel?host={socket_dir}):"
+        " FileNotFoundError: [Errno 2]"
+    )
+    assert "the servers that TOOLSEL_DATABASE_URL and TOOLSEL_NATS_URL name instead of the home's own" in said
+    assert "unset them" in said
+    assert "secret" not in said
+    assert not stack.services
+
+
+def test_a_nats_the_environment_names_that_does_not_answer_is_named_before_any_service_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def store_reached(self: Stack, database_url: str) -> None:
+        pass
+
+    monkeypatch.setattr(Stack, "check_store", store_reached)
+    monkeypatch.setattr(Stack, "start_services", lambda self: pytest.fail("a service was started"))
+    nats_url = f"nats://operator:secret@127.0.0.1:{_closed_port()}"
+    stack = Stack(Settings(home=tmp_path, nats_url=nats_url, database_url="postgresql://postgres@/toolsel"))
+    try:
+        with pytest.raises(Unreachable) as refused:
+            asyncio.run(stack.start())
+    finally:
+        stack.stop()
+    assert str(refused.value).startswith(
+        f"cannot reach NATS at TOOLSEL_NATS_URL ({nats_url.replace('secret', '***')}): no NATS server answers there."
+    )
+
+
+def test_one_export_is_named_alone_and_a_failure_of_the_homes_own_server_is_not_blamed_on_it(tmp_path: Path) -> None:
+    said = why_unreachable("NATS", "TOOLSEL_NATS_URL", "nats://agent:pw@host:4222", "why", ["TOOLSEL_NATS_URL"])
+    assert "(nats://agent:***@host:4222): why. toolsel uses the server that TOOLSEL_NATS_URL names" in said
+    assert "unset it to start the home's own" in said
+    stack = Stack(Settings(home=tmp_path, nats_url="nats://agent:pw@host:4222", database_url=None))
+    stack.postgres = EmbeddedPostgres(tmp_path / "pg")  # the home's own, started by the stack
+    with pytest.raises(FileNotFoundError), stack.reaching("PostgreSQL", "TOOLSEL_DATABASE_URL", "postgresql://x"):
+        raise FileNotFoundError(2, "No such file or directory")
 
 
 def test_a_stopping_service_is_given_its_shutdown_grace_and_the_margin_before_it_is_killed(
