@@ -114,6 +114,17 @@ class Settings(BaseSettings):
     select_concurrency: int = Field(default=8, ge=1)
     """Select requests a selector takes at once: while some wait for their embedding, the others (a repeated
     query, another's selection) go on."""
+    selects_held: int = Field(default=1024, ge=1)
+    """Select requests a selector takes off NATS at most, running or waiting their turn: past
+    ``select_concurrency`` they take turns across the senders' identities, so one identity's burst no longer holds
+    another's select until it ends, and a selection given its turn first lets up to this many requests waiting at
+    the NATS client come in. Past this many the rest wait at NATS, first come first served
+    (``toolsel.services.selector.app``). 1024: four identities' full waits (``select_waiting_per_scope``), a few KB
+    each."""
+    select_waiting_per_scope: int = Field(default=256, ge=1)
+    """Select requests one identity may have waiting at a selector; the next is refused at once (``rate_limited``).
+    256: about two seconds of a selector's work (some 130 selects a second on a busy 2-core box), well within the
+    client's default 10 s timeout: an identity with more in flight is told so at once rather than timing out."""
 
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)
@@ -161,6 +172,18 @@ class Settings(BaseSettings):
     """A tool this slow (median) gets half of the latency part of the performance score."""
     tier_order: list[str] = Field(default_factory=lambda: ["free", "open_source", "pro", "teams", "enterprise"])
     """Tiers from lowest to highest, for rules such as {"tier": {"gte": "teams"}}."""
+    user_history_users: int = Field(default=10_000, ge=1)
+    """Users whose own record with their tools (the ``user_history`` signal) a selector keeps in memory, all
+    tenants together. Past it, the least recent user of the tenant holding the most is forgotten: one tenant's
+    flood of users pushes out its own, and every tenant keeps up to an equal share. A user's record is about 110
+    bytes a tool: 70 MB at most with the defaults."""
+    user_history_tools: int = Field(default=64, ge=1)
+    """Tools kept in one user's record, the least recently called forgotten first (an outcome counts only the tools
+    its selection offered)."""
+    user_history_selections: int = Field(default=100_000, ge=1)
+    """Selections with a user whose outcome a selector awaits for that user's record, all tenants together, shared
+    out as the users are (250 bytes each, 600 offering 50 tools); an outcome of one forgotten counts in no one's
+    record (the learner still learns from it)."""
 
     # retrieval (seeds 002, 003)
     fusion: Literal["rrf", "scores", "zscore"] = "zscore"
@@ -678,11 +701,12 @@ ORDERED = (
     ("restart_backoff_s", "restart_backoff_max_s"),
     ("quarantine_release_after_s", "quarantine_release_max_s"),
     ("sync_max_bytes", "sync_staged_max_bytes"),
+    ("select_concurrency", "selects_held"),
 )
 """Pairs of settings whose first may not be above its second: a floor and its ceiling, the candidates and how
 deep exploration reaches past them, a first wait and the longest, a one-edit length and the two-edit one, and the
-largest sync and what one sender may hold staged (a sync between the two could never be staged whole). Otherwise
-one of them would be ignored in silence."""
+largest sync and what one sender may hold staged (a sync between the two could never be staged whole), the
+selects a selector runs at once and those it holds. Otherwise one of them would be ignored in silence."""
 
 
 class SettingsRefused(ValueError):

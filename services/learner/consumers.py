@@ -37,6 +37,7 @@ from nats.js.api import ConsumerConfig, ConsumerInfo
 from nats.js.errors import NotFoundError
 from pydantic import BaseModel, ValidationError
 
+from toolsel.batching import Batcher
 from toolsel.contracts import subjects
 from toolsel.contracts.events import Sent
 from toolsel.contracts.identity import Scope
@@ -53,7 +54,6 @@ from toolsel.messaging import (
     undecoded,
 )
 from toolsel.runtime import nats_url
-from toolsel.services.learner.batcher import Batcher
 from toolsel.services.learner.state import Applied, LearnerState, Marks
 from toolsel.settings import Settings
 from toolsel.tenancy import sender, tenant_for

@@ -12,10 +12,10 @@ import numpy.typing as npt
 from faststream.nats import NatsBroker
 from faststream.nats.publisher.usecase import LogicPublisher
 
+from toolsel.batching import Batcher
 from toolsel.contracts import UsageUpdated, subjects
 from toolsel.embedder import Embedder
 from toolsel.runtime import load_model
-from toolsel.services.learner.batcher import Batcher
 from toolsel.services.learner.degradation import DegradationPolicy
 from toolsel.services.learner.fitness import Multipliers
 from toolsel.services.learner.outcomes import OutcomeRules

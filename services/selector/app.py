@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +21,9 @@ from faststream import FastStream
 from faststream.nats import NatsRouter
 from faststream.nats.annotations import NatsMessage
 from faststream.nats.subscriber.usecases import LogicSubscriber
+from pydantic import ValidationError
 
+from toolsel.batching import Batcher
 from toolsel.contracts import (
     OutcomeEvent,
     PosteriorsUpdated,
@@ -34,12 +36,12 @@ from toolsel.contracts import (
     subjects,
 )
 from toolsel.contracts.identity import parse_scope
-from toolsel.embedder import Embedder
+from toolsel.embedder import Embedder, Matrix
 from toolsel.heap import freeze_start_up_heap, release_freed_memory
-from toolsel.messaging import add_health, events_stream, room, rpc_router
+from toolsel.messaging import add_health, events_stream, room, rpc_router, undecoded
 from toolsel.outbox import Outbox
 from toolsel.runtime import load_model, open_store, service_app, service_broker
-from toolsel.services.selector.batching import Batcher
+from toolsel.services.selector.admission import Admission
 from toolsel.services.selector.catalog import (
     Catalog,
     build_catalog,
@@ -80,6 +82,9 @@ class SelectorState:
     """Tools the periodic check found written or gone that the copy had not taken in: nearly always a missed
     registry broadcast (a write whose broadcast is still on its way counts too), so an operator sees NATS losing
     them."""
+    malformed_events: int = 0
+    """Selection and outcome events followed for the users' history that were not valid events, ignored (the
+    learner dead-letters them)."""
     reviews_version: tuple[int, int, int] | None = None
     """The review index's (entries, highest id, reviews) when last loaded: reloaded only when it changes."""
     reloading: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -90,7 +95,7 @@ class SelectorState:
     failing shared tool) costs one more reload, not one each."""
     embedding: ThreadPoolExecutor | None = None
     """Where queries are embedded before a selection (open while the app runs)."""
-    batcher: Batcher | None = None
+    batcher: Batcher[tuple[str, Sequence[str]], list[Matrix]] | None = None
     """What gathers the requests that arrive together into one model call (while the app runs, with a model)."""
 
     @property
@@ -153,12 +158,28 @@ def _requests(
 ) -> tuple[NatsRouter, LogicSubscriber[Any]]:
     """Select requests (a queue group: copies share them) and health, and the select subscriber (a stopping selector
     stops it first). A reply is cut to what one message of ``max_payload`` bytes (the NATS server's limit) carries,
-    less room for its headers."""
+    less room for its headers.
+
+    The subscriber takes up to ``selects_held`` requests off NATS at once, and ``admission`` lets
+    ``select_concurrency`` of them run, taking turns across the senders' identities (one's burst waits behind
+    its own requests, not another's), refusing an identity's requests past ``select_waiting_per_scope`` waiting;
+    a selection given its turn first lets the requests the NATS client holds for the subscriber come in (for as
+    many turns of the event loop as it takes to take in ``selects_held`` of them, two each). Past
+    ``selects_held`` the rest wait in the NATS client's buffer for this subscription, first come first served as
+    before; past that buffer's own bounds (nats-py's pending limits, 512k messages or 128 MiB) the client drops
+    them as a slow consumer and their requesters time out."""
     rpc = rpc_router()
+    settings = state.selector.settings
+    gate = Admission(
+        settings.select_concurrency,
+        settings.select_waiting_per_scope,
+        backlog=lambda: _waiting_at_nats(selects),
+        intake_turns=2 * settings.selects_held,
+    )
     selects = rpc.subscriber(
         subjects.any_scope(subjects.SELECT_ROOT),
         queue=subjects.SELECTOR_QUEUE,
-        max_workers=state.selector.settings.select_concurrency,
+        max_workers=settings.selects_held,
         title="select",
         description=(
             "Select the tools for a query, for the tenant of the sender's scope (the operator's names any); a bad"
@@ -168,13 +189,14 @@ def _requests(
 
     @selects
     async def select(request: SelectRequest, msg: NatsMessage) -> SelectReply:
-        started = time.perf_counter()
         scope = sender(msg.raw_message.subject, subjects.SELECT_ROOT)
         tenant = tenant_for(scope, request.tenant_id, "tenant_id" in request.model_fields_set)
         if tenant != request.tenant_id:
             request = request.model_copy(update={"tenant_id": tenant})
-        await _embed_ahead(state, request)
-        reply, event = state.selector.select(request, started)
+        async with gate.admitted(scope.token):
+            started = time.perf_counter()  # the reply's latency is the selection's own, as before, not its turn's
+            await _embed_ahead(state, request)
+            reply, event = state.selector.select(request, started)
         reply = fit(reply, room(max_payload()))
         state.selections += 1
         if not request.dry_run:  # published after the reply is on its way, never on its critical path
@@ -189,22 +211,29 @@ def _requests(
             "selections": state.selections,
             "selection_events_buffered": len(outbox.queue),
             "selection_events_dropped": outbox.dropped,
+            "malformed_events_ignored": state.malformed_events,
         }
 
     add_health(rpc, "selector", health)
     return rpc, selects
 
 
+def _waiting_at_nats(subscriber: LogicSubscriber[Any]) -> int:
+    """Requests the NATS client has received for ``subscriber`` and not yet handed to it (none before it subscribes,
+    nor under FastStream's test broker)."""
+    return int(getattr(getattr(subscriber, "subscription", None), "pending_msgs", 0))
+
+
 async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:
     """The request's query vectors, computed in a worker thread into the model's cache, with those of the requests
-    that arrive with it (``batching``): the model's milliseconds never hold the event loop, and requests in flight
-    share the cores. A failure is left to the selection, which
+    that arrive with it (``_embedding_batcher``): the model's milliseconds never hold the event loop, and requests
+    in flight share the cores. A failure is left to the selection, which
     embeds again and answers with BM25 alone, saying so."""
     queries = state.selector.to_embed(request)
     if not queries or state.batcher is None:
         return
     with contextlib.suppress(Exception):
-        await state.batcher.embed(queries[0], queries[1:])
+        await state.batcher.submit((queries[0], queries[1:]))
 
 
 def _broadcasts(state: SelectorState) -> NatsRouter:
@@ -231,19 +260,36 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
             await _refresh(state, "usage", _load_usage)
 
     # Core subscriptions to stream subjects: never reply, or the publisher would take the reply for the stream's ack.
+    # Their bodies are validated here (``undecoded``): a malformed event is counted and otherwise ignored, where
+    # FastStream logged a traceback of each in every selector; the learner dead-letters it.
     @router.subscriber(
-        subjects.SELECTION_EVENTS, no_reply=True, title="selections-seen", description="For each user's history."
+        subjects.SELECTION_EVENTS,
+        no_reply=True,
+        decoder=undecoded,
+        title="selections-seen",
+        description="For each user's history.",
     )
-    async def on_selection_seen(event: SelectionEvent) -> None:
+    async def on_selection_seen(msg: NatsMessage) -> None:
+        try:
+            event = SelectionEvent.model_validate_json(msg.body)
+        except ValidationError:
+            state.malformed_events += 1
+            return
         state.selector.history.record_selection(event)
 
     @router.subscriber(
         subjects.any_scope(subjects.OUTCOME_ROOT),
         no_reply=True,
+        decoder=undecoded,
         title="outcomes-seen",
         description="For each user's history.",
     )
-    async def on_outcome_seen(event: OutcomeEvent, msg: NatsMessage) -> None:
+    async def on_outcome_seen(msg: NatsMessage) -> None:
+        try:
+            event = OutcomeEvent.model_validate_json(msg.body)
+        except ValidationError:
+            state.malformed_events += 1
+            return
         scope = parse_scope(subjects.scope_of(msg.raw_message.subject, subjects.OUTCOME_ROOT))
         if scope is not None:
             state.selector.history.record_outcome(event, scope)
@@ -437,7 +483,7 @@ async def _start(state: SelectorState, settings: Settings) -> None:
     selector.embedder = embedder
     state.embedding = ThreadPoolExecutor(settings.embedding_workers, thread_name_prefix="embed")
     if embedder is not None:
-        state.batcher = Batcher(embedder, state.embedding, settings.embedding_workers, settings.embedding_batch_size)
+        state.batcher = _embedding_batcher(embedder, state.embedding, settings)
     await _load_registry(state)  # the catalog, its version and the rules
     sources: tuple[tuple[str, Load], ...] = (
         ("posteriors", _load_posteriors),
@@ -456,6 +502,22 @@ async def _start(state: SelectorState, settings: Settings) -> None:
         loop.create_task(_every(state, settings.tool_list_cache_ttl_s, "usage", _recheck_usage)),
         loop.create_task(_every(state, settings.review_index_refresh_s, "reviews", _load_reviews)),
     ]
+
+
+def _embedding_batcher(
+    embedder: Embedder, workers: Executor, settings: Settings
+) -> Batcher[tuple[str, Sequence[str]], list[Matrix]]:
+    """Requests' queries embedded together (``Embedder.embed_requests``), in the workers' threads, off the event loop.
+    Work-conserving: a request that finds a worker free goes to the model at once, alone (an idle selector adds no
+    wait); while every worker runs a batch, requests gather, and the first worker to finish takes them (at most
+    ``embedding_batch_size``) in one call, at the model's batch rate. Each request's vectors land in the model's
+    cache, where its selection finds them."""
+    return Batcher(
+        lambda requests: asyncio.get_running_loop().run_in_executor(workers, embedder.embed_requests, requests),
+        max_size=settings.embedding_batch_size,
+        max_wait_s=0,
+        max_in_flight=settings.embedding_workers,
+    )
 
 
 async def _stop(state: SelectorState) -> None:

@@ -35,7 +35,7 @@ class Selector:
     usage: UsageMemory = field(default_factory=UsageMemory)
     rules: list[Rule] = field(default_factory=list)
     reviews: ReviewIndex | None = None
-    history: UserHistory = field(default_factory=UserHistory)
+    history: UserHistory = field(init=False)
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     degraded_sources: set[str] = field(default_factory=set)
     """State that could not be refreshed (e.g. ``store`` while PostgreSQL is down): answers carry on from
@@ -55,6 +55,7 @@ class Selector:
         if self.settings.query_spelling:
             spelling.english()  # loaded now (half a second, once a process), not in the first misspelt request
         self._hot = pipeline.HotQueries(self.settings.retrieval_cache_size)
+        self.history = UserHistory(self.settings)
         weights = self.settings.fusion_weights
         self._counted = [
             name

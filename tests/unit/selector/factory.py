@@ -175,7 +175,7 @@ def rerank_context(cat: Catalog, **fields: Any) -> RerankContext:
         "last_success_s": np.full(n, np.nan),
         "vector": None,
         "reviews": None,
-        "user_history": UserHistory(),
+        "user_history": UserHistory(Settings()),
         "now_s": 0.0,
     }
     return RerankContext(**{**defaults, **fields})

@@ -3,6 +3,7 @@ model are stand-ins, the handlers, lifespan and refresh logic are the real ones.
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -18,17 +19,20 @@ from pgvector import Vector
 from tests.unit.selector.factory import DIM, AxisEmbedder, usage_record
 from toolsel.contracts import (
     HealthReply,
+    OutcomeEvent,
     PosteriorsUpdated,
     PosteriorUpdate,
     RegistryChanged,
     SelectionEvent,
     SelectReply,
     SelectRequest,
+    ToolCall,
     ToolState,
     ToolStateChanged,
     UsageUpdated,
     subjects,
 )
+from toolsel.contracts.selection import SelectedTool
 from toolsel.messaging import events_stream
 from toolsel.services.selector import app as selector_app
 from toolsel.services.selector.catalog import build_catalog
@@ -214,6 +218,7 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
         "selections": 2,
         "selection_events_buffered": 0,
         "selection_events_dropped": 0,
+        "malformed_events_ignored": 0,
     }
 
 
@@ -550,3 +555,43 @@ async def test_requests_that_arrive_while_the_model_is_busy_are_embedded_in_one_
     assert [r.tools[0].name for r in replies] == ["send_email"] * 3
     assert sorted(q for batch in batches for q in batch) == sorted(queries)
     assert len(batches) < len(queries)  # not one call each
+
+
+async def test_a_malformed_event_followed_for_the_users_history_changes_nothing_and_is_counted_without_a_traceback(
+    fake_store: FakeStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(nats_url="nats://in-memory:4222", thompson_sampling=False, rerank_weights={"user_history": 1})
+    app = selector_app.create_app(settings)  # no recorder of the selection events: it would refuse the malformed
+    made = SelectionEvent(
+        tenant_id="acme",
+        user_id="alice",
+        query="send an email",
+        tier="free",
+        context_key="free:*:general",
+        method="hybrid",
+        tools=[SelectedTool(plugin_id="p", name="send_email", rank=0, score=1.0)],
+        candidate_count=1,
+        latency_ms=1,
+        tokens_selected=1,
+        tokens_catalog=1,
+    )
+    bad_calls = json.dumps({"selection_id": str(made.selection_id), "calls": [{"name": "send_email"}]}).encode()
+    malformed = [b"{}", b"[]", b"\xff", b"{" * 2000, bad_calls]
+    async with TestNatsBroker(app.broker) as broker, TestApp(app):
+
+        async def alices_rate() -> float:
+            reply = await select(broker, query="send an email", k=1, tenant_id="acme", user_id="alice", dry_run=True)
+            return reply.tools[0].breakdown.user_history
+
+        await broker.publish(made, subjects.SELECTION_EVENTS)
+        with caplog.at_level(logging.DEBUG):
+            for body in malformed:
+                await broker.publish(body, subjects.OUTCOME_EVENTS)
+                await broker.publish(body, subjects.SELECTION_EVENTS)
+        assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING] == []
+        health = HealthReply.model_validate_json((await broker.request(None, subjects.health("selector"))).body)
+        assert health.details["malformed_events_ignored"] == 2 * len(malformed)
+        assert await alices_rate() == 0.0
+        called = ToolCall(plugin_id="p", name="send_email", success=True)
+        await broker.publish(OutcomeEvent(selection_id=made.selection_id, calls=[called]), subjects.OUTCOME_EVENTS)
+        assert await alices_rate() == 1.0  # her selection was still awaited, untouched by the malformed outcome

@@ -4,14 +4,16 @@ from uuid import uuid4
 
 from tests.unit.selector.factory import T, catalog, rerank_context
 from toolsel.contracts import OutcomeEvent, SelectionEvent, SelectRequest, ToolCall
+from toolsel.contracts.selection import SelectedTool
 from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.signals.user_history import USER_HISTORY
+from toolsel.settings import Settings
 
 CAT = catalog([T("a", "a", 0), T("b", "b", 1)])
 
 
 def _history(tenant: str = "acme") -> UserHistory:
-    history = UserHistory()
+    history = UserHistory(Settings())
     for success in (True, False):
         selection = uuid4()
         history.record_selection(
@@ -23,8 +25,8 @@ def _history(tenant: str = "acme") -> UserHistory:
                 tier="free",
                 context_key="c",
                 method="hybrid",
-                tools=[],
-                candidate_count=0,
+                tools=[SelectedTool(plugin_id="p", name=n, rank=i, score=1.0) for i, n in enumerate("ab")],
+                candidate_count=2,
                 latency_ms=0,
                 tokens_selected=0,
                 tokens_catalog=0,

@@ -1,0 +1,116 @@
+"""Fair admission of selections: at most ``running`` at once, and when one ends its permit goes to the next request
+round-robin across the senders' scopes, first come first served within a scope. One identity's burst then delays
+another identity's select by about one selection per scope waiting, where a shared first-come queue made it wait
+for the whole burst (docs/results.md, Fair selects).
+
+A scope may have ``per_scope`` requests waiting; the next is refused at once (``rate_limited``), so what one
+sender can make a selector hold is bounded whatever its rate. A request whose handler is cancelled (the subscriber
+stopping) leaves its place, and a permit handed to it as it gave up goes on to the next.
+
+Turns are shared only between the requests that have reached the gate. Selections run on the event loop, and the
+NATS client hands the subscriber one request every two turns of the loop (FastStream's own semaphore and stream
+each yield once), so while selections keep the loop busy a burst reaches the gate no faster than it is served, and
+a request behind it waits for the whole burst before it even reaches the gate. So a selection given a permit first
+lets the requests waiting at NATS (``backlog``) come in, for at most ``intake_turns`` turns of the loop: a burst is
+taken in (and its excess refused) in a fraction of the time it takes to serve, and another identity's request
+behind it gets its turn.
+"""
+
+import asyncio
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from toolsel.contracts import ErrorCode
+from toolsel.messaging import RequestError
+
+
+def nothing_waiting() -> int:
+    """No backlog: the requests reach the gate as they arrive."""
+    return 0
+
+
+class Admission:
+    """The permits of selections running at once, shared fairly between scopes (``Scope.token``)."""
+
+    def __init__(
+        self, running: int, per_scope: int, backlog: Callable[[], int] = nothing_waiting, intake_turns: int = 0
+    ) -> None:
+        self.free = running
+        """Permits no selection holds. Never above 0 while a request waits: a freed permit goes to a waiter."""
+        self.per_scope = per_scope
+        self.backlog = backlog
+        """Requests received and not yet at the gate (the NATS client's, for the subscriber)."""
+        self.intake_turns = intake_turns
+        """The most turns of the event loop a selection given a permit leaves to the backlog first."""
+        self.queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        """Scopes with requests waiting, in the order of their next turn; each scope's requests in arrival order."""
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a permit, of every scope."""
+        return sum(map(len, self.queues.values()))
+
+    @asynccontextmanager
+    async def admitted(self, scope: str) -> AsyncIterator[None]:
+        """Hold a permit for the body: at once when one is free, no one waits and nothing is left to take in (no
+        wait added to an idle selector), else at ``scope``'s turn. Raises ``RequestError`` (``rate_limited``) when
+        ``scope`` already has ``per_scope`` requests waiting."""
+        if self.free and not self.queues:
+            self.free -= 1
+        else:
+            await self._turn(scope)
+        try:
+            await self._taken_in()
+            yield
+        finally:
+            self._release()
+
+    async def _taken_in(self) -> None:
+        """Let the backlog reach the gate before the selection takes the event loop (at most ``intake_turns``)."""
+        for _ in range(self.intake_turns):
+            if not self.backlog():
+                return
+            await asyncio.sleep(0)
+
+    async def _turn(self, scope: str) -> None:
+        queue = self.queues.get(scope)
+        waiting = len(queue) if queue is not None else 0
+        if waiting >= self.per_scope:
+            raise RequestError(
+                ErrorCode.RATE_LIMITED,
+                f"{scope} has {waiting} selects waiting at this selector, the most one identity may:"
+                " send more once some are answered",
+            )
+        if queue is None:
+            queue = self.queues[scope] = deque()
+        turn = asyncio.get_running_loop().create_future()
+        queue.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.cancelled():
+                self._forget(scope, turn)
+            else:  # the permit was handed over as its requester gave up: the next one takes it
+                self._release()
+            raise
+
+    def _release(self) -> None:
+        """The permit to the first request of the scope whose turn it is, which then goes to the back of the round;
+        kept free when no one waits."""
+        while self.queues:
+            scope, queue = self.queues.popitem(last=False)
+            turn = queue.popleft()
+            if queue:
+                self.queues[scope] = queue
+            if not turn.done():  # one cancelled before it could leave its place is passed over
+                turn.set_result(None)
+                return
+        self.free += 1
+
+    def _forget(self, scope: str, turn: asyncio.Future[None]) -> None:
+        queue = self.queues.get(scope)
+        if queue is not None and turn in queue:
+            queue.remove(turn)
+            if not queue:
+                del self.queues[scope]
