@@ -570,6 +570,22 @@ class Settings(BaseSettings):
     so that wrong tokens are counted per client behind them. Empty: none is believed, so no caller names its own
     address; behind a proxy every client is the proxy's address."""
 
+    # server-side sessions of ``toolsel mcp`` (``toolsel.mcp.sessions``); their idle time is ``--session-ttl-s``
+    mcp_session_offers: int = Field(default=20, ge=1)
+    """Answers (``search_tools`` calls) one MCP session remembers, the oldest forgotten first: a review or outcome
+    counts for the latest of them that offered its tool (one of an older answer is refused as never offered), and
+    paging skips what they offered. Measured (tracemalloc): a kept answer of 20 tools takes about 650 B, of 200
+    (the most a reply holds) 3.5 kB, so a full session 13 kB, 77 kB with 200 tools an answer and its 200
+    rejections; each tool's names are kept once for all sessions (about 450 B a tool offered)."""
+    mcp_max_sessions: int = Field(default=1000, ge=1)
+    """MCP sessions kept per identity (over stdio, the process's), the least recently used ending first: at most
+    13 MB per identity at 20 tools an answer, 77 MB at 200 (``mcp_session_offers``)."""
+    mcp_max_sessions_total: int = Field(default=5000, ge=1)
+    """MCP sessions one ``toolsel mcp`` over HTTP keeps for all its identities together; past it idle ones end,
+    then the least recently used session of the identity holding the most, so one identity's flood ends its own
+    sessions, not another's. At most 65 MB at 20 tools an answer, 390 MB at 200, however many identities
+    (docs/results.md, MCP sessions)."""
+
     admin_token: str | None = None
     """The operators' credential: every admin request must carry it; unset, the admin API refuses everything."""
 

@@ -34,14 +34,6 @@ def mcp(
         str | None, typer.Option(help="stdio as the operator: the tenant whose tools the agents see (default)")
     ] = None,
     user: Annotated[str | None, typer.Option(help="stdio: the user id the selections are made for")] = None,
-    max_sessions: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            envvar="TOOLSEL_MCP_MAX_SESSIONS",
-            help="sessions kept, over HTTP each identity's (least recent go first)",
-        ),
-    ] = 1000,
     session_ttl_s: Annotated[
         float, typer.Option(min=1, envvar="TOOLSEL_MCP_SESSION_TTL_S", help="idle seconds before a session ends")
     ] = 3600.0,
@@ -61,9 +53,8 @@ def mcp(
             if own is not None and tenant not in (None, own):
                 fail(f"--tenant {tenant}: this identity serves its own tenant {own} only", USAGE)
             named = None if own is not None else tenant or DEFAULT_TENANT
-            toolshed = Toolshed(
-                connected, Sessions(max_sessions, session_ttl_s), tenant_id=named, user_id=user, gateway=gateway
-            )
+            sessions = Sessions(settings().mcp_max_sessions, session_ttl_s, settings().mcp_session_offers)
+            toolshed = Toolshed(connected, sessions, tenant_id=named, user_id=user, gateway=gateway)
             try:
                 await serve(create_server(toolshed, pins=pins), chosen)
             finally:
@@ -72,7 +63,7 @@ def mcp(
     async def http() -> None:
         tokens = IdentityTokens(settings())
         async with client(stay_connected=True) as operator:
-            toolsheds = PerIdentity(operator, tokens, max_sessions, session_ttl_s, gateway)
+            toolsheds = PerIdentity(operator, tokens, settings(), session_ttl_s, gateway)
             try:
                 server = create_server(toolsheds, tokens, f"http://{host}:{port}", pins=pins)
                 await serve(server, chosen, host, port, settings().mcp_trusted_proxies)

@@ -13,7 +13,7 @@ from starlette.requests import HTTPConnection
 from toolsel.client import ToolselClient
 from toolsel.identities import Identity, Verifier
 from toolsel.mcp.gateway import Gateway
-from toolsel.mcp.sessions import Sessions
+from toolsel.mcp.sessions import SessionPool, Sessions
 from toolsel.mcp.token_checks import TokenChecks
 from toolsel.mcp.toolshed import Toolshed, ToolshedError
 from toolsel.settings import Settings
@@ -61,12 +61,15 @@ class PerIdentity:
         self,
         client: ToolselClient,
         tokens: IdentityTokens,
-        max_sessions: int,
+        settings: Settings,
         session_ttl_s: float,
         gateway: Gateway | None = None,
     ):
         self.client, self.tokens, self.gateway = client, tokens, gateway
-        self.max_sessions, self.session_ttl_s = max_sessions, session_ttl_s
+        self.max_sessions, self.max_offers = settings.mcp_max_sessions, settings.mcp_session_offers
+        self.session_ttl_s = session_ttl_s
+        self.pool = SessionPool(settings.mcp_max_sessions_total)
+        """Every identity's sessions, bounded together (``mcp_max_sessions_total``)."""
         self.sheds: dict[Identity, Toolshed] = {}
 
     async def settled(self, timeout_s: float) -> None:
@@ -81,7 +84,7 @@ class PerIdentity:
         if identity not in self.sheds:
             self.sheds[identity] = Toolshed(
                 self.client.acting_as(identity.scope),
-                Sessions(self.max_sessions, self.session_ttl_s),
+                Sessions(self.max_sessions, self.session_ttl_s, self.max_offers, pool=self.pool),
                 user_id=identity.user_id,
                 tier=identity.tier,
                 role=identity.role,

@@ -330,7 +330,7 @@ class Toolshed:
             if current.last is None:
                 raise ToolshedError("none_of_these: this session was offered nothing yet")
             events.append(ReviewEvent(selection_id=current.last.selection_id, none_of_these=True))
-            rejected.extend(current.last.tools)
+            rejected.extend(current.last.refs())
         if not events:
             raise ToolshedError("reviews: give at least one review or none_of_these=true")
         for event in events:

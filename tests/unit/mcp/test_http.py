@@ -86,7 +86,7 @@ def served(tmp_path: Path) -> Iterator[tuple[TestClient, Any, dict[str, str]]]:
     bearers = {tenant: identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")}
     tokens = IdentityTokens(Settings(home=tmp_path))
     gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
-    server = create_server(PerIdentity(Stack(), tokens, 10, 600, gateway), tokens, URL)  # type: ignore[arg-type]
+    server = create_server(PerIdentity(Stack(), tokens, Settings(mcp_max_sessions=10), 600, gateway), tokens, URL)  # type: ignore[arg-type]
     with TestClient(http_app(server, "127.0.0.1"), base_url=URL) as client:
         yield client, server, bearers
 
@@ -98,7 +98,7 @@ def test_each_identity_calls_through_gateway_slots_of_its_own(tmp_path: Path) ->
     tokens = IdentityTokens(Settings(home=tmp_path))
     for bearer in bearers:
         tokens.verifier.verify(bearer)  # as the middleware does first
-    toolsheds = PerIdentity(Stack(), tokens, 10, 600, gateway)  # type: ignore[arg-type]
+    toolsheds = PerIdentity(Stack(), tokens, Settings(mcp_max_sessions=10), 600, gateway)  # type: ignore[arg-type]
 
     def slots_of(bearer: str) -> object:
         token = auth_context_var.set(AuthenticatedUser(AccessToken(token=bearer, client_id="agent", scopes=[])))

@@ -1,11 +1,14 @@
-"""MCP sessions: bounded by count and idle time; rejections and earlier pages are excluded from later answers."""
+"""MCP sessions: bounded by count, idle time, answers kept and across identities (the identity holding the most
+loses one first); rejections and earlier pages are excluded from later answers; a session's bytes stay within what
+the settings say."""
 
+import tracemalloc
 from uuid import uuid4
 
 import pytest
 
 from toolsel.contracts import ToolRef
-from toolsel.mcp.sessions import MAX_EXCLUDE, Sessions, UnknownSession
+from toolsel.mcp.sessions import MAX_EXCLUDE, SessionPool, Sessions, UnknownSession
 
 
 class Clock:
@@ -98,3 +101,87 @@ def test_offers_are_bounded() -> None:
     for page in range(1, 10):
         session.record(uuid4(), "q", page, refs(f"t{page}"))
     assert [o.page for o in session.offers] == [7, 8, 9]
+
+
+def test_a_session_that_keeps_one_answer_keeps_one() -> None:
+    session = Sessions(max_sessions=10, ttl_s=60, max_offers=1).open()
+    for page in range(1, 4):
+        session.record(uuid4(), "q", page, refs(f"t{page}"))
+    assert [o.page for o in session.offers] == [3]
+
+
+def test_a_tool_of_a_forgotten_answer_is_no_longer_known_by_its_name() -> None:
+    session = Sessions(max_sessions=10, ttl_s=60, max_offers=2).open()
+    first = uuid4()
+    session.record(first, "q", 1, refs("a", "b"))
+    session.record(uuid4(), "r", 1, refs("c"))
+    assert session.resolve("p__a") == refs("a")[0]
+    assert session.selection_of(refs("a")[0]) == first
+    session.record(uuid4(), "s", 1, refs("b"))
+    assert session.resolve("p__a") is None
+    assert session.resolve("p/a") is None
+    assert session.resolve("p__b") == refs("b")[0]
+
+
+def test_rejections_past_what_a_request_may_exclude_are_not_kept() -> None:
+    """Only the first ``MAX_EXCLUDE`` rejections were ever sent; the rest grew the session for nothing."""
+    session = Sessions(max_sessions=10, ttl_s=60).open()
+    rejected = refs(*(f"r{i}" for i in range(MAX_EXCLUDE + 50)))
+    session.reject(rejected[:10])
+    session.reject(rejected)
+    assert len(session.rejected) == MAX_EXCLUDE
+    assert session.exclude_for("q", 1) == rejected[:MAX_EXCLUDE]
+
+
+FULL_SESSION_BYTES = 20_000
+"""A full session at the defaults (``mcp_session_offers`` answers of 20 tools, for 2,000-character queries), with
+room over the 13 kB measured (the settings' docstrings): before, 1.45 MB (100 answers of 20 ``ToolRef``s and their
+queries)."""
+
+
+def test_a_full_session_at_the_defaults_stays_within_its_measured_bytes() -> None:
+    catalog = [ToolRef(plugin_id=f"plugin-{i % 7}", name=f"tool_{i}") for i in range(100)]
+    sessions = Sessions(max_sessions=100, ttl_s=60)
+
+    def fill(count: int) -> None:
+        for _ in range(count):
+            session = sessions.open()
+            for answer in range(100):
+                query = f"{answer} " + "x" * 1995
+                session.record(uuid4(), query, 1, catalog[(answer % 5) * 20 : (answer % 5) * 20 + 20])
+
+    tracemalloc.start()
+    try:
+        fill(30)  # the catalog's names and the interpreter's free lists (2,000 tuples a size), once for all
+        before = tracemalloc.get_traced_memory()[0]
+        fill(5)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown / 5 < FULL_SESSION_BYTES
+
+
+def test_sessions_of_all_identities_are_bounded_together_and_a_flood_ends_its_own() -> None:
+    pool = SessionPool(5)
+    flood, quiet = Sessions(100, 60, pool=pool), Sessions(100, 60, pool=pool)
+    kept = [quiet.open(), quiet.open()]
+    opened = []
+    for _ in range(20):
+        opened.append(flood.open())
+        assert len(pool) <= 5
+    assert [quiet.find(s.id) for s in kept] == kept
+    assert [s.id for s in opened if flood.find(s.id) is not None] == [s.id for s in opened[-3:]]
+
+
+def test_idle_sessions_end_before_a_busy_identity_loses_one() -> None:
+    clock = Clock()
+    pool = SessionPool(3)
+    busy, idle = Sessions(100, 60, clock=clock, pool=pool), Sessions(100, 60, clock=clock, pool=pool)
+    gone = idle.open()
+    clock.now = 30
+    first = busy.open()
+    clock.now = 70  # the idle identity's session is past its TTL, nobody asked for it since
+    second, third = busy.open(), busy.open()
+    assert len(pool) == 3
+    assert [busy.find(s.id) for s in (first, second, third)] == [first, second, third]
+    assert idle.find(gone.id) is None
