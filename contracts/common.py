@@ -185,7 +185,9 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"
     RATE_LIMITED = "rate_limited"
-    """Too many failed attempts from one caller: wait as the message says, then try again."""
+    """Refused for now, not for what the request says: a caller past its failed sign-ins or wrong MCP bearer tokens
+    (HTTP 429), or an identity with as many selects waiting at a selector as it may have. Back off (as long as the
+    message or ``Retry-After`` says, if it does), then send it again."""
     INTERNAL = "internal"
 
 

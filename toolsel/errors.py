@@ -37,7 +37,10 @@ class NotPermitted(ToolselError):
 
 
 class TooManyAttempts(NotPermitted):
-    """Refused before its credential was even checked: the caller failed too often lately (wait, then retry)."""
+    """``rate_limited``: refused for now, whatever the request says. The caller failed to sign in too often lately
+    (a wrong admin or MCP bearer token, HTTP 429), or its identity already has as many selects waiting at a
+    selector as it may (``TOOLSEL_SELECT_WAITING_PER_SCOPE``). Back off, then retry: the message says for how long
+    where a wait is known; for selects, once some of the identity's others are answered."""
 
 
 class NotFound(ToolselError):

@@ -233,22 +233,24 @@ async def _decoded_or_raw(msg: StreamMessage[Any], original: Callable[[StreamMes
 
 
 def _rpc_errors() -> ExceptionMiddleware:
+    """Each failure as its typed error reply. The handlers are coroutines: FastStream runs a plain function's in its
+    thread pool, so a burst's ``rate_limited`` refusals each cost a thread hop (docs/results.md, Fair selects)."""
     handlers = ExceptionMiddleware()
 
     @handlers.add_handler(ValidationError, publish=True)
-    def _invalid(exc: ValidationError) -> ErrorReply:
+    async def _invalid(exc: ValidationError) -> ErrorReply:
         return validation_reply(exc)
 
     @handlers.add_handler(RequestError, publish=True)
-    def _refused(exc: RequestError) -> ErrorReply:
+    async def _refused(exc: RequestError) -> ErrorReply:
         return ErrorReply(error=exc.detail)
 
     @handlers.add_handler(RecursionError, publish=True)
-    def _too_deep(exc: RecursionError) -> ErrorReply:
+    async def _too_deep(exc: RecursionError) -> ErrorReply:
         return ErrorReply(error=ErrorDetail(code=ErrorCode.INVALID_REQUEST, message=TOO_DEEP))
 
     @handlers.add_handler(Exception, publish=True)
-    def _internal(exc: Exception) -> ErrorReply:
+    async def _internal(exc: Exception) -> ErrorReply:
         log.error("request failed", exc_info=exc)
         return ErrorReply(error=ErrorDetail(code=ErrorCode.INTERNAL, message=type(exc).__name__))
 

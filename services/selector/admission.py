@@ -45,6 +45,8 @@ class Admission:
         """The most turns of the event loop a selection given a permit leaves to the backlog first."""
         self.queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         """Scopes with requests waiting, in the order of their next turn; each scope's requests in arrival order."""
+        self.refused = 0
+        """Requests refused (``rate_limited``) since the start, for the selector's health."""
 
     @property
     def waiting(self) -> int:
@@ -77,6 +79,7 @@ class Admission:
         queue = self.queues.get(scope)
         waiting = len(queue) if queue is not None else 0
         if waiting >= self.per_scope:
+            self.refused += 1
             raise RequestError(
                 ErrorCode.RATE_LIMITED,
                 f"{scope} has {waiting} selects waiting at this selector, the most one identity may:"

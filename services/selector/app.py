@@ -212,6 +212,8 @@ def _requests(
             "selection_events_buffered": len(outbox.queue),
             "selection_events_dropped": outbox.dropped,
             "malformed_events_ignored": state.malformed_events,
+            "selects_waiting": gate.waiting,
+            "selects_refused": gate.refused,
         }
 
     add_health(rpc, "selector", health)

@@ -69,6 +69,7 @@ async def test_a_scope_past_its_waiting_bound_is_refused_at_once_and_others_stil
     assert isinstance(refused, RequestError)
     assert refused.detail.code is ErrorCode.RATE_LIMITED
     assert "2 selects waiting" in refused.detail.message
+    assert gate.refused == 1  # counted for the selector's health
     tasks += await queued(run(gate, "t.victim.v", "v1", order))  # the bound is the scope's, not the selector's
     assert gate.waiting == 3
     hold.set()

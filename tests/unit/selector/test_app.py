@@ -219,6 +219,8 @@ async def test_the_selection_event_is_published_unless_a_dry_run(
         "selection_events_buffered": 0,
         "selection_events_dropped": 0,
         "malformed_events_ignored": 0,
+        "selects_waiting": 0,
+        "selects_refused": 0,
     }
 
 
@@ -555,6 +557,50 @@ async def test_requests_that_arrive_while_the_model_is_busy_are_embedded_in_one_
     assert [r.tools[0].name for r in replies] == ["send_email"] * 3
     assert sorted(q for batch in batches for q in batch) == sorted(queries)
     assert len(batches) < len(queries)  # not one call each
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(
+            nats_url="nats://in-memory:4222", thompson_sampling=False, select_concurrency=1, select_waiting_per_scope=1
+        )
+    ],
+)
+async def test_a_select_past_its_identitys_waiting_bound_is_refused_and_counted_in_the_health(
+    broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding, release = threading.Event(), threading.Event()
+    embed_requests = ThreadedEmbedder.embed_requests
+
+    def held(self: ThreadedEmbedder, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[Any]]:
+        """The model, held on the first request (the one selection running) until the test lets it go."""
+        if any("slow" in query for query, _ in requests):
+            holding.set()
+            assert release.wait(10)
+        return embed_requests(self, requests)
+
+    async def health() -> dict[str, Any]:
+        asked = await broker.request(None, subjects.health("selector"), timeout=REPLY_WAIT_S)
+        return HealthReply.model_validate_json(asked.body).details
+
+    monkeypatch.setattr(ThreadedEmbedder, "embed_requests", held)
+    running = asyncio.create_task(select(broker, query="a slow email to Oslo", k=1, dry_run=True))
+    assert await asyncio.to_thread(holding.wait, 10)  # it holds the one turn from here on
+    waiting = asyncio.create_task(select(broker, query="send an email to Bergen", k=1, dry_run=True))
+    for _ in range(100):  # until it waits at the gate (the in-memory broker's requests never yield to it)
+        await asyncio.sleep(0.01)
+        if (await health())["selects_waiting"] == 1:
+            break
+    response = await broker.request(SelectRequest(query="an email", k=1, dry_run=True), subjects.SELECT)
+    assert json.loads(response.body)["error"]["code"] == "rate_limited"
+    details = await health()
+    release.set()
+    assert (details["selects_waiting"], details["selects_refused"]) == (1, 1)
+    replies = await asyncio.wait_for(asyncio.gather(running, waiting), 5)
+    assert [r.tools[0].name for r in replies] == ["send_email"] * 2
+    details = await health()
+    assert (details["selects_waiting"], details["selects_refused"]) == (0, 1)
 
 
 async def test_a_malformed_event_followed_for_the_users_history_changes_nothing_and_is_counted_without_a_traceback(

@@ -2,14 +2,17 @@
 telling the server its message is in progress; a service's health is asked of any copy or of one."""
 
 import asyncio
+import json
 import socket
+import threading
 from typing import Any
 
 import pytest
 from faststream.nats import NatsBroker, TestNatsBroker
 from pydantic import BaseModel, ValidationError
 
-from toolsel.contracts import ErrorCode, HealthReply, PluginSync, SelectRequest, subjects
+from toolsel import messaging
+from toolsel.contracts import ErrorCode, ErrorReply, HealthReply, PluginSync, SelectRequest, subjects
 from toolsel.messaging import (
     DOCUMENTED_INSTANCE,
     RequestError,
@@ -87,6 +90,32 @@ def test_request_error_carries_a_typed_detail() -> None:
         "no such tool",
         "name",
     )
+
+
+async def test_a_refusal_is_answered_from_the_event_loop_without_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A burst's excess selects are refused at once (``rate_limited``): each reply built in FastStream's thread pool,
+    as a plain function's handler is, cost a thread hop while the burst was being taken in."""
+    built_in: list[str] = []
+
+    class Recorded(ErrorReply):
+        def __init__(self, **fields: Any) -> None:
+            built_in.append(threading.current_thread().name)
+            super().__init__(**fields)
+
+    monkeypatch.setattr(messaging, "ErrorReply", Recorded)
+    broker, router = NatsBroker(), rpc_router()
+
+    @router.subscriber("refusing")
+    async def refusing(body: dict[str, Any]) -> None:
+        raise RequestError(ErrorCode.RATE_LIMITED, "too many waiting")
+
+    broker.include_router(router)
+    async with TestNatsBroker(broker) as connected:
+        reply = await connected.request({}, "refusing", timeout=5)
+    assert json.loads(reply.body)["error"]["code"] == "rate_limited"
+    assert built_in == [threading.current_thread().name]
 
 
 class Progress:
