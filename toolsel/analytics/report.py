@@ -16,6 +16,10 @@ from toolsel.analytics import metrics
 
 HEATMAP_TOOLS = 25
 """Rows of the heatmap: the most selected tools."""
+HEATMAP_PAGES = 12
+"""Columns of the heatmap: the pages those tools were most selected on; the rest are summed in one column (a
+history of pages that vary drew a figure as wide as their count, which took minutes to render)."""
+OTHER_PAGES = "(other pages)"
 
 
 def png(figure: Figure) -> str:
@@ -26,22 +30,25 @@ def png(figure: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def heatmap_grid(cells: pl.DataFrame) -> pl.DataFrame:
+    """The heatmap's cells (tool, page, count) as a grid, a column a page: the most selected tools on their most
+    selected pages, and their selections on any other page in one column."""
+    shown, others = metrics.bounded(cells, HEATMAP_TOOLS, HEATMAP_PAGES)
+    columns = shown.with_columns(pl.col("page").replace("", "(none)"))
+    if others.height:
+        columns = pl.concat([columns, others.select("tool", pl.lit(OTHER_PAGES).alias("page"), "count")])
+    return columns.pivot(on="page", index="tool", values="count").fill_null(0).sort("tool")
+
+
 def heatmap_png(cells: pl.DataFrame) -> str:
-    """Tool x page selection counts as a colour grid."""
-    top = cells.group_by("tool").agg(pl.col("count").sum()).sort("count", descending=True).head(HEATMAP_TOOLS)
-    grid = (
-        cells.filter(pl.col("tool").is_in(top["tool"].to_list()))
-        .with_columns(pl.col("page").replace("", "(none)"))
-        .pivot(on="page", index="tool", values="count")
-        .fill_null(0)
-        .sort("tool")
-    )
+    """Tool x page selection counts as a colour grid (``heatmap_grid``)."""
+    grid = heatmap_grid(cells)
     pages = [c for c in grid.columns if c != "tool"]
     figure, axes = plt.subplots(figsize=(max(4.0, 1.2 * len(pages) + 3), max(2.5, 0.35 * grid.height + 1.5)))
     if grid.height:
         image = axes.imshow(grid.select(pages).to_numpy(), cmap="viridis", aspect="auto")
         figure.colorbar(image, ax=axes, label="selections")
-    axes.set_xticks(range(len(pages)), pages, rotation=30, ha="right")
+    axes.set_xticks(range(len(pages)), [page[:40] for page in pages], rotation=30, ha="right")
     axes.set_yticks(range(grid.height), grid["tool"].to_list())
     axes.set_title("Tool x page: how often each tool was selected")
     return png(figure)
