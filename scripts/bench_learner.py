@@ -96,7 +96,7 @@ def _selections(rng: random.Random, count: int, tools: int) -> list[SelectionEve
     ]
 
 
-def _reviews(rng: random.Random, selections: list[SelectionEvent], count: int) -> list[ReviewEvent]:
+def _reviews(selections: list[SelectionEvent], count: int) -> list[ReviewEvent]:
     return [
         ReviewEvent(
             selection_id=selection.selection_id,
@@ -105,14 +105,14 @@ def _reviews(rng: random.Random, selections: list[SelectionEvent], count: int) -
                 for t in selection.tools
             ],
         )
-        for selection in (rng.choice(selections) for _ in range(count))
+        for selection in (selections[i % len(selections)] for i in range(count))
     ]
 
 
 def _outcomes(rng: random.Random, selections: list[SelectionEvent], count: int) -> list[OutcomeEvent]:
     events = []
-    for _ in range(count):
-        selection = rng.choice(selections)
+    for i in range(count):
+        selection = selections[i % len(selections)]
         first, second = selection.tools[0], selection.tools[1]
         calls = [ToolCall(plugin_id=PLUGIN, name=first.name, success=rng.random() < 0.8, latency_ms=rng.random() * 900)]
         if rng.random() < 0.5:
@@ -131,9 +131,10 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int, reviewed
             PLUGIN,
         )
         rng = random.Random(7)
-        selections = _selections(rng, 2000, 200)
+        bound = settings.reviews_per_selection_max if reviewed else settings.outcomes_per_selection_max
+        selections = _selections(rng, max(2000, -(-events // bound)), 200)  # none past its bound: all are applied
         await insert_selections(pool, selections)
-        made = _reviews(rng, selections, events) if reviewed else _outcomes(rng, selections, events)
+        made = _reviews(selections, events) if reviewed else _outcomes(rng, selections, events)
         batches = [made[i : i + batch] for i in range(0, len(made), batch)]
         gc.freeze()  # the pre-built events are the benchmark's, not the learner's: keep the collector off them
 
@@ -149,7 +150,15 @@ async def _measure(dsn: str, events: int, batch: int, concurrency: int, reviewed
         async def worker(mine: list[list[Any]]) -> None:
             for events in mine:
                 if reviewed:
-                    await apply_reviews(pool, events, embed, multipliers, settings.review_merge_similarity, rules.usage)
+                    await apply_reviews(
+                        pool,
+                        events,
+                        embed,
+                        multipliers,
+                        settings.review_merge_similarity,
+                        rules.usage,
+                        per_selection=settings.reviews_per_selection_max,
+                    )
                 else:
                     await apply_outcomes(pool, events, rules, policy, embed)
 

@@ -426,6 +426,23 @@ class Settings(BaseSettings):
     """Deliveries of an event that fails alone (not for want of a server) before it is dead-lettered."""
     failed_event_delay_s: float = Field(default=1.0, ge=0.0)
     """Redelivery delay of an event whose batch (or sync) failed."""
+    orphans_per_sender_max: int = Field(default=100, ge=1)
+    """Events of one sender a learner holds waiting for what they refer to (an outcome's selection, feedback's
+    tool); past it one is dead-lettered at once unless that may still be in the learner's backlog. Held events take
+    the consumer's slots, which all tenants share: 9,000 outcomes of made-up selections held a victim's outcome
+    49.9 s. An outcome trails its selection by milliseconds, so an agent has a few waiting at most."""
+    outcomes_per_selection_max: int = Field(default=48, ge=1)
+    """Outcomes one sender may store per selection; more are dead-lettered. The MCP gateway reports every call it
+    proxies as an outcome of its own, so an agent working on with what one search found sends one per call; at the
+    default k (7) every call that can still count (3 successes and 3 failures per tool: the credits) fits."""
+    reviews_per_selection_max: int = Field(default=8, ge=1)
+    """Review events one sender may store per selection (each logs a verdict per offered tool); more are
+    dead-lettered. 8: a review of each of the default k (7) tools on its own, and a "none of these"."""
+    outcome_error_max_chars: int = Field(default=256, ge=0)
+    """Characters of a call's error text an outcome stores (enough for its first line); the rest is cut."""
+    feedback_kept_per_sender: int = Field(default=20, ge=1)
+    """A sender's latest ratings kept per tool and tenant, older ones dropped (and taken out of the tool's average
+    rating): what the dashboard's feedback list shows, and one identity's flood weighs as this many ratings."""
 
     # caches (seed 000 section 4.3)
     policy_cache_ttl_s: float = Field(default=30.0, gt=0)

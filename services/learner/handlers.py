@@ -22,7 +22,7 @@ from toolsel.messaging import dead_letter
 from toolsel.services.learner.broadcast import announce, publish_posteriors, publish_usage
 from toolsel.services.learner.consumers import EventKind
 from toolsel.services.learner.feedback import apply_feedback
-from toolsel.services.learner.outcomes import apply_outcomes, not_owner
+from toolsel.services.learner.outcomes import apply_outcomes, not_owner, past_limit
 from toolsel.services.learner.reviews import apply_reviews
 from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.store import events
@@ -55,23 +55,33 @@ async def outcomes(state: LearnerState, batch: Sequence[OutcomeEvent]) -> list[A
     await publish_usage(state, result.usage)
     await announce(state, result.transitions)
     await refuse(state, "outcome", result.refused, not_owner)
+    limit = state.rules.per_selection
+    await refuse(state, "outcome", result.over_limit, lambda e: past_limit(e, "outcomes", limit))
     return _applied(batch, result.unknown_selection)
 
 
 async def reviews(state: LearnerState, batch: Sequence[ReviewEvent]) -> list[Applied]:
     s = state.settings
+    limit = s.reviews_per_selection_max
     result = await apply_reviews(
-        state.pool, batch, state.embed, state.multipliers, s.review_merge_similarity, state.rules.usage
+        state.pool,
+        batch,
+        state.embed,
+        state.multipliers,
+        s.review_merge_similarity,
+        state.rules.usage,
+        per_selection=limit,
     )
     state.counters.reviews += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
     await publish_usage(state, result.usage)
     await refuse(state, "review", result.refused, not_owner)
+    await refuse(state, "review", result.over_limit, lambda e: past_limit(e, "reviews", limit))
     return _applied(batch, result.unknown_selection)
 
 
 async def feedback(state: LearnerState, batch: Sequence[FeedbackEvent]) -> list[Applied]:
-    result = await apply_feedback(state.pool, batch)
+    result = await apply_feedback(state.pool, batch, state.settings.feedback_kept_per_sender)
     state.counters.feedback += len(result.applied)
     state.counters.duplicates += len(result.duplicates)
     await refuse(state, "feedback", result.refused, lambda e: f"tool {e.key} is not visible to tenant {e.tenant_id}")

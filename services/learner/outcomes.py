@@ -7,10 +7,15 @@ failing for one tenant is quarantined for that tenant alone; one actor's success
 count at most ``learning_credits_per_actor`` times per tool. An outcome counts only when it comes from the
 identity that made its selection (or the operator); another's is refused. What each row becomes is computed
 here (pure); the store writes it.
+
+What is stored is bounded per sender, so that one tenant cannot fill the store (one selection took 21.6 MB of 50
+outcomes of 200 calls to made-up tools, each with 2,000 characters of error): an outcome keeps only the calls that
+count (``offered_only``), each error cut to ``OutcomeRules.error_chars``, and one sender stores at most
+``OutcomeRules.per_selection`` outcomes of one selection; past that the outcome is dead-lettered (``within``).
 """
 
-from collections import defaultdict
-from collections.abc import Container, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -37,13 +42,17 @@ POSTERIOR_LIST = TypeAdapter(list[PosteriorUpdate])
 @dataclass(frozen=True)
 class OutcomeRules:
     """How outcomes move what is learnt: the Beta prior, the reward model, forgetting, and the usage memory's rules
-    (with the bound per actor, which reviews share)."""
+    (with the bound per actor, which reviews share); and how much of them is stored."""
 
     prior_alpha: float
     prior_beta: float
     not_called_penalty: float
     discount: float
     usage: UsageRules
+    per_selection: int
+    """Outcomes one sender stores per selection (``within``)."""
+    error_chars: int
+    """Characters of a call's error text stored (``cut_errors``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "OutcomeRules":
@@ -53,6 +62,8 @@ class OutcomeRules:
             settings.not_called_penalty,
             settings.posterior_discount,
             UsageRules.from_settings(settings),
+            settings.outcomes_per_selection_max,
+            settings.outcome_error_max_chars,
         )
 
 
@@ -63,6 +74,8 @@ class OutcomeResult:
     unknown_selection: list[UUID] = field(default_factory=list)
     refused: list[OutcomeEvent] = field(default_factory=list)
     """Outcomes of selections another identity made: counted nowhere, dead-lettered."""
+    over_limit: list[OutcomeEvent] = field(default_factory=list)
+    """Outcomes past their sender's bound on their selection (``within``): stored nowhere, dead-lettered."""
     posteriors: list[PosteriorUpdate] = field(default_factory=list)
     transitions: list[ToolStateChanged] = field(default_factory=list)
     usage: UsageUpdated | None = None
@@ -160,6 +173,44 @@ def not_owner(event: Referring) -> str:
     return f"selection {event.selection_id} was made by another identity than {event.sender.token}"
 
 
+Stored = tuple[UUID, UUID, str | None]
+"""An outcome or review stored about a selection: its event id, the selection's id and its sender (None: stored
+before senders were)."""
+
+
+def within(batch: Sequence[Ev], stored: Iterable[Stored], limit: int) -> tuple[list[Ev], list[Ev]]:
+    """The events to store, in order, and those past the bound: one sender stores at most ``limit`` events about
+    one selection, counting those ``stored`` already. A copy of a stored event is kept (the store recognises it as
+    a duplicate: counted once, never refused)."""
+    counts = Counter((selection_id, sender) for _, selection_id, sender in stored)
+    known = {event_id for event_id, _, _ in stored}
+    kept: list[Ev] = []
+    over: list[Ev] = []
+    for event in batch:
+        key = (event.selection_id, event.sender.token)
+        if event.event_id in known:
+            kept.append(event)
+        elif counts[key] < limit:
+            counts[key] += 1
+            kept.append(event)
+        else:
+            over.append(event)
+    return kept, over
+
+
+async def bounded(conn: asyncpg.Connection, lock: int, batch: Sequence[Ev], limit: int) -> tuple[list[Ev], list[Ev]]:
+    """``within`` the batch's selections as stored, held (``lock``: ``events.OUTCOMES_LOCK`` or ``REVIEWS_LOCK``)
+    until commit, so that concurrent batches do not both take a selection's last place."""
+    ids = sorted({e.selection_id for e in batch})
+    await events.lock_selections(conn, lock, ids)
+    return within(batch, await events.stored_about(conn, lock, ids), limit)
+
+
+def past_limit(event: Referring, what: str, limit: int) -> str:
+    """Why an event past its sender's bound on its selection is not stored."""
+    return f"{event.sender.token} already stored {limit} {what} of selection {event.selection_id}: no more are kept"
+
+
 def teachable(selection: Mapping[str, Any], tools: Mapping[str, Registered]) -> list[str]:
     """The selection's tools, in rank order, that exist and its tenant may see: the only ones it can teach."""
     tenant = selection["tenant_id"]
@@ -183,6 +234,22 @@ def offered_only(
         offered = set(teachable(selections[event.selection_id], tools))
         calls = [c for c in event.calls if c.key in offered]
         result.append(event if len(calls) == len(event.calls) else event.model_copy(update={"calls": calls}))
+    return result
+
+
+def cut_errors(batch: Sequence[OutcomeEvent], chars: int) -> list[OutcomeEvent]:
+    """The outcomes with each call's error text cut to ``chars`` characters (what is stored: no reader needs the
+    whole of a 2,000-character error)."""
+    result = []
+    for event in batch:
+        if all(c.error is None or len(c.error) <= chars for c in event.calls):
+            result.append(event)
+            continue
+        calls = [
+            c if c.error is None or len(c.error) <= chars else c.model_copy(update={"error": c.error[:chars]})
+            for c in event.calls
+        ]
+        result.append(event.model_copy(update={"calls": calls}))
     return result
 
 
@@ -499,9 +566,11 @@ async def apply_outcomes(
     """Store new outcomes and move posteriors, quality, tool health and usage memory, in one transaction.
 
     An outcome whose selection is not stored yet is left out (the caller redelivers it later: events may
-    arrive out of order); one already stored is a duplicate and changes nothing. The queries that may teach
-    (``taught_with`` a success on an offered tool) are embedded first, in one batch, outside the transaction; a
-    model that fails whatever it is given fails the batch as transient (``usage.embedded``): nothing is stored.
+    arrive out of order); one already stored is a duplicate and changes nothing; one past its sender's bound on
+    the selection is not stored (``over_limit``). What is stored is what counts: the calls to offered tools, their
+    errors cut. The queries that may teach (``taught_with`` a success on an offered tool) are embedded first, in
+    one batch, outside the transaction; a model that fails whatever it is given fails the batch as transient
+    (``usage.embedded``): nothing is stored.
     """
     result = OutcomeResult()
     known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
@@ -509,16 +578,11 @@ async def apply_outcomes(
         return result
     known = not_after(known, datetime.now(UTC))
     tools = await learning.registered(pool, [k for e in known for k in selections[e.selection_id]["keys"]])
-    queries = sorted(
-        {
-            taught_with(selections[e.selection_id], c.key)
-            for e in offered_only(known, selections, tools)
-            for c in e.calls
-            if c.success
-        }
-    )
+    known = cut_errors(offered_only(known, selections, tools), rules.error_chars)
+    queries = sorted({taught_with(selections[e.selection_id], c.key) for e in known for c in e.calls if c.success})
     vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
+        known, result.over_limit = await bounded(conn, events.OUTCOMES_LOCK, known, rules.per_selection)
         fresh, repeated = split_inserted(known, await events.insert_outcomes(conn, known))
         result.applied = [e.event_id for e in fresh]
         result.duplicates = [e.event_id for e in repeated]

@@ -3,8 +3,10 @@
 
 Only verdicts on tools the selection offered, and that its tenant may see, count. One actor's reviews teach a
 tool's usage memory at most ``learning_credits_per_actor`` times per tenant, as its outcomes do (``credited``):
-a flood of verdicts from one session moves a tool a bounded amount. Every verdict is still logged and indexed:
-that history is append-only, and the fitness multipliers bound what it weighs."""
+a flood of verdicts from one session moves a tool a bounded amount. Every verdict of a stored review is logged and
+indexed: that history is append-only, and the fitness multipliers bound what it weighs. One sender stores at most
+``per_selection`` reviews of one selection (each logs a query vector per offered tool: 100 "none of these" of one
+selection took 6.8 MB); past that a review is dead-lettered (``outcomes.within``)."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ import asyncpg
 from toolsel.contracts import ReviewEvent, UsageUpdated, Verdict
 from toolsel.services.learner.compaction import compact
 from toolsel.services.learner.fitness import Multipliers, verdicts
-from toolsel.services.learner.outcomes import spend, split_inserted, taught_with, teachable, with_selections
+from toolsel.services.learner.outcomes import bounded, spend, split_inserted, taught_with, teachable, with_selections
 from toolsel.services.learner.review_index import Entry, add_review
 from toolsel.services.learner.usage import POLARITY, Embed, Example, UsageRules, embedded, remember
 from toolsel.store import events, learning, reviews
@@ -31,6 +33,8 @@ class ReviewResult:
     unknown_selection: list[UUID] = field(default_factory=list)
     refused: list[ReviewEvent] = field(default_factory=list)
     """Reviews of selections another identity made: counted nowhere, dead-lettered."""
+    over_limit: list[ReviewEvent] = field(default_factory=list)
+    """Reviews past their sender's bound on their selection: stored nowhere, dead-lettered."""
     logged: int = 0
     usage: UsageUpdated | None = None
 
@@ -99,11 +103,14 @@ async def apply_reviews(
     multipliers: Multipliers,
     merge_similarity: float,
     usage: UsageRules,
+    *,
+    per_selection: int,
 ) -> ReviewResult:
     """Log each offered tool's verdict with the selection's query embedding, fold it into the index and (with
     the part of the query the tool was offered for: ``taught_with``) the usage memory while the reviewer has
     credits on the tool (``credited``), in one transaction; a review already stored changes nothing (its
-    credits included), one of an unknown selection is left out."""
+    credits included), one of an unknown selection is left out, one past its sender's ``per_selection`` reviews
+    of the selection is not stored (``over_limit``)."""
     result = ReviewResult()
     known, selections, result.unknown_selection, result.refused = await with_selections(pool, batch)
     if not known:
@@ -113,6 +120,7 @@ async def apply_reviews(
     queries = sorted({q for row in asked for q in (row["query"], *filter(None, row["needs"]))})
     vectors = await embedded(embed, queries)
     async with pool.acquire() as conn, conn.transaction():
+        known, result.over_limit = await bounded(conn, events.REVIEWS_LOCK, known, per_selection)
         fresh, repeated = split_inserted(known, await events.insert_reviews(conn, known))
         result.applied = [e.event_id for e in fresh]
         result.duplicates = [e.event_id for e in repeated]

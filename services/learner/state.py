@@ -66,6 +66,43 @@ class Marks:
 
 
 @dataclass
+class Waiting:
+    """The events a learner holds waiting for what they refer to (an outcome's selection, feedback's tool), by
+    stream sequence, per (event kind, sender): each held event takes one of its kind's consumer's slots, which
+    every tenant shares, so one sender may hold ``limit`` at most (``consumers.may_wait``). An entry no delivery
+    refreshed for ``ttl_s`` is of an event another learner took over, or resolved: it is forgotten."""
+
+    limit: int
+    ttl_s: float
+    held: dict[tuple[str, str], dict[int, float]] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Waiting":
+        """A held event is delivered again within its ack-wait of its last try (at most its deadline apart)."""
+        return cls(settings.orphans_per_sender_max, settings.orphan_timeout_s + settings.learner_ack_wait_s)
+
+    def hold(self, sender: tuple[str, str], sequence: int, now: float) -> bool:
+        """Whether the event at stream ``sequence`` may wait: it is held already, or its sender holds fewer than
+        ``limit``; it is then held as of ``now``."""
+        mine = self.held.setdefault(sender, {})
+        if sequence not in mine and len(mine) >= self.limit:
+            for stale in [s for s, seen in mine.items() if now - seen > self.ttl_s]:
+                del mine[stale]
+            if len(mine) >= self.limit:
+                return False
+        mine[sequence] = now
+        return True
+
+    def release(self, sender: tuple[str, str], sequence: int) -> None:
+        """The event waits no more (applied, or dead-lettered)."""
+        mine = self.held.get(sender)
+        if mine is not None:
+            mine.pop(sequence, None)
+            if not mine:
+                del self.held[sender]
+
+
+@dataclass
 class LearnerState:
     """Built by ``create_app``; the store is opened (and the timer started) by the app's lifespan."""
 
@@ -80,6 +117,8 @@ class LearnerState:
     policy: DegradationPolicy
     rules: OutcomeRules
     multipliers: Multipliers
+    waiting: Waiting
+    """Events held for what they refer to, per sender (``consumers.may_wait``)."""
     counters: Counters = field(default_factory=Counters)
     batchers: dict[str, Batcher[Any, Applied]] = field(default_factory=dict)
     """One per event kind (``consumers.EventKind.name``)."""
@@ -108,6 +147,7 @@ class LearnerState:
             DegradationPolicy.from_settings(settings),
             OutcomeRules.from_settings(settings),
             Multipliers.from_settings(settings),
+            Waiting.from_settings(settings),
         )
 
     @property

@@ -228,16 +228,27 @@ async def test_compaction_shrinks_the_index_to_k_entries_per_tool(
 async def test_a_learner_killed_mid_batch_loses_nothing(
     client: ToolselClient, pool: asyncpg.Pool, stack: Stack
 ) -> None:
-    tenant, plugin = unique("tenant"), unique("killed")
+    tenant, plugin, session = unique("tenant"), unique("killed"), unique("session")
     await sync_and_wait(client, plugin_sync(plugin, tenant, [tool("create_event")]))
-    selection_id, _ = await selection(client, pool, tenant, "schedule a meeting at noon", 1)
-    events = [
-        OutcomeEvent(selection_id=selection_id, calls=[ToolCall(plugin_id=plugin, name="create_event", success=True)])
-        for _ in range(5_000)
+    per_selection, sent = Settings().outcomes_per_selection_max, 5_000  # a sender stores so many of one selection
+    query = "schedule a meeting at noon"
+    replies = [  # one session: one actor, whose credits bound the successes across its selections
+        await client.select(query=query, tenant_id=tenant, k=1, session_id=session)
+        for _ in range(-(-sent // per_selection))
     ]
+    selection_ids = [r.selection_id for r in replies]
+
+    async def recorded() -> bool:
+        stored = "SELECT count(*) FROM selection_events WHERE selection_id = ANY($1::uuid[])"
+        return bool(await pool.fetchval(stored, selection_ids) == len(selection_ids))
+
+    assert await eventually(recorded)
+    call = ToolCall(plugin_id=plugin, name="create_event", success=True)
+    events = [OutcomeEvent(selection_id=selection_ids[i // per_selection], calls=[call]) for i in range(sent)]
 
     async def applied() -> int:
-        return int(await pool.fetchval("SELECT count(*) FROM outcomes WHERE selection_id = $1", selection_id))
+        stored = "SELECT count(*) FROM outcomes WHERE selection_id = ANY($1::uuid[])"
+        return int(await pool.fetchval(stored, selection_ids))
 
     async def some_applied() -> bool:
         return await applied() > 0

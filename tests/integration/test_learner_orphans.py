@@ -1,9 +1,11 @@
 """An outcome whose selection is not stored yet, through a real NATS server with the learner's own user: it waits
 while the selection may still be in the selection consumer's backlog, however old it is (a learner that was down
 or is behind), and is dead-lettered once that consumer has applied every selection stored by its deadline, even
-while newer selections keep it busy."""
+while newer selections keep it busy; past its sender's bound of waiting ones, at once (they held the slots every
+tenant shares)."""
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from nats.js.api import DeliverPolicy
 
 from tests.integration.catalog import eventually, selection_event
 from toolsel.contracts import OutcomeEvent, SelectionEvent, subjects
-from toolsel.contracts.identity import tenant_scope
+from toolsel.contracts.identity import Scope, tenant_scope
 from toolsel.embedded import EmbeddedNats
 from toolsel.messaging import ensure_streams
 from toolsel.services.learner import consumers
@@ -28,6 +30,7 @@ from toolsel.services.learner.state import Applied, LearnerState
 from toolsel.settings import Settings
 
 AGENT = tenant_scope("acme", "agent")
+VICTIM = tenant_scope("globex", "agent")
 
 
 @dataclass
@@ -65,18 +68,18 @@ class Learner:
                 verdicts.append("unknown")
         return verdicts
 
-    async def select(self, hold: bool = False) -> SelectionEvent:
+    async def select(self, hold: bool = False, by: Scope = AGENT) -> SelectionEvent:
         """Publish a selection event (held in its batch, unapplied and unacknowledged, until released)."""
-        event = selection()
+        event = selection_event(owner=by.token)
         if hold:
             self.held[event.selection_id] = asyncio.Event()
         ack = await self.operator.jetstream().publish(subjects.SELECTION_EVENTS, event.model_dump_json().encode())
         self.sequences[event.selection_id] = ack.seq
         return event
 
-    async def report(self, selection_id: UUID) -> OutcomeEvent:
+    async def report(self, selection_id: UUID, by: Scope = AGENT) -> OutcomeEvent:
         event = OutcomeEvent(selection_id=selection_id)
-        subject = subjects.scoped(subjects.OUTCOME_ROOT, AGENT.token)
+        subject = subjects.scoped(subjects.OUTCOME_ROOT, by.token)
         await self.operator.jetstream().publish(subject, event.model_dump_json().encode())
         return event
 
@@ -103,10 +106,6 @@ class Learner:
             gate.set()
 
 
-def selection() -> SelectionEvent:
-    return selection_event(owner=AGENT.token)
-
-
 @pytest.fixture
 async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedNats]:
     server = EmbeddedNats(tmp_path / "nats")
@@ -121,10 +120,16 @@ async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedNats]:
 @pytest.fixture
 async def learner(nats_server: EmbeddedNats, tmp_path: Path) -> AsyncIterator[Learner]:
     """Every outcome is past its deadline at once (``orphan_timeout_s`` 0): whether it waits is the backlog's."""
+    async with running(nats_server, Settings(home=tmp_path, learner_batch_timeout_s=0.01, orphan_timeout_s=0.0)) as it:
+        yield it
+
+
+@contextlib.asynccontextmanager
+async def running(nats_server: EmbeddedNats, settings: Settings) -> AsyncIterator[Learner]:
+    """A learner's selection and outcome consumers, as ``settings`` say."""
     operator = await nats.connect(nats_server.login("operator"))
     harness = Learner(operator)
     harness.outcomes_open.set()
-    settings = Settings(home=tmp_path, learner_batch_timeout_s=0.01, orphan_timeout_s=0.0)
     broker = NatsBroker(nats_server.login("learner"))
     state = LearnerState.from_settings(settings, broker, broker.publisher("x"), broker.publisher("y"))
     kinds: list[EventKind[Any]] = [
@@ -216,6 +221,73 @@ async def test_an_orphan_is_dead_lettered_at_its_deadline_when_no_selection_is_p
     letters = await eventually(dead_lettered)
     assert [reason for _, reason in letters] == [f"unknown selection {orphan.selection_id}"]
     assert learner.lookups[orphan.event_id] == 2  # and a last attempt
+
+
+async def test_past_its_senders_bound_an_orphan_is_dead_lettered_at_once_and_anothers_outcome_goes_through(
+    nats_server: EmbeddedNats, tmp_path: Path
+) -> None:
+    """Outcomes of made-up selections from one sender: each waited for ``orphan_timeout_s`` holding one of the
+    consumer's slots, which every tenant shares, and a victim's outcome waited behind them (49.9 s for 9,000). Now
+    that sender's first ``orphans_per_sender_max`` wait, and the rest are dead-lettered at once."""
+    settings = Settings(
+        home=tmp_path,
+        learner_batch_size=2,  # 8 slots (``consumers.in_hand``)
+        learner_batch_timeout_s=0.01,
+        orphan_timeout_s=600.0,
+        max_deliver=10_000,
+        orphans_per_sender_max=3,
+    )
+    async with running(nats_server, settings) as learner:
+        flood = [await learner.report(uuid4()) for _ in range(30)]
+        victims = await learner.select(by=VICTIM)
+        victim = await learner.report(victims.selection_id, VICTIM)
+
+        async def applied() -> bool:
+            return victim.event_id in learner.applied
+
+        assert await eventually(applied)
+
+        async def crowded_out() -> list[tuple[bytes, str]] | None:
+            letters = await dead_letters(learner.operator)
+            return letters if len(letters) >= len(flood) - settings.orphans_per_sender_max else None
+
+        letters = await eventually(crowded_out)
+        dropped = {OutcomeEvent.model_validate_json(body).event_id for body, _ in letters}
+        assert len(dropped) == len(letters) == len(flood) - settings.orphans_per_sender_max
+        assert all("too many of this sender's events (3) wait" in reason for _, reason in letters)
+        waiting = [e.event_id for e in flood if e.event_id not in dropped]
+        assert all(learner.lookups[e] >= 1 for e in waiting)  # the sender's first three still wait, retried
+
+
+async def test_past_its_senders_bound_an_orphan_waits_while_its_selection_may_be_in_the_backlog(
+    nats_server: EmbeddedNats, tmp_path: Path
+) -> None:
+    """A learner catching up on selections holds many of every sender's outcomes, rightly: none is dead-lettered
+    for the bound until the selection consumer has applied what was stored before it."""
+    settings = Settings(
+        home=tmp_path,
+        learner_batch_timeout_s=0.01,
+        orphan_timeout_s=600.0,
+        max_deliver=10_000,
+        orphans_per_sender_max=3,
+    )
+    async with running(nats_server, settings) as learner:
+        behind = await learner.select(hold=True)
+        assert await learner.delivered(behind.selection_id)
+        waiting = [await learner.report(uuid4()) for _ in range(6)]
+
+        async def retried() -> bool:
+            return all(learner.lookups[e.event_id] >= 3 for e in waiting)
+
+        assert await eventually(retried)
+        assert await dead_letters(learner.operator) == []
+        learner.held[behind.selection_id].set()
+
+        async def crowded_out() -> list[tuple[bytes, str]] | None:
+            letters = await dead_letters(learner.operator)
+            return letters if len(letters) >= len(waiting) - settings.orphans_per_sender_max else None
+
+        assert len(await eventually(crowded_out)) == len(waiting) - settings.orphans_per_sender_max
 
 
 async def test_events_waiting_behind_slow_batches_are_delivered_once(nats_server: EmbeddedNats, tmp_path: Path) -> None:

@@ -186,7 +186,9 @@ async def test_a_relearning_keeps_what_a_learner_applied_while_it_was_planned(re
     async def reviewed(query: str) -> None:
         verdict = ToolReview(plugin_id="p1", name="t1", verdict=Verdict.PERFECT)
         review = ReviewEvent(selection_id=(await asked(registry, query)).selection_id, reviews=[verdict])
-        await apply_reviews(registry, [review], model, multipliers, settings.review_merge_similarity, rules)
+        await apply_reviews(
+            registry, [review], model, multipliers, settings.review_merge_similarity, rules, per_selection=8
+        )
 
     await reviewed("send mail")
     planned = await relearn.plan(registry, rules, counting, 64, lambda *_: None)

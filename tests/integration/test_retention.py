@@ -42,6 +42,8 @@ POLICY = DegradationPolicy.from_settings(SETTINGS)
 UNTAUGHT = UsageRules.from_settings(Settings(learning_credits_per_actor=0))
 """Reviews that log their verdicts and teach no usage example (as once the tool's examples were trimmed)."""
 MULTIPLIERS = Multipliers.from_settings(SETTINGS)
+KEPT = 8
+"""Reviews per selection and sender, feedback per tool and sender: more than a test sends."""
 TOOL = SelectedTool(plugin_id="p1", name="t1", rank=0, score=0.9)
 
 
@@ -92,14 +94,16 @@ async def review(pool: asyncpg.Pool, selection: SelectionEvent) -> ReviewEvent:
     event = ReviewEvent(
         selection_id=selection.selection_id, reviews=[ToolReview(plugin_id="p1", name="t1", verdict=Verdict.BROKEN)]
     )
-    result = await apply_reviews(pool, [event], model, MULTIPLIERS, SETTINGS.review_merge_similarity, UNTAUGHT)
+    result = await apply_reviews(
+        pool, [event], model, MULTIPLIERS, SETTINGS.review_merge_similarity, UNTAUGHT, per_selection=KEPT
+    )
     assert result.applied == [event.event_id]
     return event
 
 
 async def rated(pool: asyncpg.Pool, rating: float) -> FeedbackEvent:
     event = FeedbackEvent(plugin_id="p1", name="t1", tenant_id="acme", rating=rating)
-    assert (await apply_feedback(pool, [event])).applied == [event.event_id]
+    assert (await apply_feedback(pool, [event], KEPT)).applied == [event.event_id]
     return event
 
 
@@ -183,14 +187,20 @@ async def test_an_event_delivered_again_after_a_pass_is_applied_once(store: asyn
         [old_outcome.event_id],
     )
     reviewed = await apply_reviews(
-        store, [new_review, old_review], model, MULTIPLIERS, SETTINGS.review_merge_similarity, UNTAUGHT
+        store,
+        [new_review, old_review],
+        model,
+        MULTIPLIERS,
+        SETTINGS.review_merge_similarity,
+        UNTAUGHT,
+        per_selection=KEPT,
     )
     assert (reviewed.applied, reviewed.duplicates, reviewed.unknown_selection) == (
         [],
         [new_review.event_id],
         [old_review.event_id],
     )
-    assert (await apply_feedback(store, [new_feedback])).duplicates == [new_feedback.event_id]
+    assert (await apply_feedback(store, [new_feedback], KEPT)).duplicates == [new_feedback.event_id]
     assert await store.fetch(learnt) == before
 
 

@@ -178,7 +178,15 @@ async def used_store(url: str, mislabelled: bool) -> None:
             ToolReview(plugin_id="tune", name=names[called + 1], verdict=Verdict.UNRELATED),
         ]
         review = ReviewEvent(occurred_at=first.occurred_at, selection_id=first.selection_id, reviews=verdicts)
-        await apply_reviews(pool, [review], embed, multipliers, settings.review_merge_similarity, rules.usage)
+        await apply_reviews(
+            pool,
+            [review],
+            embed,
+            multipliers,
+            settings.review_merge_similarity,
+            rules.usage,
+            per_selection=settings.reviews_per_selection_max,
+        )
     finally:
         await pool.close()
 

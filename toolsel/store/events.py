@@ -5,7 +5,7 @@ event id: a redelivered event is recognised here and changes nothing.
 """
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TypeAlias
 from uuid import UUID
 
@@ -39,10 +39,23 @@ query) and its recorded cosine (NULL: not recorded), unpacked by the database.""
 SELECTIONS_OF = SELECTION_KEYS + " WHERE selection_id = ANY($1::uuid[])"
 
 INSERT_OUTCOMES = """
-INSERT INTO outcomes (event_id, selection_id, occurred_at, calls)
-SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[])
+INSERT INTO outcomes (event_id, selection_id, occurred_at, calls, sender)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::text[])
 ON CONFLICT (event_id) DO NOTHING RETURNING event_id
 """
+
+OUTCOMES_LOCK = 7_433_005
+"""Advisory lock class of one selection's outcomes (key: a hash of its id)."""
+REVIEWS_LOCK = 7_433_006
+"""Advisory lock class of one selection's reviews (key: a hash of its id)."""
+LOCK_SELECTIONS = """
+SELECT pg_advisory_xact_lock($1, k) FROM (SELECT DISTINCT hashtext(s::text) AS k FROM unnest($2::uuid[]) s ORDER BY k) h
+"""
+STORED_ABOUT = {
+    OUTCOMES_LOCK: "SELECT event_id, selection_id, sender FROM outcomes WHERE selection_id = ANY($1::uuid[])",
+    REVIEWS_LOCK: "SELECT event_id, selection_id, sender FROM reviews WHERE selection_id = ANY($1::uuid[])",
+}
+"""What is stored about some selections, by the lock class that holds them."""
 
 OUTCOME_HISTORY = f"""
 SELECT o.event_id, o.occurred_at, o.calls, s.*
@@ -64,22 +77,36 @@ ORDER BY r.applied_at, r.event_id
 """Every stored review with its selection (``SELECTION_KEYS``), in the order they were applied."""
 
 INSERT_REVIEWS = """
-INSERT INTO reviews (event_id, selection_id, occurred_at, reviews, none_of_these)
-SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::bool[])
+INSERT INTO reviews (event_id, selection_id, occurred_at, reviews, none_of_these, sender)
+SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::jsonb[], $5::bool[], $6::text[])
 ON CONFLICT (event_id) DO NOTHING RETURNING event_id
 """
 
 INSERT_FEEDBACK = """
-INSERT INTO tool_feedback (event_id, tool_id, tenant_id, rating, comment, author, occurred_at)
-SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[])
-     AS u(event_id, plugin_id, name, tenant, rating, comment, author, at)
+INSERT INTO tool_feedback (event_id, tool_id, tenant_id, rating, comment, author, occurred_at, sender)
+SELECT u.event_id, t.id, u.tenant, u.rating, u.comment, u.author, u.at, u.sender
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], $8::timestamptz[],
+            $9::text[])
+     AS u(event_id, plugin_id, name, tenant, rating, comment, author, at, sender)
 JOIN tools t ON t.plugin_id = u.plugin_id AND t.name = u.name AND t.tenant_id IN (u.tenant, '*')
              AND t.deleted_at IS NULL
 ON CONFLICT (event_id) DO NOTHING RETURNING event_id, tool_id, tenant_id, rating
 """
 
 STORED_FEEDBACK = "SELECT event_id FROM tool_feedback WHERE event_id = ANY($1::uuid[])"
+
+EVICT_FEEDBACK = """
+WITH ranked AS (
+    SELECT f.ctid AS tid, row_number() OVER (
+        PARTITION BY f.tool_id, f.tenant_id, f.sender ORDER BY f.occurred_at DESC, f.event_id DESC) AS n
+    FROM tool_feedback f
+    JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::text[], $3::text[])) AS u(tool_id, tenant_id, sender)
+      ON f.tool_id = u.tool_id AND f.tenant_id = u.tenant_id AND f.sender = u.sender
+)
+DELETE FROM tool_feedback WHERE ctid = ANY(ARRAY(SELECT tid FROM ranked WHERE n > $4))
+RETURNING event_id, tool_id, tenant_id, rating
+"""
+"""Each (tool, tenant, sender)'s feedback beyond its latest ``$4`` (by when it happened, then id), deleted."""
 
 FEEDBACK_TOTALS = """
 SELECT tool_id, tenant_id, sum(rating) AS total, count(*) AS n FROM tool_feedback GROUP BY tool_id, tenant_id
@@ -125,14 +152,30 @@ async def selection_keys(conn: Conn, selection_ids: Sequence[UUID]) -> dict[UUID
     return {r["selection_id"]: r for r in await conn.fetch(SELECTIONS_OF, list(selection_ids))}
 
 
+async def lock_selections(conn: asyncpg.Connection, lock: int, selection_ids: Sequence[UUID]) -> None:
+    """Hold these selections' outcomes (``OUTCOMES_LOCK``) or reviews (``REVIEWS_LOCK``) until commit, in one
+    order (no deadlock): what is counted about one is not added to meanwhile."""
+    await conn.execute(LOCK_SELECTIONS, lock, list(selection_ids))
+
+
+async def stored_about(
+    conn: asyncpg.Connection, lock: int, selection_ids: Sequence[UUID]
+) -> list[tuple[UUID, UUID, str | None]]:
+    """(event id, selection id, sender) of every outcome (``OUTCOMES_LOCK``) or review (``REVIEWS_LOCK``) stored
+    about these selections."""
+    rows = await conn.fetch(STORED_ABOUT[lock], list(selection_ids))
+    return [(r["event_id"], r["selection_id"], r["sender"]) for r in rows]
+
+
 async def insert_outcomes(conn: asyncpg.Connection, events: Sequence[OutcomeEvent]) -> set[UUID]:
-    """Store outcomes; returns the event ids that were new (the others were stored before)."""
+    """Store outcomes with their senders; returns the event ids that were new (the others were stored before)."""
     rows = await conn.fetch(
         INSERT_OUTCOMES,
         [e.event_id for e in events],
         [e.selection_id for e in events],
         [e.occurred_at for e in events],
         [CALL_LIST.dump_json(e.calls, exclude_none=True).decode() for e in events],
+        [e.sender.token for e in events],
     )
     return {r["event_id"] for r in rows}
 
@@ -164,7 +207,7 @@ def history_events(rows: Sequence[asyncpg.Record]) -> list[OutcomeEvent]:
 
 
 async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]) -> set[UUID]:
-    """Store reviews by event id; returns the ids that were new."""
+    """Store reviews with their senders by event id; returns the ids that were new."""
     rows = await conn.fetch(
         INSERT_REVIEWS,
         [e.event_id for e in events],
@@ -172,6 +215,7 @@ async def insert_reviews(conn: asyncpg.Connection, events: Sequence[ReviewEvent]
         [e.occurred_at for e in events],
         [json.dumps([r.model_dump(mode="json") for r in e.reviews]) for e in events],
         [e.none_of_these for e in events],
+        [e.sender.token for e in events],
     )
     return {r["event_id"] for r in rows}
 
@@ -184,8 +228,8 @@ async def review_history(conn: Conn) -> list[tuple[asyncpg.Record, list[ToolRevi
 async def insert_feedback(
     conn: asyncpg.Connection, events: Sequence[FeedbackEvent]
 ) -> dict[UUID, tuple[int, str, float]]:
-    """Store feedback on live (not removed) tools its tenant may see; returns (tool id, tenant, rating) of each
-    new event."""
+    """Store feedback, with its sender, on live (not removed) tools its tenant may see; returns (tool id, tenant,
+    rating) of each new event."""
     rows = await conn.fetch(
         INSERT_FEEDBACK,
         [e.event_id for e in events],
@@ -196,8 +240,21 @@ async def insert_feedback(
         [e.comment for e in events],
         [e.author for e in events],
         [e.occurred_at for e in events],
+        [e.sender.token for e in events],
     )
     return {r["event_id"]: (r["tool_id"], r["tenant_id"], r["rating"]) for r in rows}
+
+
+async def evict_feedback(
+    conn: asyncpg.Connection, owners: Iterable[tuple[int, str, str]], kept: int
+) -> dict[UUID, tuple[int, str, float]]:
+    """Drop each (tool id, tenant, sender)'s feedback beyond its latest ``kept``; returns (tool id, tenant, rating)
+    of each dropped event."""
+    rows = sorted(set(owners))
+    if not rows:
+        return {}
+    dropped = await conn.fetch(EVICT_FEEDBACK, *map(list, zip(*rows, strict=True)), kept)
+    return {r["event_id"]: (r["tool_id"], r["tenant_id"], r["rating"]) for r in dropped}
 
 
 async def stored_feedback(conn: asyncpg.Connection, event_ids: Sequence[UUID]) -> set[UUID]:

@@ -26,7 +26,7 @@ from toolsel.contracts.identity import OPERATOR, tenant_scope
 from toolsel.messaging import RequestError
 from toolsel.services.learner import consumers
 from toolsel.services.learner.consumers import EventKind, admitted, applied_through, deadline
-from toolsel.services.learner.state import MARK_EVERY_S, Applied, LearnerState, Marks
+from toolsel.services.learner.state import MARK_EVERY_S, Applied, LearnerState, Marks, Waiting
 from toolsel.services.learner.usage import Embed, embedded
 from toolsel.settings import Settings
 
@@ -59,10 +59,11 @@ class Harness:
         verdict = self.verdicts.pop(0) if len(self.verdicts) > 1 else self.verdicts[0]
         return [verdict] * len(batch)
 
-    async def publish(self, body: bytes, delivered: int = 1, age_s: float = 0.0) -> None:
-        """As JetStream delivers: the ack subject carries the delivery count and the time the event was stored."""
+    async def publish(self, body: bytes, delivered: int = 1, age_s: float = 0.0, sequence: int = 1) -> None:
+        """As JetStream delivers: the ack subject carries the delivery count, the event's stream sequence and the
+        time it was stored."""
         stored_ns = int((time.time() - age_s) * 1e9)
-        ack = f"$JS.ACK.{subjects.EVENTS_STREAM}.toolsel-learner-outcome.{delivered}.1.1.{stored_ns}.0"
+        ack = f"$JS.ACK.{subjects.EVENTS_STREAM}.toolsel-learner-outcome.{delivered}.{sequence}.1.{stored_ns}.0"
         await self.broker.publish(body, subjects.OUTCOME_EVENTS, stream=subjects.EVENTS_STREAM, reply_to=ack)
 
 
@@ -180,6 +181,45 @@ async def test_an_event_of_an_unknown_selection_is_dead_lettered_at_last(
     assert harness.log == [("apply", 1), ("apply", 1), ("ack", None)]
     assert [reason for _, reason in harness.dead_letters] == [f"no {event.selection_id}"]
     assert harness.state.counters.dead_letters == 1
+
+
+async def test_past_its_senders_bound_of_waiting_events_an_orphan_is_dead_lettered_at_once(harness: Harness) -> None:
+    """Each held one takes a slot of the consumer every tenant shares; one held already waits on, and one applied
+    makes room."""
+    harness.state.waiting.limit = 2
+    harness.verdicts = ["unknown"]
+    events = [_outcome() for _ in range(3)]
+    for sequence, event in enumerate(events, start=1):
+        await harness.publish(event.model_dump_json().encode(), sequence=sequence)
+    await harness.publish(events[0].model_dump_json().encode(), delivered=2, sequence=1)  # held: waits on
+    assert [entry for entry in harness.log if entry[0] != "apply"] == [
+        ("nak", consumers.backoff_s(1)),
+        ("nak", consumers.backoff_s(1)),
+        ("ack", None),
+        ("nak", consumers.backoff_s(2)),
+    ]
+    crowded = f"no {events[2].selection_id}; too many of this sender's events (2) wait for what they refer to"
+    assert [reason for _, reason in harness.dead_letters] == [crowded]
+    harness.verdicts = ["applied"]
+    await harness.publish(events[1].model_dump_json().encode(), delivered=2, sequence=2)
+    harness.verdicts = ["unknown"]
+    await harness.publish(_outcome().model_dump_json().encode(), sequence=4)
+    assert harness.log[-2:] == [("apply", 1), ("nak", consumers.backoff_s(1))]
+    assert len(harness.dead_letters) == 1
+
+
+def test_a_sender_holds_its_bound_of_waiting_events_and_forgets_those_no_delivery_refreshed() -> None:
+    waiting, acme, globex = Waiting(limit=2, ttl_s=10.0), ("outcome", "t.acme.a"), ("outcome", "t.globex.g")
+    assert waiting.hold(acme, 1, 0.0)
+    assert waiting.hold(acme, 2, 5.0)
+    assert not waiting.hold(acme, 3, 6.0)
+    assert waiting.hold(globex, 3, 6.0)  # another sender's events wait as ever
+    assert waiting.hold(acme, 1, 9.0)  # held already: refreshed
+    assert waiting.hold(acme, 4, 15.5)  # 2 was last seen more than ttl_s ago (taken over by another learner)
+    assert waiting.held[acme] == {1: 9.0, 4: 15.5}
+    waiting.release(acme, 1)
+    waiting.release(acme, 4)
+    assert acme not in waiting.held
 
 
 async def test_an_orphan_whose_copy_was_applied_meanwhile_is_a_duplicate_not_a_dead_letter(harness: Harness) -> None:

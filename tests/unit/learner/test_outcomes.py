@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from toolsel.contracts import OutcomeEvent, ToolCall
+from toolsel.contracts.identity import OPERATOR, tenant_scope
 from toolsel.services.learner.outcomes import (
     Credits,
     OutcomeRules,
@@ -17,6 +18,7 @@ from toolsel.services.learner.outcomes import (
     call_counters,
     capped_calls,
     credit_keys,
+    cut_errors,
     not_after,
     observations,
     offered_only,
@@ -24,6 +26,7 @@ from toolsel.services.learner.outcomes import (
     step,
     taught_with,
     teachable,
+    within,
 )
 from toolsel.services.learner.reward import discounted
 from toolsel.services.learner.usage import POSITIVE, UsageRules
@@ -31,7 +34,7 @@ from toolsel.store.learning import Registered
 from toolsel.tenancy import actor
 
 TOOLS = {"a/mine": Registered(1, "acme"), "s/shared": Registered(2, "*"), "b/theirs": Registered(3, "other")}
-RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("tenant", 64, 64.0, 3))
+RULES = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("tenant", 64, 64.0, 3), 2, 8)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 Selection = dict[str, Any]
 
@@ -124,7 +127,7 @@ def test_evidence_above_the_prior_is_discounted_on_each_update() -> None:
 
 
 def test_a_tool_that_starts_failing_falls_and_one_that_recovers_comes_back() -> None:
-    rules = OutcomeRules(1.0, 1.0, 0.9, 0.9, UsageRules("tenant", 64, 64.0, 10_000))
+    rules = OutcomeRules(1.0, 1.0, 0.9, 0.9, UsageRules("tenant", 64, 64.0, 10_000), 2, 8)
     selection = _selection(["a/mine"], session=None)
     selections = {selection["selection_id"]: selection}
 
@@ -169,7 +172,7 @@ def test_the_actor_is_the_session_else_the_user_else_the_selection() -> None:
 
 
 def test_shared_usage_is_kept_in_the_shared_scope() -> None:
-    rules = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("global", 64, 64.0, 3))
+    rules = OutcomeRules(1.0, 1.0, 0.0, 0.9, UsageRules("global", 64, 64.0, 3), 2, 8)
     selection = _selection(["a/mine"])
     selections = {selection["selection_id"]: selection}
     seen = observations([_outcome(selection, _call("a/mine", True))], selections, TOOLS, 0.0)
@@ -268,3 +271,30 @@ def test_only_the_events_the_store_took_as_new_are_applied() -> None:
     batch = [OutcomeEvent(selection_id=uuid4()) for _ in range(3)]
     fresh, repeated = split_inserted(batch, {batch[2].event_id, batch[0].event_id})
     assert (fresh, repeated) == ([batch[0], batch[2]], [batch[1]])
+
+
+def test_a_sender_stores_at_most_the_bound_of_outcomes_about_one_selection_and_a_stored_copy_is_kept() -> None:
+    """The bound counts what is stored and what the batch adds before, per (selection, sender); a copy of a stored
+    outcome is kept, to be recognised as a duplicate, never refused."""
+    agent, other = tenant_scope("acme", "agent"), tenant_scope("acme", "other")
+    mine, theirs = _selection(["a/mine"]), _selection(["a/mine"])
+    stored = _outcome(mine).sent_by(agent)
+    rows = [(stored.event_id, mine["selection_id"], agent.token), (uuid4(), mine["selection_id"], None)]
+    second, third = _outcome(mine).sent_by(agent), _outcome(mine).sent_by(agent)
+    operators = _outcome(mine).sent_by(OPERATOR)
+    elsewhere = [_outcome(theirs).sent_by(other) for _ in range(2)]
+    kept, over = within([stored, second, third, operators, *elsewhere], rows, 2)
+    assert kept == [stored, second, operators, *elsewhere]  # a row stored before senders counts for none
+    assert over == [third]
+    assert within([stored], rows, 1) == ([stored], [])
+
+
+def test_a_stored_error_is_cut_and_the_rest_of_the_call_kept() -> None:
+    selection = _selection(["a/mine"])
+    long = ToolCall(plugin_id="a", name="mine", success=False, error="e" * 2000)
+    short = ToolCall(plugin_id="a", name="mine", success=False, error="timeout")
+    event = _outcome(selection, long, short, _call("a/mine", True)).sent_by(tenant_scope("acme", "agent"))
+    (cut,) = cut_errors([event], 8)
+    assert [c.error for c in cut.calls] == ["e" * 8, "timeout", None]
+    assert (cut.event_id, cut.sender, [c.success for c in cut.calls]) == (event.event_id, event.sender, [0, 0, 1])
+    assert cut_errors([event], 2000) == [event]
