@@ -294,6 +294,12 @@ class Settings(BaseSettings):
     (scripts/measure_intent.py, docs/results.md, Intent): by category, queries that need a tool in common share a
     label twice as often, but a label's queries share a needed tool 2-20 times less often (toolbench_stb 0.026
     against 0.617), so what one teaches lands mostly on other needs."""
+    contexts_per_tenant_max: int = Field(default=10_000, ge=0)
+    """Bandit contexts a tenant may learn under (0: no bound). Past it, a selection whose context the tenant has
+    not learnt under reads and is learnt under its intent's context with page and tier ``*``. Pages and tiers are
+    free text: a tenant's made-up page per selection added a context of about 3 posteriors each time, at 269 B
+    each in every selector and about 340 B in ``tool_bandit_stats``; 10,000 contexts of 3 are 8.1 MB in each
+    selector, far more than tiers x routes x intents an application's pages learn under."""
     thompson_sampling: bool = True
     """Off: rank by the posterior mean instead of a draw (reproducible evaluation)."""
     tokens_per_char: float = Field(default=0.25, gt=0)

@@ -411,7 +411,7 @@ async def _load_rules(state: SelectorState) -> None:
 
 async def _load_posteriors(state: SelectorState) -> None:
     """Built in a worker thread, like the catalog: every learnt posterior of every tenant and context."""
-    state.selector.posteriors = await asyncio.to_thread(build_posteriors, await store.posteriors(state.store))
+    state.selector.learnt = await asyncio.to_thread(build_posteriors, await store.posteriors(state.store))
 
 
 async def _recheck_posteriors(state: SelectorState) -> None:
@@ -422,7 +422,7 @@ async def _recheck_posteriors(state: SelectorState) -> None:
     selector, pool, settings = state.selector, state.store, state.selector.settings
     rows = await store.posteriors_since(pool, 2 * settings.tool_list_cache_ttl_s)
     recent = await asyncio.to_thread(build_posteriors, rows)
-    if merge_posteriors(selector.posteriors, recent) != await store.posterior_count(pool):
+    if merge_posteriors(selector.learnt, recent) != await store.posterior_count(pool):
         await _load_posteriors(state)
 
 

@@ -419,21 +419,39 @@ def posterior(alpha: float, beta: float, last_success_at: datetime | None) -> Po
     return alpha, beta, float(epoch_seconds([last_success_at])[0])
 
 
-def build_posteriors(rows: Sequence[Row]) -> Posteriors:
+@dataclass
+class Learnt:
+    """The posteriors a selector holds, with how many contexts each tenant has learnt under, counted as contexts
+    are added (never over the posteriors): what the bound on a tenant's contexts (``contexts_per_tenant_max``)
+    reads on every request."""
+
+    posteriors: Posteriors = field(default_factory=dict)
+    contexts: dict[str, int] = field(default_factory=dict)
+    """Tenant -> how many of the keys of ``posteriors`` are its."""
+
+    def of(self, tenant: str, context: str) -> dict[str, Posterior]:
+        """The posteriors of one tenant's context, made (and counted) when it is new."""
+        tools = self.posteriors.get((tenant, context))
+        if tools is None:
+            tools = self.posteriors[(tenant, context)] = {}
+            self.contexts[tenant] = self.contexts.get(tenant, 0) + 1
+        return tools
+
+
+def build_posteriors(rows: Sequence[Row]) -> Learnt:
     """The Beta posteriors of every tool with learnt statistics, by tenant and context."""
-    posteriors: Posteriors = {}
+    learnt = Learnt()
     for r in rows:
-        key = (r["tenant_id"], r["context_key"])
-        posteriors.setdefault(key, {})[r["key"]] = posterior(r["alpha"], r["beta"], r["last_success_at"])
-    return posteriors
+        learnt.of(r["tenant_id"], r["context_key"])[r["key"]] = posterior(r["alpha"], r["beta"], r["last_success_at"])
+    return learnt
 
 
-def merge_posteriors(posteriors: Posteriors, recent: Posteriors) -> int:
-    """Take ``recent`` (``build_posteriors`` of the posteriors written lately) into ``posteriors`` in place, as
+def merge_posteriors(learnt: Learnt, recent: Learnt) -> int:
+    """Take ``recent`` (``build_posteriors`` of the posteriors written lately) into ``learnt`` in place, as
     broadcasts are taken in; how many posteriors it then holds."""
-    for context, tools in recent.items():
-        posteriors.setdefault(context, {}).update(tools)
-    return sum(len(tools) for tools in posteriors.values())
+    for (tenant, context), tools in recent.posteriors.items():
+        learnt.of(tenant, context).update(tools)
+    return sum(len(tools) for tools in learnt.posteriors.values())
 
 
 def build_rules(rows: Sequence[Row]) -> list[Rule]:

@@ -10,7 +10,7 @@ import numpy as np
 from toolsel.contracts import SelectionEvent, SelectReply, SelectRequest
 from toolsel.embedder import Embedder
 from toolsel.services.selector import spelling, stages
-from toolsel.services.selector.catalog import Catalog, Posteriors, ReviewIndex, posterior
+from toolsel.services.selector.catalog import Catalog, Learnt, ReviewIndex, posterior
 from toolsel.services.selector.history import UserHistory
 from toolsel.services.selector.pipeline import retrieve
 from toolsel.services.selector.pipeline import run as pipeline
@@ -31,7 +31,7 @@ class Selector:
     settings: Settings
     catalog: Catalog
     embedder: Embedder | None
-    posteriors: Posteriors = field(default_factory=dict)
+    learnt: Learnt = field(default_factory=Learnt)
     usage: UsageMemory = field(default_factory=UsageMemory)
     rules: list[Rule] = field(default_factory=list)
     reviews: ReviewIndex | None = None
@@ -97,7 +97,7 @@ class Selector:
         self, tool_key: str, tenant_id: str, context_key: str, alpha: float, beta: float, last_success: datetime | None
     ) -> None:
         """Take in one posterior the learner committed."""
-        self.posteriors.setdefault((tenant_id, context_key), {})[tool_key] = posterior(alpha, beta, last_success)
+        self.learnt.of(tenant_id, context_key)[tool_key] = posterior(alpha, beta, last_success)
 
     def _held(self, request: SelectRequest) -> Held:
         """The copies this request reads, as they are now, seen from its scope."""
@@ -107,7 +107,8 @@ class Selector:
             settings=s,
             catalog=cat,
             embedder=self.embedder,
-            posteriors=self.posteriors,
+            posteriors=self.learnt.posteriors,
+            contexts=self.learnt.contexts.get(request.tenant_id, 0),
             rules=self._rules_of(request.tenant_id),
             history=self.history,
             scope=scope,

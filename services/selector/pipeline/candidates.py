@@ -46,7 +46,7 @@ class Candidates:
     intent: str
     """The query's intent label (``intent``)."""
     context_key: str
-    """The request's bandit context."""
+    """The request's bandit context (``context_of``): what the rerank reads and the selection is learnt under."""
     explores_deep: bool
     """Whether an exploration slot may reach past the candidates (the rows hold that depth then)."""
 
@@ -68,8 +68,11 @@ class Candidates:
 def variant(request: SelectRequest, visible: Visible) -> Hashable:
     """What the stage reads beyond the retrieval it is given (which the hot-query cache keys by the query, its
     scope and the rows it scored) and the selector's settings (fixed for its life): requests of one query alike in
-    these have the very same candidates."""
+    these have the very same candidates. The tenant, because its contexts bound its key (``context_of``) and a scope
+    may be shared; a key kept before the tenant reached the bound stays in use until the cache drops it (at most
+    ``retrieval_cache_size`` x ``VARIANTS_KEPT`` contexts past the bound)."""
     return (
+        request.tenant_id,
         request.rerank,
         request.tier,
         request.page,
@@ -92,6 +95,20 @@ def context_key(template: str, tier: str, page: str, intent: str) -> str:
     return f"{key[: CONTEXT_KEY_MAX - len(digest) - 1]}#{digest}"
 
 
+def context_of(held: Held, request: SelectRequest, intent: str) -> str:
+    """The context the selection reads and is learnt under: the request's own (``context_key``), unless that is new
+    to its tenant and the tenant has learnt under ``contexts_per_tenant_max`` contexts already; then the intent's
+    with page and tier ``*``, which no request field varies (the intent is a tool or category the request may see,
+    or ``none``). Pages and tiers are free text, and each new one made a context of posteriors in the store and in
+    every selector."""
+    s = held.settings
+    key = context_key(s.context_key_template, request.tier, request.page, intent)
+    bound = s.contexts_per_tenant_max
+    if bound == 0 or held.contexts < bound or (request.tenant_id, key) in held.posteriors:
+        return key
+    return context_key(s.context_key_template, "*", "*", intent)
+
+
 def explores_deep(held: Held) -> bool:
     """Whether an exploration slot may reach past the candidates at all."""
     s = held.settings
@@ -108,7 +125,7 @@ def run(held: Held, request: SelectRequest, visible: Visible, fused: Fused) -> C
     reach = merged[:0] if reach is None else reach
     near = nearest(fused, visible.seen)
     label = intent(held, near)
-    key = context_key(s.context_key_template, request.tier, request.page, label)
+    key = context_of(held, request, label)
     rows = _rows_read(held, request, rankings, visible.pinned, reach)
     vector = best(q.signals[VECTOR.name] for q in per_query)
     against = visible.scored  # a pin's rank and lead as if it were ranked: its confidence is its fit's

@@ -20,6 +20,10 @@ class Held:
     catalog: Catalog
     embedder: Embedder | None
     posteriors: Posteriors
+    contexts: int
+    """How many contexts the request's tenant has learnt under (``Learnt.contexts``): at
+    ``contexts_per_tenant_max``, a page or tier it has not learnt under reads its intent's fallback
+    (``candidates.context_of``)."""
     rules: list[Rule]
     history: UserHistory
     scope: str
