@@ -184,6 +184,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"
+    """Busy, not refused: MCP over HTTP has as many new bearer tokens waiting to be checked as it may (HTTP 503,
+    ``Retry-After``). Send again after the wait."""
     RATE_LIMITED = "rate_limited"
     """Refused for now, not for what the request says: a caller past its failed sign-ins or wrong MCP bearer tokens
     (HTTP 429), or an identity with as many selects waiting at a selector as it may have. Back off (as long as the

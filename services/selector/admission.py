@@ -24,6 +24,10 @@ from contextlib import asynccontextmanager
 from toolsel.contracts import ErrorCode
 from toolsel.messaging import RequestError
 
+INTAKE_WINDOW = 4
+"""Turns of the event loop in which a backlog that is being taken in shrinks: the NATS client hands the subscriber
+one request every two turns."""
+
 
 def nothing_waiting() -> int:
     """No backlog: the requests reach the gate as they arrive."""
@@ -69,11 +73,19 @@ class Admission:
             self._release()
 
     async def _taken_in(self) -> None:
-        """Let the backlog reach the gate before the selection takes the event loop (at most ``intake_turns``)."""
-        for _ in range(self.intake_turns):
-            if not self.backlog():
+        """Let the backlog reach the gate before the selection takes the event loop (at most ``intake_turns``), as
+        long as it drains: a backlog that did not shrink in ``INTAKE_WINDOW`` turns is one the subscriber may not take
+        in (it holds all it may), and waiting on it would only spin the loop."""
+        left = self.backlog()
+        for turn in range(1, self.intake_turns + 1):
+            if not left:
                 return
             await asyncio.sleep(0)
+            if turn % INTAKE_WINDOW == 0:
+                now = self.backlog()
+                if now >= left:
+                    return
+                left = now
 
     async def _turn(self, scope: str) -> None:
         queue = self.queues.get(scope)

@@ -8,7 +8,7 @@ import pytest
 
 from toolsel.contracts import ErrorCode
 from toolsel.messaging import RequestError
-from toolsel.services.selector.admission import Admission
+from toolsel.services.selector.admission import INTAKE_WINDOW, Admission
 
 
 async def run(gate: Admission, scope: str, name: str, order: list[str], hold: asyncio.Event | None = None) -> None:
@@ -119,12 +119,27 @@ async def turns_until(condition: Callable[[], bool], turns: int = 100) -> bool:
 
 
 async def test_a_selection_given_a_permit_lets_the_requests_waiting_upstream_reach_the_gate_first() -> None:
-    upstream = ["a request NATS holds"]
+    upstream = list(range(40))  # requests NATS holds
+
+    async def handed_over() -> None:  # as the client hands the subscriber one every two turns of the loop
+        while upstream:
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            upstream.pop()
+
+    intake = asyncio.ensure_future(handed_over())
     gate, order = Admission(running=1, per_scope=1, backlog=lambda: len(upstream), intake_turns=1000), []
     task = asyncio.ensure_future(run(gate, "op", "holder", order))
-    assert not await turns_until(lambda: bool(order))  # it waits while the backlog lasts ...
-    upstream.clear()
-    assert await turns_until(lambda: bool(order))  # ... and runs once it is taken in
+    assert not await turns_until(lambda: bool(order), turns=30)  # it waits while the backlog drains ...
+    assert await turns_until(lambda: bool(order), turns=200)  # ... and runs once it is taken in
+    assert not upstream
+    await asyncio.gather(task, intake)
+
+
+async def test_a_backlog_that_does_not_drain_holds_no_selection() -> None:
+    gate, order = Admission(running=1, per_scope=1, backlog=lambda: 5, intake_turns=1000), []
+    task = asyncio.ensure_future(run(gate, "op", "holder", order))  # the subscriber holds all it may: none comes in
+    assert await turns_until(lambda: bool(order), turns=2 * INTAKE_WINDOW)  # it runs without waiting out the bound
     await task
 
 
