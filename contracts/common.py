@@ -188,7 +188,7 @@ class ErrorCode(StrEnum):
     ``Retry-After``). Send again after the wait."""
     RATE_LIMITED = "rate_limited"
     """Refused for now, not for what the request says: a caller past its failed sign-ins or wrong MCP bearer tokens
-    (HTTP 429), or an identity with as many selects waiting at a selector as it may have. Back off (as long as the
+    (HTTP 429), or a tenant with as many selects waiting at a selector as it may have. Back off (as long as the
     message or ``Retry-After`` says, if it does), then send it again."""
     INTERNAL = "internal"
 

@@ -38,9 +38,9 @@ class NotPermitted(ToolselError):
 
 class TooManyAttempts(NotPermitted):
     """``rate_limited``: refused for now, whatever the request says. The caller failed to sign in too often lately
-    (a wrong admin or MCP bearer token, HTTP 429), or its identity already has as many selects waiting at a
-    selector as it may (``TOOLSEL_SELECT_WAITING_PER_SCOPE``). Back off, then retry: the message says for how long
-    where a wait is known; for selects, once some of the identity's others are answered."""
+    (a wrong admin or MCP bearer token, HTTP 429), or its tenant already has as many selects waiting at a
+    selector as it may (``TOOLSEL_SELECT_WAITING_PER_TENANT``). Back off, then retry: the message says for how long
+    where a wait is known; for selects, once some of the tenant's others are answered."""
 
 
 class NotFound(ToolselError):

@@ -116,15 +116,16 @@ class Settings(BaseSettings):
     query, another's selection) go on."""
     selects_held: int = Field(default=1024, ge=1)
     """Select requests a selector takes off NATS at most, running or waiting their turn: past
-    ``select_concurrency`` they take turns across the senders' identities, so one identity's burst no longer holds
+    ``select_concurrency`` they take turns across the requests' tenants, so one tenant's burst no longer holds
     another's select until it ends, and a selection given its turn first lets up to this many requests waiting at
     the NATS client come in. Past this many the rest wait at NATS, first come first served
-    (``toolsel.services.selector.app``). 1024: four identities' full waits (``select_waiting_per_scope``), a few KB
+    (``toolsel.services.selector.app``). 1024: four tenants' full waits (``select_waiting_per_tenant``), a few KB
     each."""
-    select_waiting_per_scope: int = Field(default=256, ge=1)
-    """Select requests one identity may have waiting at a selector; the next is refused at once (``rate_limited``).
-    256: about two seconds of a selector's work (some 130 selects a second on a busy 2-core box), well within the
-    client's default 10 s timeout: an identity with more in flight is told so at once rather than timing out."""
+    select_waiting_per_tenant: int = Field(default=256, ge=1)
+    """Select requests one tenant (all its identities together) may have waiting at a selector; the next is refused
+    at once (``rate_limited``). 256: about two seconds of a selector's work (some 130 selects a second on a busy
+    2-core box), well within the client's default 10 s timeout: a tenant with more in flight is told so at once
+    rather than timing out."""
 
     # selection (seeds 000, 004)
     default_k: int = Field(default=7, ge=1, le=50)

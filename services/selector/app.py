@@ -161,8 +161,8 @@ def _requests(
     less room for its headers.
 
     The subscriber takes up to ``selects_held`` requests off NATS at once, and ``admission`` lets
-    ``select_concurrency`` of them run, taking turns across the senders' identities (one's burst waits behind
-    its own requests, not another's), refusing an identity's requests past ``select_waiting_per_scope`` waiting;
+    ``select_concurrency`` of them run, taking turns across the requests' tenants (one's burst waits behind
+    its own requests, not another's), refusing a tenant's requests past ``select_waiting_per_tenant`` waiting;
     a selection given its turn first lets the requests the NATS client holds for the subscriber come in (for as
     many turns of the event loop as it takes to take in ``selects_held`` of them, two each). Past
     ``selects_held`` the rest wait in the NATS client's buffer for this subscription, first come first served as
@@ -172,7 +172,7 @@ def _requests(
     settings = state.selector.settings
     gate = Admission(
         settings.select_concurrency,
-        settings.select_waiting_per_scope,
+        settings.select_waiting_per_tenant,
         backlog=lambda: _waiting_at_nats(selects),
         intake_turns=2 * settings.selects_held,
     )
@@ -193,7 +193,7 @@ def _requests(
         tenant = tenant_for(scope, request.tenant_id, "tenant_id" in request.model_fields_set)
         if tenant != request.tenant_id:
             request = request.model_copy(update={"tenant_id": tenant})
-        async with gate.admitted(scope.token):
+        async with gate.admitted(tenant):
             started = time.perf_counter()  # the reply's latency is the selection's own, as before, not its turn's
             await _embed_ahead(state, request)
             reply, event = state.selector.select(request, started)

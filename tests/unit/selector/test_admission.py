@@ -29,7 +29,7 @@ async def queued(*requests: Awaitable[None]) -> list[asyncio.Task[None]]:
 
 
 async def test_a_request_that_finds_a_permit_free_and_no_one_waiting_runs_without_yielding() -> None:
-    gate = Admission(running=2, per_scope=1)
+    gate = Admission(running=2, per_tenant=1)
     admitted = gate.admitted("t.acme.a")
     entering = admitted.__aenter__()
     with pytest.raises(StopIteration):  # done at its first step: it never waited on the event loop
@@ -40,7 +40,7 @@ async def test_a_request_that_finds_a_permit_free_and_no_one_waiting_runs_withou
 
 
 async def test_permits_go_round_robin_across_scopes_and_in_arrival_order_within_one() -> None:
-    gate, order, hold = Admission(running=1, per_scope=10), [], asyncio.Event()
+    gate, order, hold = Admission(running=1, per_tenant=10), [], asyncio.Event()
     tasks = await queued(
         run(gate, "op", "holder", order, hold),
         run(gate, "t.acme.a", "a1", order),
@@ -58,7 +58,7 @@ async def test_permits_go_round_robin_across_scopes_and_in_arrival_order_within_
 
 
 async def test_a_scope_past_its_waiting_bound_is_refused_at_once_and_others_still_wait() -> None:
-    gate, order, hold = Admission(running=1, per_scope=2), [], asyncio.Event()
+    gate, order, hold = Admission(running=1, per_tenant=2), [], asyncio.Event()
     tasks = await queued(
         run(gate, "t.acme.a", "holder", order, hold),
         run(gate, "t.acme.a", "a1", order),
@@ -78,7 +78,7 @@ async def test_a_scope_past_its_waiting_bound_is_refused_at_once_and_others_stil
 
 
 async def test_a_cancelled_request_leaves_its_place() -> None:
-    gate, order, hold = Admission(running=1, per_scope=2), [], asyncio.Event()
+    gate, order, hold = Admission(running=1, per_tenant=2), [], asyncio.Event()
     holder, a1, a2 = await queued(
         run(gate, "op", "holder", order, hold), run(gate, "t.acme.a", "a1", order), run(gate, "t.acme.a", "a2", order)
     )
@@ -94,7 +94,7 @@ async def test_a_cancelled_request_leaves_its_place() -> None:
 
 
 async def test_a_permit_handed_to_a_request_as_it_is_cancelled_goes_on_to_the_next() -> None:
-    gate, order, hold = Admission(running=1, per_scope=2), [], asyncio.Event()
+    gate, order, hold = Admission(running=1, per_tenant=2), [], asyncio.Event()
     holding = gate.admitted("op")
     await holding.__aenter__()
     a1, v1 = await queued(run(gate, "t.acme.a", "a1", order), run(gate, "t.victim.v", "v1", order, hold))
@@ -128,7 +128,7 @@ async def test_a_selection_given_a_permit_lets_the_requests_waiting_upstream_rea
             upstream.pop()
 
     intake = asyncio.ensure_future(handed_over())
-    gate, order = Admission(running=1, per_scope=1, backlog=lambda: len(upstream), intake_turns=1000), []
+    gate, order = Admission(running=1, per_tenant=1, backlog=lambda: len(upstream), intake_turns=1000), []
     task = asyncio.ensure_future(run(gate, "op", "holder", order))
     assert not await turns_until(lambda: bool(order), turns=30)  # it waits while the backlog drains ...
     assert await turns_until(lambda: bool(order), turns=200)  # ... and runs once it is taken in
@@ -137,14 +137,14 @@ async def test_a_selection_given_a_permit_lets_the_requests_waiting_upstream_rea
 
 
 async def test_a_backlog_that_does_not_drain_holds_no_selection() -> None:
-    gate, order = Admission(running=1, per_scope=1, backlog=lambda: 5, intake_turns=1000), []
+    gate, order = Admission(running=1, per_tenant=1, backlog=lambda: 5, intake_turns=1000), []
     task = asyncio.ensure_future(run(gate, "op", "holder", order))  # the subscriber holds all it may: none comes in
     assert await turns_until(lambda: bool(order), turns=2 * INTAKE_WINDOW)  # it runs without waiting out the bound
     await task
 
 
 async def test_the_wait_for_the_requests_upstream_is_bounded() -> None:
-    gate, order = Admission(running=1, per_scope=1, backlog=lambda: 1, intake_turns=10), []
+    gate, order = Admission(running=1, per_tenant=1, backlog=lambda: 1, intake_turns=10), []
     task = asyncio.ensure_future(run(gate, "op", "holder", order))  # a backlog that never drains ...
     assert await turns_until(lambda: bool(order))  # ... holds no selection for good
     await task

@@ -563,7 +563,7 @@ async def test_requests_that_arrive_while_the_model_is_busy_are_embedded_in_one_
     "settings",
     [
         Settings(
-            nats_url="nats://in-memory:4222", thompson_sampling=False, select_concurrency=1, select_waiting_per_scope=1
+            nats_url="nats://in-memory:4222", thompson_sampling=False, select_concurrency=1, select_waiting_per_tenant=1
         )
     ],
 )

@@ -1,5 +1,6 @@
-"""The select handler's fair admission on FastStream's in-memory broker: with one identity's burst waiting, another
-identity's select is answered before the burst's tail, and the burst's excess is refused at once (``rate_limited``).
+"""The select handler's fair admission on FastStream's in-memory broker: with one tenant's burst waiting, another
+tenant's select is answered before the burst's tail, and the burst's excess is refused at once (``rate_limited``),
+whichever of the tenant's identities sent it.
 The store and model are test_app's stand-ins; the handler and the gate are the real ones."""
 
 import asyncio
@@ -71,7 +72,7 @@ async def broker(monkeypatch: pytest.MonkeyPatch, gates: Gates, turns: Turns) ->
 
     monkeypatch.setattr(selector_app, "open_store", open_store)
     monkeypatch.setattr(selector_app, "load_model", load_model)
-    settings = Settings(nats_url="nats://in-memory:4222", select_concurrency=1, select_waiting_per_scope=3)
+    settings = Settings(nats_url="nats://in-memory:4222", select_concurrency=1, select_waiting_per_tenant=3)
     app = selector_app.create_app(settings)
     async with TestNatsBroker(app.broker) as test_broker, TestApp(app):
         yield test_broker
@@ -95,7 +96,7 @@ async def until(condition: Callable[[], bool], steps: int = 10_000) -> None:
     raise AssertionError("the requests never reached the gate")
 
 
-async def test_another_identitys_select_is_served_before_a_burst_s_tail_and_the_excess_is_refused(
+async def test_another_tenants_select_is_served_before_a_burst_s_tail_and_the_excess_is_refused(
     broker: NatsBroker, gates: Gates, turns: Turns
 ) -> None:
     (gate,) = gates
@@ -108,7 +109,7 @@ async def test_another_identitys_select_is_served_before_a_burst_s_tail_and_the_
 
     refused = [task.result() for task in burst if task.done()]  # answered while the plug still runs
     assert [reply["error"]["code"] for reply in refused] == ["rate_limited", "rate_limited"]
-    assert "t.acme.a has 3 selects waiting" in refused[0]["error"]["message"]
+    assert "acme has 3 selects waiting" in refused[0]["error"]["message"]
 
     turns.unplug.set()
     await asyncio.gather(plug, victim, *burst)
@@ -116,6 +117,18 @@ async def test_another_identitys_select_is_served_before_a_burst_s_tail_and_the_
     for reply in [victim.result(), *(task.result() for task in burst if "error" not in task.result())]:
         assert SelectReply.model_validate(reply).tools[0].name == "send_email"
     assert (gate.waiting, gate.free) == (0, 1)
+
+
+async def test_a_tenants_identities_share_its_turns(broker: NatsBroker, gates: Gates, turns: Turns) -> None:
+    (gate,) = gates
+    plug = asyncio.ensure_future(select(broker, ACME, "plug"))
+    await until(lambda: len(turns.order) == 1)
+    first = [asyncio.ensure_future(select(broker, ACME, f"email {i}")) for i in range(3)]
+    await until(lambda: gate.waiting == 3)
+    other = await select(broker, "t.acme.other", "email from acme's other agent")  # acme's fourth waiting: refused
+    assert other["error"]["code"] == "rate_limited"
+    turns.unplug.set()
+    await asyncio.gather(plug, *first)
 
 
 def test_a_selector_holds_more_selects_than_it_runs() -> None:
