@@ -195,6 +195,7 @@ def _requests(
             request = request.model_copy(update={"tenant_id": tenant})
         async with gate.admitted(tenant):
             started = time.perf_counter()  # the reply's latency is the selection's own, as before, not its turn's
+            await _spell_ahead(state, request)
             await _embed_ahead(state, request)
             reply, event = state.selector.select(request, started)
         reply = fit(reply, room(max_payload()))
@@ -224,6 +225,14 @@ def _waiting_at_nats(subscriber: LogicSubscriber[Any]) -> int:
     """Requests the NATS client has received for ``subscriber`` and not yet handed to it (none before it subscribes,
     nor under FastStream's test broker)."""
     return int(getattr(getattr(subscriber, "subscription", None), "pending_msgs", 0))
+
+
+async def _spell_ahead(state: SelectorState, request: SelectRequest) -> None:
+    """A query with a word the spelling stage must search the catalog's words for is repaired in a worker thread
+    first, where the selection then finds it kept: among a tenant's hundreds of thousands of words of its own such a
+    search takes most of a second, which held the event loop, and with it every other tenant's select."""
+    if state.selector.repaired_at_once(request) is None:
+        await asyncio.to_thread(state.selector.repaired, request)
 
 
 async def _embed_ahead(state: SelectorState, request: SelectRequest) -> None:

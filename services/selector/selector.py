@@ -86,10 +86,18 @@ class Selector:
         texts = self.reads(request)
         return [] if self.embedder.cached(texts[0], texts[1:]) else texts
 
+    def repaired(self, request: SelectRequest) -> str:
+        """The request's query as the spelling stage repairs it (kept, where the selection finds it)."""
+        return spelling.repaired(self.catalog, request, self.settings)
+
+    def repaired_at_once(self, request: SelectRequest) -> str | None:
+        """``repaired`` where it takes no search of the catalog's words; None where it would."""
+        return spelling.repaired_at_once(self.catalog, request, self.settings)
+
     def reads(self, request: SelectRequest) -> list[str]:
         """What the model reads for this request when its vectors are wanted: the query as the spelling stage
         repairs it, its parts, its sentences."""
-        text = spelling.repaired(self.catalog, request, self.settings)
+        text = self.repaired(request)
         queries = retrieve.queries_of(self.settings, text)[1]
         return retrieve.read(queries, retrieve.sentences_of(self.settings, queries[0]))
 

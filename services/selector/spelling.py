@@ -135,11 +135,28 @@ _kept: "WeakKeyDictionary[LexicalIndex, dict[tuple[int, int, bytes], _Kept]]" = 
 _kept_lock = threading.Lock()
 
 
+class _WouldSearch(Exception):
+    """A word of the query takes a search of the catalog's words, which the caller makes elsewhere."""
+
+
 def repair(query: str, index: LexicalIndex, settings: Settings, documents: Mask | None = None) -> str:
     """The query with each misspelt word (neither a tool's text nor English holds it, and not a name) replaced by
     its nearest catalog word, where one is near enough; the query as it was with ``TOOLSEL_QUERY_SPELLING`` off.
     Only ``documents`` count as the catalog (a tenant's visible tools; None: every one). Kept for ``index`` (a
     catalog copy's words) and those documents: the last ``REPAIRS_KEPT`` queries, ``WORDS_KEPT`` words."""
+    found = _repair(query, index, settings, documents, search=True)
+    assert found is not None
+    return found
+
+
+def repair_at_once(query: str, index: LexicalIndex, settings: Settings, documents: Mask | None = None) -> str | None:
+    """``repair``, where it takes no search of the catalog's words (the query's words all decided before, or held by
+    a tool or English); None where one would: a search costs milliseconds, and up to a second among a tenant's
+    hundreds of thousands of words of its own, which the selector makes in a worker thread, off the event loop."""
+    return _repair(query, index, settings, documents, search=False)
+
+
+def _repair(query: str, index: LexicalIndex, settings: Settings, documents: Mask | None, search: bool) -> str | None:
     if not settings.query_spelling:
         return query
     edits = (settings.spelling_one_edit_length, settings.spelling_two_edits_length)
@@ -149,7 +166,10 @@ def repair(query: str, index: LexicalIndex, settings: Settings, documents: Mask 
         found = kept.queries.get(query)
     if found is None:
         lookups = [settings.spelling_max_words]
-        found = _WORD.sub(lambda match: _word(match, index, kept, edits, documents, lookups), query)
+        try:
+            found = _WORD.sub(lambda match: _word(match, index, kept, edits, documents, lookups, search), query)
+        except _WouldSearch:
+            return None
         _keep(kept.queries, query, found, REPAIRS_KEPT)
     return found
 
@@ -159,6 +179,11 @@ def repaired(catalog: Catalog, request: SelectRequest, settings: Settings) -> st
     return repair(request.query, catalog.lexical, settings, catalog.standing(request.tenant_id).visible)
 
 
+def repaired_at_once(catalog: Catalog, request: SelectRequest, settings: Settings) -> str | None:
+    """``repaired`` where it takes no search of the catalog's words (``repair_at_once``)."""
+    return repair_at_once(request.query, catalog.lexical, settings, catalog.standing(request.tenant_id).visible)
+
+
 def _word(
     match: re.Match[str],
     index: LexicalIndex,
@@ -166,18 +191,26 @@ def _word(
     edits: tuple[int, int],
     documents: Mask | None,
     lookups: list[int],
+    search: bool,
 ) -> str:
     """A query word as the stage leaves it: a name as it is, any other as decided once per catalog copy; of the
-    words that take a search, those past the query's first ``TOOLSEL_SPELLING_MAX_WORDS`` as they are."""
+    words that take a search, those past the query's first ``TOOLSEL_SPELLING_MAX_WORDS`` as they are. Without
+    ``search``, a word that takes one raises ``_WouldSearch``."""
     word = match.group(0)
     if match.start() > 0 and not word.islower():  # a name
         return word
     with _kept_lock:
         decided = kept.words.get(word)
     if decided is None:
-        if kept.vocabulary is None:
-            kept.vocabulary = by_length(index.words_of(documents))
-        decided = fixed(word, index, *edits, documents, kept.vocabulary, may_search=lookups[0] > 0)
+        may_search = lookups[0] > 0
+        if not search:
+            decided = fixed(word, index, *edits, documents, may_search=False)
+            if decided is None and may_search:
+                raise _WouldSearch
+        else:
+            if may_search and kept.vocabulary is None:
+                kept.vocabulary = by_length(index.words_of(documents))
+            decided = fixed(word, index, *edits, documents, kept.vocabulary, may_search=may_search)
         if decided is None:
             return word
         _keep(kept.words, word, decided, WORDS_KEPT)

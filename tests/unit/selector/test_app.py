@@ -35,6 +35,7 @@ from toolsel.contracts import (
 from toolsel.contracts.selection import SelectedTool
 from toolsel.messaging import events_stream
 from toolsel.services.selector import app as selector_app
+from toolsel.services.selector import spelling
 from toolsel.services.selector.catalog import build_catalog
 from toolsel.services.selector.selector import Selector
 from toolsel.settings import Settings
@@ -641,3 +642,29 @@ async def test_a_malformed_event_followed_for_the_users_history_changes_nothing_
         called = ToolCall(plugin_id="p", name="send_email", success=True)
         await broker.publish(OutcomeEvent(selection_id=made.selection_id, calls=[called]), subjects.OUTCOME_EVENTS)
         assert await alices_rate() == 1.0  # her selection was still awaited, untouched by the malformed outcome
+
+
+async def test_a_query_whose_repair_takes_a_search_is_repaired_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The spelling stage's search of the catalog's words (up to a second among a tenant's own vast vocabulary) runs
+    in a worker thread ahead of the selection, which finds the repair kept; a query that takes none stays on the
+    loop."""
+    settings = Settings()
+    rows = [tool_row("get_weather", "weather forecast for the week", 0), tool_row("send_email", "send an email", 1)]
+    state = selector_app.SelectorState(Selector(settings, build_catalog(rows, [], [], settings), embedder=None))
+    searched_on: list[str] = []
+    search = spelling.nearest_word
+
+    def recorded(*args: Any, **kwargs: Any) -> str | None:
+        searched_on.append(threading.current_thread().name)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(spelling, "nearest_word", recorded)
+    await selector_app._spell_ahead(state, SelectRequest(query="send an email", tenant_id="acme"))
+    assert searched_on == []
+    misspelt = SelectRequest(query="wheather forcast", tenant_id="acme")
+    await selector_app._spell_ahead(state, misspelt)
+    assert searched_on
+    assert threading.main_thread().name not in searched_on
+    assert state.selector.repaired_at_once(misspelt) == "weather forecast"  # kept for the selection

@@ -182,3 +182,24 @@ def test_a_tenants_query_is_searched_among_the_words_of_its_tools_alone(index: L
     assert set(index.words_of(None)) == set(index.words_of(np.ones(6, dtype=bool)))  # every document's
     assert spelling.nearest_word("apartmants", index, 2, mine) is None  # another tenant's word is not searched
     assert spelling.nearest_word("apartmants", index, 2) == "apartments"
+
+
+def test_a_repair_that_takes_a_search_is_not_made_at_once(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``repair_at_once`` never searches the catalog's words (the selector makes such a repair off the event loop);
+    once ``repair`` has made it, it is kept, and made at once."""
+    searches: list[str] = []
+    search = spelling.nearest_word
+
+    def counted(word: str, *args: object, **kwargs: object) -> str | None:
+        searches.append(word)
+        return search(word, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spelling, "nearest_word", counted)
+    fresh = LexicalIndex.of_texts(TEXTS, k1=1.2, b=0.75)
+    assert spelling.repair_at_once("hourly weather forecast", fresh, settings) == "hourly weather forecast"
+    assert spelling.repair_at_once("wheather forcast for hourly", fresh, settings) is None
+    assert searches == []
+    assert repair("wheather forcast for hourly", fresh, settings) == "weather forecast for hourly"
+    assert spelling.repair_at_once("wheather forcast for hourly", fresh, settings) == "weather forecast for hourly"
+    assert spelling.repair_at_once("hourly forcast", fresh, settings) == "hourly forecast"  # its words decided
+    assert searches == ["wheather", "forcast"]
