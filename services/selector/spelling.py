@@ -94,9 +94,14 @@ def nearest_word(
     here when not given."""
     grouped = by_length(index.words_of(documents)) if words is None else words
     nearby = [w for size in range(len(word) - edits, len(word) + edits + 1) for w in grouped.get(size, ())]
-    found = process.extract(word, nearby, scorer=OSA.distance, score_cutoff=edits, limit=None)
-    holding = index.holding([hit[0] for hit in found], documents)
-    near = [(distance, -int(held), hit) for (hit, distance, _), held in zip(found, holding, strict=True) if held]
+    if not nearby:
+        return None
+    # cdist, not extract: it lets go of the GIL while it compares, so a search in a worker thread (``repair``'s,
+    # among a tenant's hundreds of thousands of words) leaves the event loop free
+    distances = process.cdist([word], nearby, scorer=OSA.distance, score_cutoff=edits, workers=1, dtype=np.int32)[0]
+    found = [(nearby[at], int(distances[at])) for at in np.flatnonzero(distances <= edits)]
+    holding = index.holding([hit for hit, _ in found], documents)
+    near = [(distance, -int(held), hit) for (hit, distance), held in zip(found, holding, strict=True) if held]
     return min(near)[2] if near else None
 
 
