@@ -3,6 +3,8 @@ service that owns the area's tables. Every request carries the admin credential 
 
 from toolsel.contracts.admin.analytics import (
     HEATMAP_CELLS_MAX,
+    HEATMAP_PAGES_SHOWN,
+    HEATMAP_TOOLS_SHOWN,
     AccuracyPoint,
     AccuracyTrend,
     AnalyticsQuery,
@@ -79,6 +81,8 @@ from toolsel.contracts.admin.registry import (
 __all__ = [
     "CONDITION_KEYS",
     "HEATMAP_CELLS_MAX",
+    "HEATMAP_PAGES_SHOWN",
+    "HEATMAP_TOOLS_SHOWN",
     "OPERATORS",
     "RULE_TYPES",
     "AccuracyPoint",

@@ -40,6 +40,11 @@ class HeatCell(Frozen):
 HEATMAP_CELLS_MAX = 5000
 """Cells a heatmap reply carries at most, the most selected first: pages are the requests' own words, so a flood
 of distinct ones would otherwise make the reply too large for one message."""
+HEATMAP_TOOLS_SHOWN = 20
+"""Rows of the heatmap a person is shown (the dashboard's Analytics tab, ``toolsel report``): the most selected
+tools."""
+HEATMAP_PAGES_SHOWN = 12
+"""Columns of that heatmap: the pages most selected with those tools, the rest summed in one column."""
 
 
 class Heatmap(Message):

@@ -13,12 +13,8 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from toolsel.analytics import metrics
+from toolsel.contracts.admin import HEATMAP_PAGES_SHOWN, HEATMAP_TOOLS_SHOWN
 
-HEATMAP_TOOLS = 25
-"""Rows of the heatmap: the most selected tools."""
-HEATMAP_PAGES = 12
-"""Columns of the heatmap: the pages those tools were most selected on; the rest are summed in one column (a
-history of pages that vary drew a figure as wide as their count, which took minutes to render)."""
 OTHER_PAGES = "(other pages)"
 
 
@@ -33,7 +29,7 @@ def png(figure: Figure) -> str:
 def heatmap_grid(cells: pl.DataFrame) -> pl.DataFrame:
     """The heatmap's cells (tool, page, count) as a grid, a column a page: the most selected tools on their most
     selected pages, and their selections on any other page in one column."""
-    shown, others = metrics.bounded(cells, HEATMAP_TOOLS, HEATMAP_PAGES)
+    shown, others = metrics.bounded(cells, HEATMAP_TOOLS_SHOWN, HEATMAP_PAGES_SHOWN)
     columns = shown.with_columns(pl.col("page").replace("", "(none)"))
     if others.height:
         columns = pl.concat([columns, others.select("tool", pl.lit(OTHER_PAGES).alias("page"), "count")])

@@ -42,6 +42,7 @@ from toolsel.contracts import (
     ToolKey,
     ToolQuery,
 )
+from toolsel.contracts.admin import HEATMAP_PAGES_SHOWN, HEATMAP_TOOLS_SHOWN
 from toolsel.dashboard import charts
 from toolsel.dashboard.api import client_of
 from toolsel.dashboard.auth import COOKIE, Reader, Writer, caller
@@ -59,10 +60,6 @@ TABS = (
     ("analytics", "Analytics"),
     ("try", "Try it"),
 )
-HEATMAP_TOOLS = 20
-"""Rows of the analytics heatmap: the most selected tools."""
-HEATMAP_PAGES = 12
-"""Columns of the analytics heatmap: the pages most selected with those tools (the rest summed in one column)."""
 T = TypeVar("T")
 
 router = APIRouter(include_in_schema=False)
@@ -463,7 +460,7 @@ async def analytics(
     client = client_of(request)
     metrics, heat, accuracy, drift = await asyncio.gather(
         panel(client.metrics(window)),
-        panel(client.heatmap(window.model_copy(update={"tools": HEATMAP_TOOLS, "pages": HEATMAP_PAGES}))),
+        panel(client.heatmap(window.model_copy(update={"tools": HEATMAP_TOOLS_SHOWN, "pages": HEATMAP_PAGES_SHOWN}))),
         panel(client.accuracy(window)),
         panel(client.drift(DriftRequest())),
     )

@@ -3,7 +3,8 @@ column: a history of pages that vary drew a figure as wide as their count."""
 
 import polars as pl
 
-from toolsel.analytics.report import HEATMAP_PAGES, OTHER_PAGES, heatmap_grid, heatmap_png
+from toolsel.analytics.report import OTHER_PAGES, heatmap_grid, heatmap_png
+from toolsel.contracts.admin import HEATMAP_PAGES_SHOWN
 
 
 def _cells(pages: int) -> pl.DataFrame:
@@ -15,7 +16,7 @@ def _cells(pages: int) -> pl.DataFrame:
 def test_pages_past_the_bound_are_summed_in_one_column() -> None:
     grid = heatmap_grid(_cells(1500))
     pages = [c for c in grid.columns if c != "tool"]
-    assert len(pages) == HEATMAP_PAGES + 1
+    assert len(pages) == HEATMAP_PAGES_SHOWN + 1
     assert {"(none)", "/inbox/0007", OTHER_PAGES} <= set(pages)
     busy = grid.filter(pl.col("tool") == "p/busy").row(0, named=True)
     assert sum(busy[p] for p in pages) == 1500 + 1  # every selection of the tool is in the grid once
