@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from uuid import uuid4
 
 import asyncpg
@@ -21,7 +21,7 @@ from faststream import FastStream
 from faststream.nats import NatsRouter
 from faststream.nats.annotations import NatsMessage
 from faststream.nats.subscriber.usecases import LogicSubscriber
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolsel.batching import Batcher
 from toolsel.contracts import (
@@ -63,6 +63,7 @@ from toolsel.store import catalog as store
 from toolsel.tenancy import sender, tenant_for
 
 log = logging.getLogger("toolsel.selector")
+E = TypeVar("E", bound=BaseModel)
 
 DESCRIPTION = "Which few tools for this query, page and tenant: request/reply, from memory."
 
@@ -281,12 +282,9 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
         description="For each user's history.",
     )
     async def on_selection_seen(msg: NatsMessage) -> None:
-        try:
-            event = SelectionEvent.model_validate_json(msg.body)
-        except ValidationError:
-            state.malformed_events += 1
-            return
-        state.selector.history.record_selection(event)
+        event = _seen(state, SelectionEvent, msg)
+        if event is not None:
+            state.selector.history.record_selection(event)
 
     @router.subscriber(
         subjects.any_scope(subjects.OUTCOME_ROOT),
@@ -296,16 +294,21 @@ def _broadcasts(state: SelectorState) -> NatsRouter:
         description="For each user's history.",
     )
     async def on_outcome_seen(msg: NatsMessage) -> None:
-        try:
-            event = OutcomeEvent.model_validate_json(msg.body)
-        except ValidationError:
-            state.malformed_events += 1
-            return
+        event = _seen(state, OutcomeEvent, msg)
         scope = parse_scope(subjects.scope_of(msg.raw_message.subject, subjects.OUTCOME_ROOT))
-        if scope is not None:
+        if event is not None and scope is not None:
             state.selector.history.record_outcome(event, scope)
 
     return router
+
+
+def _seen(state: SelectorState, kind: type[E], msg: NatsMessage) -> E | None:
+    """The event a core subscription received, or None (counted in ``malformed_events``) when it is not one."""
+    try:
+        return kind.model_validate_json(msg.body)
+    except ValidationError:
+        state.malformed_events += 1
+        return None
 
 
 async def _refresh(state: SelectorState, source: str, load: Load, lock: str | None = None) -> None:

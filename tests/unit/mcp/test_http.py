@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
 
 import anyio
 import mcp.types
@@ -21,9 +20,9 @@ from mcp.server.auth.provider import AccessToken
 from mcp.types.version import LATEST_MODERN_VERSION
 from starlette.testclient import TestClient
 
+from tests.unit.mcp.stack import Stack
 from toolsel import identities
-from toolsel.contracts import OutcomeEvent, ScoreBreakdown, ScoredTool, SelectReply, SelectRequest, TokenEstimate
-from toolsel.contracts.identity import Scope
+from toolsel.contracts import OutcomeEvent, ScoreBreakdown, ScoredTool, SelectRequest
 from toolsel.mcp.gateway import Gateway
 from toolsel.mcp.server import IDENTITY_REQUIRED, create_server, http_app
 from toolsel.mcp.sessions import Sessions
@@ -49,35 +48,20 @@ SEARCH = {
 }
 
 
-class Stack:
-    """The operator's client as the toolsheds use it: every search finds one tool the gateway may call (its server
-    does not exist, so each call is a failure to report)."""
-
-    def __init__(self) -> None:
-        self.reported: list[OutcomeEvent] = []
-
-    async def report_outcome(self, event: OutcomeEvent) -> None:
-        self.reported.append(event)
-
-    def acting_as(self, scope: Scope) -> "Stack":
-        return self
-
-    async def select(self, request: SelectRequest) -> SelectReply:
-        found = ScoredTool(
-            plugin_id="weather",
-            name="forecast",
-            description="Weather forecast for a city.",
-            parameters={"type": "object", "properties": {"city": {"type": "string"}}},
-            score=1.0,
-            confidence=0.9,
-            breakdown=ScoreBreakdown(),
-            execution_type="mcp",
-            execution_config={"transport": "stdio", "command": UPSTREAM, "tool": "forecast"},
-        )
-        tokens = TokenEstimate(selected=1, catalog=1, saved=0)
-        return SelectReply(
-            selection_id=uuid4(), tools=[found], context_key="k", method="m", tokens=tokens, latency_ms=1.0
-        )
+def callable_forecast(request: SelectRequest) -> ScoredTool:
+    """Every search finds one tool the gateway may call (its server does not exist, so each call is a failure to
+    report)."""
+    return ScoredTool(
+        plugin_id="weather",
+        name="forecast",
+        description="Weather forecast for a city.",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+        score=1.0,
+        confidence=0.9,
+        breakdown=ScoreBreakdown(),
+        execution_type="mcp",
+        execution_config={"transport": "stdio", "command": UPSTREAM, "tool": "forecast"},
+    )
 
 
 @pytest.fixture
@@ -86,7 +70,9 @@ def served(tmp_path: Path) -> Iterator[tuple[TestClient, Any, dict[str, str]]]:
     bearers = {tenant: identities.create(tmp_path, tenant, "agent").bearer for tenant in ("acme", "evil")}
     tokens = IdentityTokens(Settings(home=tmp_path))
     gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
-    server = create_server(PerIdentity(Stack(), tokens, Settings(mcp_max_sessions=10), 600, gateway), tokens, URL)  # type: ignore[arg-type]
+    server = create_server(
+        PerIdentity(Stack(callable_forecast), tokens, Settings(mcp_max_sessions=10), 600, gateway), tokens, URL
+    )  # type: ignore[arg-type]
     with TestClient(http_app(server, "127.0.0.1"), base_url=URL) as client:
         yield client, server, bearers
 
@@ -98,7 +84,7 @@ def test_each_identity_calls_through_gateway_slots_of_its_own(tmp_path: Path) ->
     tokens = IdentityTokens(Settings(home=tmp_path))
     for bearer in bearers:
         tokens.verifier.verify(bearer)  # as the middleware does first
-    toolsheds = PerIdentity(Stack(), tokens, Settings(mcp_max_sessions=10), 600, gateway)  # type: ignore[arg-type]
+    toolsheds = PerIdentity(Stack(callable_forecast), tokens, Settings(mcp_max_sessions=10), 600, gateway)  # type: ignore[arg-type]
 
     def slots_of(bearer: str) -> object:
         token = auth_context_var.set(AuthenticatedUser(AccessToken(token=bearer, client_id="agent", scopes=[])))
@@ -162,7 +148,7 @@ async def test_the_change_is_told_on_the_request_only_under_the_handshake_protoc
         if isinstance(message, mcp.types.ToolListChangedNotification):
             changed.append(message)
 
-    shed = Toolshed(Stack(), Sessions(10, 600), gateway=Gateway(Settings(gateway_commands=[UPSTREAM])))  # type: ignore[arg-type]
+    shed = Toolshed(Stack(callable_forecast), Sessions(10, 600), gateway=Gateway(Settings(gateway_commands=[UPSTREAM])))  # type: ignore[arg-type]
     async with Client(create_server(shed), mode=mode, message_handler=notified) as agent:
         found = await agent.call_tool("search_tools", {"query": "weather in Rome"})
     assert not found.is_error
@@ -178,7 +164,7 @@ def test_the_handshake_says_the_tool_list_changes(served: tuple[TestClient, Any,
 
 
 async def test_the_sdks_client_is_told_the_tool_list_changes() -> None:
-    shed = Toolshed(Stack(), Sessions(10, 600))  # type: ignore[arg-type]
+    shed = Toolshed(Stack(callable_forecast), Sessions(10, 600))  # type: ignore[arg-type]
     async with Client(create_server(shed), mode="legacy") as agent:
         assert agent.server_capabilities.tools is not None
         assert agent.server_capabilities.tools.list_changed is True
@@ -226,7 +212,7 @@ async def test_a_call_is_not_credited_to_the_one_live_session_when_an_expired_on
     """Bob's session idled past its limit and Alice's lives: Bob's agent, which still holds the tool list, called
     the tool with no session named, and the outcome was credited to Alice's selection."""
     now = [0.0]
-    stack = Stack()
+    stack = Stack(callable_forecast)
     gateway = Gateway(Settings(gateway_commands=[UPSTREAM]))
     shed = Toolshed(stack, Sessions(10, 600, clock=lambda: now[0]), gateway=gateway, shared=True)  # type: ignore[arg-type]
     await shed.search("weather in Rome", user="bob")
@@ -245,7 +231,7 @@ class Stalled(Stack):
     """A stack that takes an outcome only once let (a NATS outage: JetStream's ack does not come)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(callable_forecast)
         self.let = asyncio.Event()
 
     async def report_outcome(self, event: OutcomeEvent) -> None:

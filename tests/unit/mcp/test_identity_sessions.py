@@ -3,54 +3,38 @@ sessions per identity, and sessions of all identities together, where one identi
 sessions; a review or outcome within the bounds still counts for the selection that offered its tool."""
 
 from pathlib import Path
-from uuid import uuid4
 
 import pytest
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
+from tests.unit.mcp.stack import Stack
 from toolsel import identities
-from toolsel.contracts import OutcomeEvent, ScoreBreakdown, ScoredTool, SelectReply, SelectRequest, TokenEstimate
-from toolsel.contracts.identity import Scope
+from toolsel.contracts import ScoreBreakdown, ScoredTool, SelectRequest
 from toolsel.mcp.sessions import UnknownSession
 from toolsel.mcp.tenants import IdentityTokens, PerIdentity
 from toolsel.mcp.toolshed import Call, Toolshed, ToolshedError
 from toolsel.settings import Settings
 
 
-class Stack:
-    """The operator's client as the toolsheds use it: each search finds one tool named after its query."""
-
-    def __init__(self) -> None:
-        self.reported: list[OutcomeEvent] = []
-
-    async def report_outcome(self, event: OutcomeEvent) -> None:
-        self.reported.append(event)
-
-    def acting_as(self, scope: Scope) -> "Stack":
-        return self
-
-    async def select(self, request: SelectRequest) -> SelectReply:
-        found = ScoredTool(
-            plugin_id="p",
-            name=request.query,
-            description="A tool.",
-            parameters={"type": "object"},
-            score=1.0,
-            breakdown=ScoreBreakdown(),
-        )
-        tokens = TokenEstimate(selected=1, catalog=1, saved=0)
-        return SelectReply(
-            selection_id=uuid4(), tools=[found], context_key="k", method="m", tokens=tokens, latency_ms=1.0
-        )
+def named_after_query(request: SelectRequest) -> ScoredTool:
+    """Each search finds one tool named after its query."""
+    return ScoredTool(
+        plugin_id="p",
+        name=request.query,
+        description="A tool.",
+        parameters={"type": "object"},
+        score=1.0,
+        breakdown=ScoreBreakdown(),
+    )
 
 
 def served(tmp_path: Path, **bounds: int) -> tuple[Stack, dict[str, Toolshed], PerIdentity]:
     """Each of two tenants' identities' toolshed, from one ``PerIdentity`` with these settings."""
     settings = Settings(home=tmp_path, **bounds)  # type: ignore[arg-type]
     tokens = IdentityTokens(settings)
-    stack = Stack()
+    stack = Stack(named_after_query)
     toolsheds = PerIdentity(stack, tokens, settings, 600)  # type: ignore[arg-type]
     sheds = {}
     for tenant in ("acme", "evil"):

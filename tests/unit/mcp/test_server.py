@@ -6,7 +6,8 @@ from typing import Any
 from mcp import Client
 from pydantic import TypeAdapter
 
-from tests.unit.mcp.test_http import Stack
+from tests.unit.mcp.stack import Stack
+from tests.unit.mcp.test_http import callable_forecast
 from toolsel.contracts.common import Identifier
 from toolsel.contracts.selection import QUERY_MAX, Page
 from toolsel.mcp.server import create_server
@@ -21,7 +22,7 @@ def _arguments(tools: list[Any], name: str) -> dict[str, Any]:
 
 async def test_the_tools_arguments_carry_the_contracts_limits() -> None:
     identifier = TypeAdapter(Identifier).json_schema()["pattern"]
-    async with Client(create_server(Toolshed(Stack(), Sessions(10, 600)))) as agent:  # type: ignore[arg-type]
+    async with Client(create_server(Toolshed(Stack(callable_forecast), Sessions(10, 600)))) as agent:  # type: ignore[arg-type]
         tools = (await agent.list_tools()).tools
     search = _arguments(tools, "search_tools")
     assert (search["query"]["minLength"], search["query"]["maxLength"]) == (1, QUERY_MAX)
@@ -32,7 +33,7 @@ async def test_the_tools_arguments_carry_the_contracts_limits() -> None:
 
 
 async def test_an_empty_session_starts_a_new_one_and_a_malformed_one_is_refused() -> None:
-    async with Client(create_server(Toolshed(Stack(), Sessions(10, 600)))) as agent:  # type: ignore[arg-type]
+    async with Client(create_server(Toolshed(Stack(callable_forecast), Sessions(10, 600)))) as agent:  # type: ignore[arg-type]
         found = await agent.call_tool("search_tools", {"query": "weather in Rome", "session": ""})
         refused = await agent.call_tool("review_tools", {"session": "not a session", "none_of_these": True})
     assert not found.is_error
