@@ -1,5 +1,6 @@
 """A kind's warnings past its budget are counted, not logged, and the count is told when its window ends."""
 
+import asyncio
 import logging
 
 import pytest
@@ -28,3 +29,21 @@ def test_past_the_budget_warnings_are_counted_and_the_count_told_after_the_windo
         "997 more dead-letter outcome warnings were not logged in 61 s",
         "bad event 1000",
     ]
+
+
+async def test_the_count_is_told_when_the_window_ends_even_if_no_warning_follows(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    budget = LogBudget(logging.getLogger("budget-test"), lines=1, window_s=0.05)
+    with caplog.at_level(logging.WARNING, logger="budget-test"):
+        for n in range(5):
+            budget.warning("dead-letter outcome", "bad event %d", n)
+        assert len(caplog.records) == 2  # the first and the notice that further ones are counted
+        await asyncio.sleep(0.2)
+        told = [r.getMessage() for r in caplog.records]
+        budget.warning("dead-letter outcome", "bad event %d", 5)
+    assert len(told) == 3
+    assert told[2].startswith("4 more dead-letter outcome warnings were not logged in ")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[3] == "bad event 5"
+    assert sum("not logged in" in line for line in lines) == 1  # told once: not again when the next window begins
