@@ -180,3 +180,23 @@ def _rendered_images(work: Path, page: Path) -> str:
 
 def _parquet_files(out: Path) -> list[str]:
     return sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+
+
+async def test_a_report_of_one_tenant_holds_its_selections_and_tools_only(
+    endpoints: Endpoints, client: ToolselClient, pool: asyncpg.Pool
+) -> None:
+    plugin, tenant = await _history(client, pool)
+    other, _ = await _history(client, pool)
+    work = Path(tempfile.mkdtemp(prefix="toolsel-report-"))
+    own, elsewhere = work / "own.html", work / "elsewhere.html"
+    assert run_cli(endpoints, "report", "--out", str(own), "--tenant", tenant).returncode == 0
+    assert run_cli(endpoints, "report", "--out", str(elsewhere), "--tenant", unique("t")).returncode == 0
+    text = own.read_text()
+    assert f"tenant {tenant}" in text
+    assert "<td>selections</td><td>2</td>" in text
+    assert f"{plugin}/get_weather" in text
+    assert other not in text
+    assert plugin not in elsewhere.read_text()
+    refused = run_cli(endpoints, "report", "--out", str(own), "--tenant", "<script>")
+    assert refused.returncode != 0
+    assert "tenant" in refused.stderr

@@ -82,8 +82,11 @@ def table_html(df: pl.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def render(selections: pl.DataFrame, outcomes: pl.DataFrame, quality: pl.DataFrame | None) -> str:
-    """The report page: key numbers, the heatmap, the accuracy trend, token savings and the quality table."""
+def render(
+    selections: pl.DataFrame, outcomes: pl.DataFrame, quality: pl.DataFrame | None, tenant: str | None = None
+) -> str:
+    """The report page: key numbers, the heatmap, the accuracy trend, token savings and the quality table; of
+    ``tenant``'s rows, which the heading says (None: every tenant's)."""
     summary = metrics.selection_metrics(selections, outcomes)
     figures = {
         "heatmap": heatmap_png(metrics.heatmap(selections)),
@@ -104,10 +107,11 @@ def render(selections: pl.DataFrame, outcomes: pl.DataFrame, quality: pl.DataFra
         if quality is not None
         else "<p>Tool quality needs the store (not part of an export).</p>"
     )
+    scope = "every tenant" if tenant is None else f"tenant {html.escape(tenant)}"
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>toolsel report</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left}} img{{max-width:100%;display:block}}</style></head>
-<body><h1>toolsel report</h1><p>generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>
+<body><h1>toolsel report</h1><p>{scope}; generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>
 {table_html(numbers)}{images}{quality_part}</body></html>
 """

@@ -183,21 +183,20 @@ def report(
     since: Since = None,
     until: Until = None,
     export_dir: ExportDir = None,
+    tenant: Tenant = None,
 ) -> None:
-    """An HTML page with the heatmap, the accuracy trend, token savings and the tool quality table."""
-    from toolsel.analytics.load import from_store, quality_from_store
+    """An HTML page with the heatmap, the accuracy trend, token savings and the tool quality table (of one tenant
+    with --tenant)."""
+    from toolsel.analytics.load import from_store, of_tenant, quality_from_store
     from toolsel.analytics.report import render
 
-    first, last = _day(since), _day(until)
+    query = validated(AnalyticsQuery, _window(since, until, tenant), "report")
 
     async def from_database(pool: asyncpg.Pool) -> str:
-        selections = await from_store(pool, "selections", first, last)
-        return render(selections, await from_store(pool, "outcomes", first, last), await quality_from_store(pool))
+        selections = await from_store(pool, "selections", query.since, query.until, tenant=query.tenant_id)
+        outcomes = await from_store(pool, "outcomes", query.since, query.until, tenant=query.tenant_id)
+        return render(selections, outcomes, of_tenant(await quality_from_store(pool), query.tenant_id), tenant)
 
-    page = (
-        render(*_local(export_dir, AnalyticsQuery(since=first, until=last)), None)
-        if export_dir
-        else with_database(from_database)
-    )
+    page = render(*_local(export_dir, query), None, tenant) if export_dir else with_database(from_database)
     out.write_text(page)
     console.print(f"report written to {out}")
