@@ -621,8 +621,8 @@ class Settings(BaseSettings):
     dashboard_page_size: int = Field(default=50, ge=1, le=5000)
     """Tools per catalog page."""
     dashboard_analytics_days: int = Field(default=30, ge=1)
-    """Days of history (today's included) the Analytics tab shows unless its form asks for others: each of its
-    requests reads the window's history, so the whole of a long one would be read on every visit."""
+    """Days of history (today's included) the Analytics and Reviews tabs show unless their form asks for others:
+    each of their requests reads the window's history, so the whole of a long one would be read on every visit."""
     dashboard_session_ttl_s: float = Field(default=8 * 3600.0, gt=0)
     """How long a sign-in lasts."""
     dashboard_sign_in_attempts: int = Field(default=10, ge=1)

@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from tests.integration.catalog import plugin_sync, tool, unique
 from tests.integration.history import selection, store
 from toolsel.client import SyncToolselClient
-from toolsel.contracts import SelectionEvent
+from toolsel.contracts import ReviewEvent, SelectionEvent, ToolReview, Verdict
 from toolsel.dashboard.app import create_app
 from toolsel.dashboard.auth import COOKIE, CSRF_HEADER
 from toolsel.errors import InvalidRequest
 from toolsel.settings import Settings
 from toolsel.stack import Endpoints
-from toolsel.store import create_pool
+from toolsel.store import create_pool, events
 
 T = TypeVar("T")
 TOKEN = "test-admin-token"
@@ -333,3 +333,42 @@ def test_the_openapi_document_lists_every_route_without_the_admin_token(api: Scr
     assert "admin_token" not in str(
         {name: schema for name, schema in document["components"]["schemas"].items() if "Register" in name}
     )
+
+
+def test_the_reviews_tab_shows_one_tenants_reviews_of_the_last_days_unless_asked_for_others(
+    endpoints: Endpoints, signed: TestClient
+) -> None:
+    """The Reviews tab read every tenant's whole review history on every visit."""
+    tenant, old = unique("rev"), datetime.now(UTC) - timedelta(days=40)
+    made = [selection(tenant, at=old), selection(tenant), selection(unique("rev"))]
+    _stored(endpoints, made)
+
+    async def reviewed() -> None:
+        pool = await create_pool(endpoints.database_url)
+        broken = [ToolReview(plugin_id="hist", name="tool_0", verdict=Verdict.BROKEN)]
+        made_at = [old, None, None]
+        try:
+            async with pool.acquire() as conn:
+                await events.insert_reviews(
+                    conn,
+                    [
+                        ReviewEvent(selection_id=s.selection_id, reviews=broken, occurred_at=at or datetime.now(UTC))
+                        for s, at in zip(made, made_at, strict=True)
+                    ],
+                )
+        finally:
+            await pool.close()
+
+    asyncio.run(reviewed())
+
+    def broken(**window: str) -> int:
+        page = signed.get("/reviews", params=window, headers={"accept": "text/html"})
+        assert page.status_code == 200, page.text
+        found = re.search(r'<span class="kpi">(\d+)</span> broken', page.text)
+        assert found is not None
+        return int(found.group(1))
+
+    assert broken(tenant_id=tenant) == 1  # the last 30 days (TOOLSEL_DASHBOARD_ANALYTICS_DAYS), this tenant's
+    assert broken(tenant_id=tenant, since=old.date().isoformat()) == 2
+    assert broken(since=old.date().isoformat()) >= 3
+    assert signed.get("/reviews", params={"since": "never"}, headers={"accept": "text/html"}).status_code == 400

@@ -372,28 +372,50 @@ async def release(
 # reviews and analytics
 
 
-@router.get("/reviews")
-async def reviews(request: Request, caller: Reader) -> HTMLResponse:
-    trend = await client_of(request).review_trend(AnalyticsQuery())
-    chart = charts.stacked_days([(d.day, d.verdicts, d.spike) for d in trend.days], "review verdicts per day")
-    return render(
-        request,
-        "reviews.html",
-        tab="reviews",
-        trend=trend,
-        chart=chart,
-        spikes=[d for d in trend.days if d.spike],
-        totals={k: sum(d.verdicts.get(k, 0) for d in trend.days) for k in charts.COLOURS},
-    )
-
-
 class AnalyticsForm(BaseModel):
-    """The Analytics tab's form: the days it shows (UTC, both included; empty: the last
+    """The Analytics and Reviews tabs' form: the days it shows (UTC, both included; empty: the last
     ``dashboard_analytics_days``, today's included) and the tenant (empty: every tenant)."""
 
     since: Annotated[date | None, Blank] = None
     until: Annotated[date | None, Blank] = None
     tenant_id: Annotated[str | None, Blank] = None
+
+
+Since = Annotated[str, Query(max_length=32)]
+Until = Annotated[str, Query(max_length=32)]
+TenantAsked = Annotated[str, Query(max_length=128)]
+
+
+def asked_window(request: Request, since: str, until: str, tenant_id: str) -> AnalyticsQuery:
+    """The window a tab's form asks for; with no first day, the last ``dashboard_analytics_days`` up to its last
+    (today's by default): a tab reads its window's history on every visit, so never the whole of a long one."""
+    try:
+        form = AnalyticsForm(since=since, until=until, tenant_id=tenant_id)
+        days = request.app.state.settings.dashboard_analytics_days
+        first = form.since or (form.until or datetime.now(UTC).date()) - timedelta(days=days - 1)
+        return AnalyticsQuery(since=first, until=form.until, tenant_id=form.tenant_id)
+    except ValidationError as error:
+        raise _invalid(error) from None
+
+
+@router.get("/reviews")
+async def reviews(
+    request: Request, caller: Reader, since: Since = "", until: Until = "", tenant_id: TenantAsked = ""
+) -> HTMLResponse:
+    """The window's review verdicts per day, their spikes and the tools whose reviews turned."""
+    window = asked_window(request, since, until, tenant_id)
+    trend = await client_of(request).review_trend(window)
+    chart = charts.stacked_days([(d.day, d.verdicts, d.spike) for d in trend.days], "review verdicts per day")
+    return render(
+        request,
+        "reviews.html",
+        tab="reviews",
+        window=window,
+        trend=trend,
+        chart=chart,
+        spikes=[d for d in trend.days if d.spike],
+        totals={k: sum(d.verdicts.get(k, 0) for d in trend.days) for k in charts.COLOURS},
+    )
 
 
 async def panel(asked: Awaitable[T]) -> T | str:
@@ -442,21 +464,11 @@ def metric_charts(metrics: SelectionMetrics) -> dict[str, Any]:
 
 @router.get("/analytics")
 async def analytics(
-    request: Request,
-    caller: Reader,
-    since: Annotated[str, Query(max_length=32)] = "",
-    until: Annotated[str, Query(max_length=32)] = "",
-    tenant_id: Annotated[str, Query(max_length=128)] = "",
+    request: Request, caller: Reader, since: Since = "", until: Until = "", tenant_id: TenantAsked = ""
 ) -> HTMLResponse:
     """The window's metrics, heatmap (the most selected tools on their most selected pages) and accuracy, and
     the embeddings' drift: each panel asked on its own and shown with its own error if it fails."""
-    try:
-        form = AnalyticsForm(since=since, until=until, tenant_id=tenant_id)
-        days = request.app.state.settings.dashboard_analytics_days
-        first = form.since or (form.until or datetime.now(UTC).date()) - timedelta(days=days - 1)
-        window = AnalyticsQuery(since=first, until=form.until, tenant_id=form.tenant_id)
-    except ValidationError as error:
-        raise _invalid(error) from None
+    window = asked_window(request, since, until, tenant_id)
     client = client_of(request)
     metrics, heat, accuracy, drift = await asyncio.gather(
         panel(client.metrics(window)),
