@@ -4,7 +4,6 @@ this deployment's use (both need the ``tune`` extra)."""
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -120,11 +119,14 @@ def train_model(
 def tune(
     dry_run: Annotated[bool, typer.Option(help="train and compare, never switch")] = False,
     seed: Annotated[int, typer.Option(help="seed of the batches and the weights' updates")] = 0,
-    epochs: Annotated[int, typer.Option(help="passes over the pairs")] = 1,
+    epochs: Annotated[
+        int | None, typer.Option(min=1, help="passes over the pairs (default TOOLSEL_TUNE_EPOCHS)")
+    ] = None,
     learning_rate: Annotated[
         float | None,
         typer.Option(
-            callback=lambda rate: positive(rate, "--learning-rate"), help="AdamW's learning rate (default training's)"
+            callback=lambda rate: positive(rate, "--learning-rate"),
+            help="AdamW's learning rate (default TOOLSEL_TUNE_LEARNING_RATE)",
         ),
     ] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads (default TOOLSEL_TUNE_THREADS)")] = None,
@@ -140,9 +142,12 @@ def tune(
     except ImportError:
         fail("toolsel tune needs the tune extra: pip install 'toolsel[tune]'", USAGE)
     os.nice(settings().tune_niceness)
-    train = TrainSettings(seed=seed, epochs=epochs, threads=threads or settings().tune_threads)
-    if learning_rate is not None:
-        train = replace(train, learning_rate=learning_rate)
+    train = TrainSettings(
+        seed=seed,
+        epochs=epochs or settings().tune_epochs,
+        learning_rate=learning_rate or settings().tune_learning_rate,
+        threads=threads or settings().tune_threads,
+    )
     current = settings().model_copy(update={"embedding_threads": train.threads})
     found, serving = _read_use(current)
     chosen = stages.split(found, current)
