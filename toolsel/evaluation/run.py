@@ -1,7 +1,7 @@
 """``toolsel eval``: run an offline or online evaluation of one set against a real stack."""
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from toolsel.evaluation.ranking import BenchCatalog, rank, sync_catalog
 from toolsel.evaluation.session import servers
 from toolsel.evaluation.split import sample, split_queries
 from toolsel.render import console
-from toolsel.settings import Settings
+from toolsel.settings import ENV_PREFIX, Settings
 from toolsel.stack import Endpoints
 from toolsel.store import space
 from toolsel.tuning.card import read_card
@@ -92,10 +92,13 @@ async def served_model(endpoints: Endpoints) -> str:
     return found[0]
 
 
-def _services_settings() -> dict[str, Any]:
-    """The selection and learning settings in force (as this process reads the environment)."""
+def services_settings(stack_env: Mapping[str, str]) -> dict[str, Any]:
+    """The selection and learning settings the services run with: this process's environment and, over it,
+    ``stack_env``, what the eval sets for a stack it starts itself (on configured servers, what this process reads:
+    theirs may differ)."""
     hidden = {"home", "nats_url", "database_url", "model_dir", "plugin_secrets"}
-    return Settings().model_dump(mode="json", exclude=hidden)
+    given: dict[str, Any] = {name.removeprefix(ENV_PREFIX).lower(): value for name, value in stack_env.items()}
+    return Settings(**given).model_dump(mode="json", exclude=hidden)
 
 
 async def run_offline(options: Options) -> dict[str, Any]:
@@ -213,7 +216,7 @@ def _settings(options: Options, modes: list[Mode], own_stack: bool) -> dict[str,
         "modes": [asdict(m) for m in modes],
         "own_stack": own_stack,
         "stack_env": _stack_env(options) if own_stack else {},
-        "services": _services_settings(),
+        "services": services_settings(_stack_env(options) if own_stack else {}),
     }
 
 

@@ -24,6 +24,7 @@ from toolsel.evaluation.plan import (
     recovery_at,
     track,
 )
+from toolsel.evaluation.run import services_settings
 
 
 def q(id_: str, *relevant: str) -> Query:
@@ -147,3 +148,13 @@ def test_ranking_changes_need_the_same_tools_in_the_same_order() -> None:
     assert ranking_changes(["1", "2", "3"], before, [["b", "a"], ["c"], ["d"]]) == ["1", "3"]
     with pytest.raises(ValueError, match="longer"):
         ranking_changes(["1"], before, before)
+
+
+def test_the_services_settings_reported_are_those_of_the_stack_the_eval_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """They were read from the eval's own environment, without what it sets for the services it starts."""
+    monkeypatch.setenv("TOOLSEL_QUERY_CACHE_SIZE", "7")
+    monkeypatch.setenv("TOOLSEL_DEFAULT_K", "3")
+    reported = services_settings({"TOOLSEL_THOMPSON_SAMPLING": "false", "TOOLSEL_QUERY_CACHE_SIZE": "100000"})
+    assert (reported["thompson_sampling"], reported["query_cache_size"], reported["default_k"]) == (False, 100000, 3)
+    assert services_settings({})["query_cache_size"] == 7
+    assert "database_url" not in reported
