@@ -11,9 +11,11 @@ the model that answers the others.
 
 Negatives. An 'unrelated' or 'broken' verdict on a (selection, tool) vetoes that pair, even when the call
 succeeded: a reviewer who says a tool did not serve the query is believed over a call that returned. They are not
-added to the loss as hard negatives: the training batches' other tools are the negatives (train.py), and hard
+added to the loss as hard negatives: the training batches' other tools are the negatives (train.py). Hard
 negatives mined from one model's mistakes helped on two of the four evaluation sets and hurt on two (issue
-measurement), so a deployment's few verdicts are used where they cannot hurt: to keep wrong pairs out."""
+measurement), and the tools a selection's own verdicts refused, scored beside each of its pairs, measured no better
+on metatool's stream at half as much time again (docs/results.md), so the verdicts are used where they cannot hurt:
+to keep wrong pairs out."""
 
 import math
 from collections import defaultdict
