@@ -643,11 +643,12 @@ class Settings(BaseSettings):
     """Pairs from use a tune trains on at most, shared equally between the tenants (one with fewer gives the rest
     to the others); each tenant's pairs are bounded as its usage memory is (``learning_credits_per_actor`` per
     actor, window and tool, ``usage_examples_per_tool`` per tool)."""
-    tune_epochs: int = Field(default=3, ge=1)
-    """Passes a tune makes over its pairs: a deployment's pairs name the same few tools again and again, and three
-    passes at ``tune_learning_rate`` learnt them better than one at training's 2e-5 (docs/results.md)."""
-    tune_learning_rate: float = Field(default=4e-5, gt=0.0)
-    """AdamW's learning rate for a tune (the packaged model's own training used the same)."""
+    tune_epochs: int = Field(default=1, ge=1)
+    """Passes a tune makes over its pairs. Three at 4e-5 (the packaged model's own recipe) learnt metatool's stream
+    better than one at 2e-5, but lost 4–5 points on the catalogs the tune never saw, and the full pipeline ended
+    level (docs/results.md): one pass keeps more of what the model knew."""
+    tune_learning_rate: float = Field(default=2e-5, gt=0.0)
+    """AdamW's learning rate for a tune."""
     tune_holdout_share: float = Field(default=0.2, gt=0.0, lt=1.0)
     """The most recent share of each tenant's selections with outcomes or reviews, held back: never trained on, the
     current model and the candidate are measured on them."""
